@@ -1,0 +1,221 @@
+"""SSA values with use lists, instructions with nested regions, functions and programs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from ..errors import UNKNOWN, CompilationError, Location, Source
+from .types import DYNAMIC, Dim, MemrefType, ScalarType, Type
+
+if TYPE_CHECKING:
+    from .printer import Printer
+
+
+class Value:
+    """An SSA value: an instruction result, a parameter, a loop variable or a constant."""
+
+    def __init__(self, type: Type, name: str | None = None, loc: Location = UNKNOWN) -> None:
+        self.type = type
+        self.name = name
+        self.loc = loc
+        self.owner: Inst | None = None  # the defining instruction, None for parameters
+        self.uses: list[tuple[Inst, int]] = []
+
+    @property
+    def constant(self) -> int | float | None:
+        """The value if it is known at compile time."""
+        return None
+
+    def replace_all_uses_with(self, other: Value) -> None:
+        """Make every instruction that reads this value read ``other`` instead."""
+        for inst, index in list(self.uses):
+            inst.set_operand(index, other)
+
+    def __repr__(self) -> str:
+        return f"<Value %{self.name}: {self.type}>"
+
+
+class Constant(Value):
+    """A literal operand; each use site owns its own constant."""
+
+    def __init__(self, value: int | float, type: ScalarType, loc: Location = UNKNOWN) -> None:
+        super().__init__(type, None, loc)
+        self.value = value
+
+    @property
+    def constant(self) -> int | float:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"<Constant {self.value}: {self.type}>"
+
+
+def static_dim(value: Value) -> Dim:
+    """A size given by an operand: its value if constant, else dynamic."""
+    c = value.constant
+    return int(c) if c is not None else DYNAMIC
+
+
+class Region:
+    """An ordered list of instructions; ``spmd`` regions are those of foreach."""
+
+    def __init__(self, params: Sequence[Value] = (), spmd: bool = False) -> None:
+        self.insts: list[Inst] = []
+        self.params = list(params)
+        self.spmd = spmd
+        self.parent: Inst | None = None
+
+    def append(self, inst: Inst) -> Inst:
+        inst.parent = self
+        self.insts.append(inst)
+        return inst
+
+    def insert_before(self, anchor: Inst, inst: Inst) -> Inst:
+        inst.parent = self
+        self.insts.insert(self.insts.index(anchor), inst)
+        return inst
+
+    def walk(self) -> Iterator[Inst]:
+        """Every instruction of the region and of its nested regions, in program order."""
+        for inst in self.insts:
+            yield inst
+            for region in inst.regions:
+                yield from region.walk()
+
+    def __iter__(self) -> Iterator[Inst]:
+        return iter(self.insts)
+
+
+class Inst:
+    """Base of every instruction: operands (with use lists), results and regions.
+
+    Subclasses set ``mnemonic``, ``collective`` and implement ``infer`` (verification plus
+    result types, raising CompilationError) and ``print``.
+    """
+
+    mnemonic: ClassVar[str] = ""
+    collective: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        operands: Sequence[Value],
+        regions: Sequence[Region] = (),
+        *,
+        loc: Location = UNKNOWN,
+        names: Sequence[str | None] = (),
+        operand_locs: Sequence[Location] = (),
+    ) -> None:
+        self.loc = loc
+        self.operand_locs = list(operand_locs)  # where each operand is written, for diagnostics
+        self.parent: Region | None = None
+        self.operands: list[Value] = []
+        for value in operands:
+            self._add_operand(value)
+        self.regions = list(regions)
+        for region in self.regions:
+            region.parent = self
+        types = self.infer()
+        names = list(names) + [None] * (len(types) - len(names))
+        self.results = [Value(t, n, loc) for t, n in zip(types, names)]
+        for result in self.results:
+            result.owner = self
+
+    def _add_operand(self, value: Value) -> None:
+        value.uses.append((self, len(self.operands)))
+        self.operands.append(value)
+
+    def set_operand(self, index: int, value: Value) -> None:
+        old = self.operands[index]
+        old.uses.remove((self, index))
+        value.uses.append((self, index))
+        self.operands[index] = value
+
+    @property
+    def result(self) -> Value:
+        if len(self.results) != 1:
+            raise ValueError(f"{self.mnemonic} has {len(self.results)} results")
+        return self.results[0]
+
+    def infer(self) -> list[Type]:
+        """Check the operands and return the result types."""
+        raise NotImplementedError
+
+    def print(self, p: Printer) -> None:
+        raise NotImplementedError
+
+    def error(self, message: str, operand: int | None = None) -> CompilationError:
+        """A diagnostic at the instruction, or at one of its operands where it is written."""
+        loc = self.loc
+        if operand is not None and operand < len(self.operand_locs):
+            loc = self.operand_locs[operand]
+        return CompilationError(loc, message)
+
+    # Checks shared by many instructions; each points the diagnostic at operand i.
+
+    def expect_memref(self, i: int, what: str, orders: Sequence[int] = ()) -> MemrefType:
+        t = self.operands[i].type
+        if not isinstance(t, MemrefType):
+            raise self.error(f"{what} must be a memref, got {t}", i)
+        if orders and t.order not in orders:
+            want = " or ".join(str(o) for o in orders)
+            raise self.error(f"{what} must have order {want}, got {t}", i)
+        return t
+
+    def expect_scalar(self, i: int, what: str) -> ScalarType:
+        t = self.operands[i].type
+        if not isinstance(t, ScalarType):
+            raise self.error(f"{what} must be a scalar, got {t}", i)
+        return t
+
+    def expect_type(self, i: int, type: Type, what: str) -> None:
+        t = self.operands[i].type
+        if t != type:
+            raise self.error(f"{what} must have type {type}, got {t}", i)
+
+    def expect_positive(self, i: int, what: str, allow_zero: bool = False) -> None:
+        c = self.operands[i].constant
+        if c is not None and (c < 0 or (c == 0 and not allow_zero)):
+            rule = "non-negative" if allow_zero else "positive"
+            raise self.error(f"{what} must be {rule}, got {c}", i)
+
+
+class Function:
+    """A kernel: typed parameters, optional launch attributes and a body region."""
+
+    def __init__(
+        self,
+        name: str,
+        params: Sequence[Value],
+        work_group_size: tuple[int, int] | None = None,
+        subgroup_size: int | None = None,
+        loc: Location = UNKNOWN,
+    ) -> None:
+        self.name = name
+        self.params = list(params)
+        self.work_group_size = work_group_size
+        self.subgroup_size = subgroup_size
+        self.loc = loc
+        self.body = Region(self.params)
+
+    def walk(self) -> Iterator[Inst]:
+        return self.body.walk()
+
+
+class Program:
+    """A list of functions (kernels); ``str()`` gives the rev2 text."""
+
+    def __init__(self, functions: Sequence[Function] = ()) -> None:
+        self.functions = list(functions)
+        self.source: Source | None = None  # the text it was parsed from, if any
+
+    def function(self, name: str) -> Function:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        from .printer import print_program
+
+        return print_program(self)

@@ -1,0 +1,106 @@
+"""Replicated scalar instructions: arith, cast, cmp."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core import Inst, Value
+from ..types import I1, ScalarType, Type
+
+if TYPE_CHECKING:
+    from ..printer import Printer
+
+ARITH_BINARY = ("add", "sub", "mul", "div", "rem", "shl", "shr", "and", "or", "xor")
+ARITH_UNARY = ("neg", "not")
+BITWISE = ("and", "or", "xor", "not")  # the only arithmetic defined on i1
+INTEGER_ONLY = ("shl", "shr", *BITWISE)
+COMPARISONS = ("eq", "ne", "gt", "ge", "lt", "le")
+
+
+def _check_arith(inst: Inst, op: str, t: ScalarType) -> None:
+    if op in INTEGER_ONLY and t.is_float:
+        raise inst.error(f"arith.{op} needs an integer type, got {t}")
+    if t.is_bool and op not in BITWISE:
+        raise inst.error(f"arith.{op} is not defined on i1 (only and, or, xor, not are)")
+
+
+class ArithInst(Inst):
+    """``arith.OP a, b : T``; both operands and the result have type T."""
+
+    mnemonic = "arith"
+
+    def __init__(self, op: str, a: Value, b: Value, **kw: Any) -> None:
+        if op not in ARITH_BINARY:
+            raise ValueError(f"unknown binary arithmetic operation {op!r}")
+        self.op = op
+        super().__init__([a, b], **kw)
+
+    def infer(self) -> list[Type]:
+        t = self.expect_scalar(0, "first operand")
+        self.expect_type(1, t, "second operand")
+        _check_arith(self, self.op, t)
+        return [t]
+
+    def print(self, p: Printer) -> None:
+        a, b = self.operands
+        p.line(f"{p.lhs(self)}arith.{self.op} {p.name(a)}, {p.name(b)} : {a.type}")
+
+
+class ArithUnaryInst(Inst):
+    """``arith.neg a : T`` and ``arith.not a : T``."""
+
+    mnemonic = "arith"
+
+    def __init__(self, op: str, a: Value, **kw: Any) -> None:
+        if op not in ARITH_UNARY:
+            raise ValueError(f"unknown unary arithmetic operation {op!r}")
+        self.op = op
+        super().__init__([a], **kw)
+
+    def infer(self) -> list[Type]:
+        t = self.expect_scalar(0, "operand")
+        _check_arith(self, self.op, t)
+        return [t]
+
+    def print(self, p: Printer) -> None:
+        a = self.operands[0]
+        p.line(f"{p.lhs(self)}arith.{self.op} {p.name(a)} : {a.type}")
+
+
+class CastInst(Inst):
+    """``cast a : T -> U`` converts between any two scalar types."""
+
+    mnemonic = "cast"
+
+    def __init__(self, a: Value, to: ScalarType, **kw: Any) -> None:
+        self.to = to
+        super().__init__([a], **kw)
+
+    def infer(self) -> list[Type]:
+        self.expect_scalar(0, "cast operand")
+        return [self.to]
+
+    def print(self, p: Printer) -> None:
+        a = self.operands[0]
+        p.line(f"{p.lhs(self)}cast {p.name(a)} : {a.type} -> {self.to}")
+
+
+class CompareInst(Inst):
+    """``cmp.COND a, b : T`` gives an i1."""
+
+    mnemonic = "cmp"
+
+    def __init__(self, cond: str, a: Value, b: Value, **kw: Any) -> None:
+        if cond not in COMPARISONS:
+            raise ValueError(f"unknown comparison {cond!r}")
+        self.cond = cond
+        super().__init__([a, b], **kw)
+
+    def infer(self) -> list[Type]:
+        t = self.expect_scalar(0, "first operand")
+        self.expect_type(1, t, "second operand")
+        return [I1]
+
+    def print(self, p: Printer) -> None:
+        a, b = self.operands
+        p.line(f"{p.lhs(self)}cmp.{self.cond} {p.name(a)}, {p.name(b)} : {a.type}")

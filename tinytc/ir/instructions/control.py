@@ -1,0 +1,178 @@
+"""Control flow and work-group queries: if, for, foreach, yield, barrier, group_id,
+group_size."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...errors import UNKNOWN, Location
+from ..core import Inst, Region, Value
+from ..types import I1, INDEX, ScalarType, Type
+
+if TYPE_CHECKING:
+    from ..printer import Printer
+
+
+class GroupIdInst(Inst):
+    """``group_id``: the index of this work-group in the batch."""
+
+    mnemonic = "group_id"
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__([], **kw)
+
+    def infer(self) -> list[Type]:
+        return [INDEX]
+
+    def print(self, p: Printer) -> None:
+        p.line(f"{p.lhs(self)}{self.mnemonic}")
+
+
+class GroupSizeInst(GroupIdInst):
+    """``group_size``: the number of work-groups in the batch."""
+
+    mnemonic = "group_size"
+
+
+class BarrierInst(Inst):
+    """``barrier``: synchronises the work-group and makes its memory writes visible."""
+
+    mnemonic = "barrier"
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__([], **kw)
+
+    def infer(self) -> list[Type]:
+        return []
+
+    def print(self, p: Printer) -> None:
+        p.line("barrier")
+
+
+class YieldInst(Inst):
+    """``yield %a, ... : T, ...`` ends an if region with its values."""
+
+    mnemonic = "yield"
+
+    def __init__(self, values: Sequence[Value], **kw: Any) -> None:
+        super().__init__(values, **kw)
+
+    def infer(self) -> list[Type]:
+        for i in range(len(self.operands)):
+            self.expect_scalar(i, "yielded value")
+        return []
+
+    def print(self, p: Printer) -> None:
+        types = ", ".join(str(v.type) for v in self.operands)
+        values = p.names(self.operands)
+        p.line(f"yield {values} : {types}" if values else "yield :")
+
+
+class IfInst(Inst):
+    """``if %c -> (T, ...) { ... } else { ... }``; both regions are mixed."""
+
+    mnemonic = "if"
+
+    def __init__(self, cond: Value, result_types: Sequence[ScalarType] = (), **kw: Any) -> None:
+        self.result_types = list(result_types)
+        super().__init__([cond], [Region(), Region()], **kw)
+
+    @property
+    def then(self) -> Region:
+        return self.regions[0]
+
+    @property
+    def otherwise(self) -> Region:
+        return self.regions[1]
+
+    def infer(self) -> list[Type]:
+        self.expect_type(0, I1, "if condition")
+        return list(self.result_types)
+
+    def verify_regions(self) -> None:
+        """Both regions end in a yield matching the result types (if there are results)."""
+        for region, which in ((self.then, "then"), (self.otherwise, "else")):
+            last = region.insts[-1] if region.insts else None
+            if not isinstance(last, YieldInst):
+                if self.result_types:
+                    raise self.error(f"the {which} region must end with yield: the if has results")
+                continue
+            got = [v.type for v in last.operands]
+            if got != self.result_types:
+                want = ", ".join(map(str, self.result_types)) or "nothing"
+                raise last.error(f"yield gives ({', '.join(map(str, got))}); the if returns {want}")
+
+    def print(self, p: Printer) -> None:
+        header = f"{p.lhs(self)}if {p.name(self.operands[0])}"
+        if self.result_types:
+            header += " -> (" + ", ".join(map(str, self.result_types)) + ")"
+        p.open(header)
+        p.region(self.then)
+        if self.otherwise.insts or self.result_types:
+            p.close("} else {")
+            p.region(self.otherwise)
+        p.close("}")
+
+
+class _LoopInst(Inst):
+    """Shared by for and foreach: bounds of the loop type and a loop variable."""
+
+    def __init__(
+        self,
+        bounds: Sequence[Value],
+        loop_type: ScalarType = INDEX,
+        var_name: str | None = None,
+        var_loc: Location = UNKNOWN,
+        **kw: Any,
+    ) -> None:
+        self.loop_type = loop_type
+        var = Value(loop_type, var_name, var_loc)
+        super().__init__(bounds, [Region([var], spmd=isinstance(self, ForeachInst))], **kw)
+
+    @property
+    def body(self) -> Region:
+        return self.regions[0]
+
+    @property
+    def var(self) -> Value:
+        return self.body.params[0]
+
+    def infer(self) -> list[Type]:
+        if not self.loop_type.is_integer or self.loop_type.is_bool:
+            raise self.error(f"loop type must be an integer type, got {self.loop_type}")
+        for i in range(len(self.operands)):
+            self.expect_type(i, self.loop_type, "loop bound")
+        return []
+
+    def print(self, p: Printer) -> None:
+        bounds = p.names(self.operands)
+        typ = "" if self.loop_type == INDEX else f" : {self.loop_type}"
+        p.open(f"{self.mnemonic} {p.name(self.var)} = {bounds}{typ}")
+        p.region(self.body)
+        p.close("}")
+
+
+class ForInst(_LoopInst):
+    """``for %i = from, to [, step] [: T] { ... }``: sequential, mixed region."""
+
+    mnemonic = "for"
+
+    def __init__(self, start: Value, stop: Value, step: Value | None = None, **kw: Any) -> None:
+        super().__init__([start, stop] + ([step] if step is not None else []), **kw)
+
+    def infer(self) -> list[Type]:
+        out = super().infer()
+        if len(self.operands) == 3:
+            self.expect_positive(2, "step")
+        return out
+
+
+class ForeachInst(_LoopInst):
+    """``foreach %i = from, to [: T] { ... }``: iterations spread over the work-items (spmd)."""
+
+    mnemonic = "foreach"
+    collective = True
+
+    def __init__(self, start: Value, stop: Value, **kw: Any) -> None:
+        super().__init__([start, stop], **kw)

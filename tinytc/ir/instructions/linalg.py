@@ -1,0 +1,216 @@
+"""Collective linear algebra: gemm, gemv, ger, axpby, sum, hadamard_product.
+
+Each computes ``X := alpha * f(A, ...) + beta * X``; alpha and beta have X's element type.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..core import Inst, Value
+from ..types import BF16, F16, F32, I8, I32, Dim, ScalarType, Type
+
+if TYPE_CHECKING:
+    from ..printer import Printer
+
+# (A and B element type) -> accumulator types beyond the plain "all types equal" rule.
+MIXED_PRECISION = {F16: (F32,), BF16: (F32,), I8: (I32,)}
+
+
+def _same(a: Dim, b: Dim) -> bool:
+    return a is None or b is None or a == b
+
+
+def _fmt(shape: tuple[Dim, ...]) -> str:
+    return "x".join("?" if s is None else str(s) for s in shape) or "scalar"
+
+
+class LinalgInst(Inst):
+    """Operands in textual order: alpha, inputs..., beta, output."""
+
+    collective = True
+    inputs: ClassVar[int] = 1
+    mixed_precision: ClassVar[bool] = False
+
+    def __init__(self, *operands: Value, atomic: bool = False, **kw: Any) -> None:
+        self.atomic = atomic
+        super().__init__(operands, **kw)
+
+    @property
+    def modifiers(self) -> str:
+        return ".atomic" if self.atomic else ""
+
+    @property
+    def alpha(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def beta(self) -> Value:
+        return self.operands[-2]
+
+    @property
+    def output(self) -> Value:
+        return self.operands[-1]
+
+    def op_shape(self, i: int, transpose: bool) -> tuple[Dim, ...]:
+        """Shape of op(X) for the memref operand i."""
+        shape = self.operands[i].type.shape  # type: ignore[union-attr]
+        return shape[::-1] if transpose and len(shape) == 2 else shape
+
+    def check_scalars(self, elements: list[ScalarType]) -> None:
+        """alpha and beta have the output's type; inputs match it or a mixed-precision rule."""
+        out = self.expect_memref(len(self.operands) - 1, "output").element
+        self.expect_scalar(0, "alpha")
+        self.expect_type(0, out, "alpha")
+        self.expect_scalar(len(self.operands) - 2, "beta")
+        self.expect_type(len(self.operands) - 2, out, "beta")
+        first = elements[0]
+        mixed = self.mixed_precision and out in MIXED_PRECISION.get(first, ())
+        for i, el in enumerate(elements):
+            if el != first or (el != out and not mixed):
+                types = ", ".join(str(e) for e in elements + [out])
+                raise self.error(
+                    f"{self.mnemonic}: element types {types} are not compatible", i + 1
+                )
+
+    def check_shape(self, got: tuple[Dim, ...], want: tuple[Dim, ...], what: str) -> None:
+        if len(got) != len(want) or not all(map(_same, got, want)):
+            raise self.error(
+                f"{self.mnemonic}: {what} has shape {_fmt(got)}, expected {_fmt(want)}"
+            )
+
+    def print(self, p: Printer) -> None:
+        values = ", ".join(p.name(v) for v in self.operands)
+        types = ", ".join(str(v.type) for v in self.operands)
+        p.line(f"{self.mnemonic}{self.modifiers} {values} : {types}")
+
+
+def _t(flag: bool) -> str:
+    return ".t" if flag else ".n"
+
+
+class GemmInst(LinalgInst):
+    """``gemm.TA.TB alpha, A, B, beta, C``: C := alpha op(A) op(B) + beta C."""
+
+    mnemonic = "gemm"
+    inputs = 2
+    mixed_precision = True
+
+    def __init__(self, trans_a: bool, trans_b: bool, *operands: Value, **kw: Any) -> None:
+        self.trans_a, self.trans_b = trans_a, trans_b
+        super().__init__(*operands, **kw)
+
+    @property
+    def modifiers(self) -> str:
+        return _t(self.trans_a) + _t(self.trans_b) + super().modifiers
+
+    def infer(self) -> list[Type]:
+        a = self.expect_memref(1, "A", (2,))
+        b = self.expect_memref(2, "B", (2,))
+        self.expect_memref(4, "C", (2,))
+        self.check_scalars([a.element, b.element])
+        (m, k), (k2, n) = self.op_shape(1, self.trans_a), self.op_shape(2, self.trans_b)
+        if not _same(k, k2):
+            raise self.error(f"gemm: op(A) is {_fmt((m, k))} but op(B) is {_fmt((k2, n))}")
+        self.check_shape(self.op_shape(4, False), (m, n), "C")
+        return []
+
+
+class GemvInst(LinalgInst):
+    """``gemv.TA alpha, A, b, beta, c``: c := alpha op(A) b + beta c."""
+
+    mnemonic = "gemv"
+    inputs = 2
+    mixed_precision = True
+
+    def __init__(self, trans_a: bool, *operands: Value, **kw: Any) -> None:
+        self.trans_a = trans_a
+        super().__init__(*operands, **kw)
+
+    @property
+    def modifiers(self) -> str:
+        return _t(self.trans_a) + super().modifiers
+
+    def infer(self) -> list[Type]:
+        a = self.expect_memref(1, "A", (2,))
+        b = self.expect_memref(2, "b", (1,))
+        self.expect_memref(4, "c", (1,))
+        self.check_scalars([a.element, b.element])
+        m, k = self.op_shape(1, self.trans_a)
+        self.check_shape(b.shape, (k,), "b")
+        self.check_shape(self.op_shape(4, False), (m,), "c")
+        return []
+
+
+class GerInst(LinalgInst):
+    """``ger alpha, a, b, beta, C``: C := alpha a b^T + beta C."""
+
+    mnemonic = "ger"
+    inputs = 2
+    mixed_precision = True
+
+    def infer(self) -> list[Type]:
+        a = self.expect_memref(1, "a", (1,))
+        b = self.expect_memref(2, "b", (1,))
+        self.expect_memref(4, "C", (2,))
+        self.check_scalars([a.element, b.element])
+        self.check_shape(self.op_shape(4, False), a.shape + b.shape, "C")
+        return []
+
+
+class HadamardProductInst(LinalgInst):
+    """``hadamard_product alpha, a, b, beta, c``: c := alpha a * b + beta c (elementwise)."""
+
+    mnemonic = "hadamard_product"
+    inputs = 2
+
+    def infer(self) -> list[Type]:
+        a = self.expect_memref(1, "a", (1,))
+        b = self.expect_memref(2, "b", (1,))
+        self.expect_memref(4, "c", (1,))
+        self.check_scalars([a.element, b.element])
+        self.check_shape(b.shape, a.shape, "b")
+        self.check_shape(self.op_shape(4, False), a.shape, "c")
+        return []
+
+
+class AxpbyInst(LinalgInst):
+    """``axpby.T alpha, A, beta, B``: B := alpha op(A) + beta B."""
+
+    mnemonic = "axpby"
+
+    def __init__(self, trans_a: bool, *operands: Value, **kw: Any) -> None:
+        self.trans_a = trans_a
+        super().__init__(*operands, **kw)
+
+    @property
+    def modifiers(self) -> str:
+        return _t(self.trans_a) + super().modifiers
+
+    def infer(self) -> list[Type]:
+        a = self.expect_memref(1, "A", (0, 1, 2))
+        self.expect_memref(3, "B", (0, 1, 2))
+        self.check_scalars([a.element])
+        self.check_shape(self.op_shape(3, False), self.op_shape(1, self.trans_a), "B")
+        return []
+
+
+class SumInst(LinalgInst):
+    """``sum.T alpha, A, beta, B``: B := alpha op(A) 1 + beta B (row sums, or a vector's sum)."""
+
+    mnemonic = "sum"
+
+    def __init__(self, trans_a: bool, *operands: Value, **kw: Any) -> None:
+        self.trans_a = trans_a
+        super().__init__(*operands, **kw)
+
+    @property
+    def modifiers(self) -> str:
+        return _t(self.trans_a) + super().modifiers
+
+    def infer(self) -> list[Type]:
+        a = self.expect_memref(1, "A", (1, 2))
+        self.expect_memref(3, "B", (a.order - 1,))
+        self.check_scalars([a.element])
+        self.check_shape(self.op_shape(3, False), self.op_shape(1, self.trans_a)[:-1], "B")
+        return []

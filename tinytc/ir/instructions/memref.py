@@ -1,0 +1,298 @@
+"""Memory instructions: alloca, lifetime_stop, load, store, and the views subview, expand, fuse,
+size."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..core import Inst, Value, static_dim
+from ..types import DYNAMIC, INDEX, Dim, GroupType, MemrefType, Type
+
+if TYPE_CHECKING:
+    from ..printer import Printer
+
+
+def _check_indices(inst: Inst, first: int, count: int) -> None:
+    for i in range(first, first + count):
+        inst.expect_type(i, INDEX, "index")
+
+
+class AllocaInst(Inst):
+    """``alloca -> memref<...>``: work-group local memory with a static layout."""
+
+    mnemonic = "alloca"
+    collective = True
+
+    def __init__(self, type: MemrefType, **kw: Any) -> None:
+        self.type = type
+        super().__init__([], **kw)
+
+    def infer(self) -> list[Type]:
+        if not self.type.is_static:
+            raise self.error(f"alloca needs a static shape and stride, got {self.type}")
+        return [self.type]
+
+    def print(self, p: Printer) -> None:
+        p.line(f"{p.lhs(self)}alloca -> {self.type}")
+
+
+class LifetimeStopInst(Inst):
+    """``lifetime_stop %a``: the memory of an alloca may be reused after this point."""
+
+    mnemonic = "lifetime_stop"
+
+    def __init__(self, memref: Value, **kw: Any) -> None:
+        super().__init__([memref], **kw)
+
+    def infer(self) -> list[Type]:
+        if not isinstance(self.operands[0].owner, AllocaInst):
+            raise self.error("lifetime_stop needs a value defined by alloca", 0)
+        return []
+
+    def print(self, p: Printer) -> None:
+        p.line(f"lifetime_stop {p.name(self.operands[0])}")
+
+
+class LoadInst(Inst):
+    """``load %m[i, ...]`` reads an element; ``load %g[i]`` gives a group member's memref."""
+
+    mnemonic = "load"
+
+    def __init__(self, source: Value, indices: Sequence[Value], **kw: Any) -> None:
+        super().__init__([source, *indices], **kw)
+
+    def infer(self) -> list[Type]:
+        t = self.operands[0].type
+        count = len(self.operands) - 1
+        if isinstance(t, GroupType):
+            if count != 1:
+                raise self.error(f"load from a group takes 1 index, got {count}")
+            result: Type = t.memref
+        elif isinstance(t, MemrefType):
+            if count != t.order:
+                raise self.error(f"load from {t} takes {t.order} indices, got {count}")
+            result = t.element
+        else:
+            raise self.error(f"load needs a memref or group, got {t}", 0)
+        _check_indices(self, 1, count)
+        for i in range(1, count + 1):
+            self.expect_positive(i, "index", allow_zero=True)
+        return [result]
+
+    def print(self, p: Printer) -> None:
+        src, *idx = self.operands
+        p.line(f"{p.lhs(self)}load {p.name(src)}[{p.names(idx)}] : {src.type}")
+
+
+class StoreInst(Inst):
+    """``store %v, %m[i, ...]`` writes one element."""
+
+    mnemonic = "store"
+
+    def __init__(self, value: Value, memref: Value, indices: Sequence[Value], **kw: Any) -> None:
+        super().__init__([value, memref, *indices], **kw)
+
+    def infer(self) -> list[Type]:
+        t = self.expect_memref(1, "store target")
+        self.expect_type(0, t.element, "stored value")
+        count = len(self.operands) - 2
+        if count != t.order:
+            raise self.error(f"store to {t} takes {t.order} indices, got {count}")
+        _check_indices(self, 2, count)
+        for i in range(2, count + 2):
+            self.expect_positive(i, "index", allow_zero=True)
+        return []
+
+    def print(self, p: Printer) -> None:
+        v, m, *idx = self.operands
+        p.line(f"store {p.name(v)}, {p.name(m)}[{p.names(idx)}] : {m.type}")
+
+
+SliceKind = Literal["index", "slice", "rest"]  # i  |  offset:size  |  offset:?
+
+
+class SubviewInst(Inst):
+    """``subview %m[i, o:s, o:?, :]``: a view with single-index modes removed."""
+
+    mnemonic = "subview"
+
+    def __init__(
+        self, memref: Value, slices: Sequence[tuple[Value, Value | str | None]], **kw: Any
+    ) -> None:
+        """Each slice is (offset, size): size None selects one index, '?' runs to the end."""
+        self.kinds: list[SliceKind] = []
+        operands = [memref]
+        for offset, size in slices:
+            operands.append(offset)
+            if isinstance(size, Value):
+                operands.append(size)
+                self.kinds.append("slice")
+            else:
+                self.kinds.append("index" if size is None else "rest")
+        super().__init__(operands, **kw)
+
+    def slices(self) -> list[tuple[SliceKind, int, int | None]]:
+        """(kind, operand index of the offset, operand index of the size or None) per mode."""
+        out: list[tuple[SliceKind, int, int | None]] = []
+        i = 1
+        for kind in self.kinds:
+            out.append((kind, i, i + 1 if kind == "slice" else None))
+            i += 2 if kind == "slice" else 1
+        return out
+
+    def infer(self) -> list[Type]:
+        t = self.expect_memref(0, "subview operand")
+        if len(self.kinds) != t.order:
+            raise self.error(f"subview of {t} needs {t.order} slices, got {len(self.kinds)}")
+        shape: list[Dim] = []
+        stride: list[Dim] = []
+        for mode, (kind, off, size) in enumerate(self.slices()):
+            self.expect_type(off, INDEX, "offset")
+            self.expect_positive(off, "offset", allow_zero=True)
+            extent, offset = t.shape[mode], static_dim(self.operands[off])
+            if kind == "index":
+                length: Dim = 1
+            elif kind == "rest":
+                known = None not in (extent, offset)
+                length = extent - offset if known else DYNAMIC  # type: ignore[operator]
+            else:
+                assert size is not None
+                self.expect_type(size, INDEX, "size")
+                self.expect_positive(size, "size")
+                length = static_dim(self.operands[size])
+            if None not in (extent, offset, length) and offset + length > extent:  # type: ignore
+                raise self.error(
+                    f"slice {offset}:{length} of mode {mode} exceeds its size {extent}",
+                    size if size is not None else off,
+                )
+            if kind != "index":
+                shape.append(length)
+                stride.append(t.stride[mode])
+        return [MemrefType(t.element, tuple(shape), tuple(stride))]
+
+    def print(self, p: Printer) -> None:
+        parts = []
+        for kind, off, size in self.slices():
+            text = p.name(self.operands[off])
+            if kind == "rest" and self.operands[off].constant == 0:
+                text = ":"
+            elif kind == "slice":
+                text += ":" + p.name(self.operands[size])  # type: ignore[index]
+            elif kind == "rest":
+                text += ":?"
+            parts.append(text)
+        src = self.operands[0]
+        p.line(f"{p.lhs(self)}subview {p.name(src)}[{','.join(parts)}] : {src.type}")
+
+
+class ExpandInst(Inst):
+    """``expand %m[mode -> a x b x ...]``: one mode viewed as several (column-major)."""
+
+    mnemonic = "expand"
+
+    def __init__(self, memref: Value, mode: int, shape: Sequence[Value | None], **kw: Any) -> None:
+        """``shape`` entries are index values (constant or not) or None for '?'."""
+        self.mode = mode
+        self.dynamic_entries = [entry is None for entry in shape]
+        super().__init__([memref, *(e for e in shape if e is not None)], **kw)
+
+    def entries(self) -> list[int | None]:
+        """Operand index of each expand-shape entry, None for '?'."""
+        out: list[int | None] = []
+        i = 1
+        for dynamic in self.dynamic_entries:
+            out.append(None if dynamic else i)
+            i += 0 if dynamic else 1
+        return out
+
+    def infer(self) -> list[Type]:
+        t = self.expect_memref(0, "expand operand")
+        if not 0 <= self.mode < t.order:
+            raise self.error(f"expand mode {self.mode} is out of range for {t}")
+        if len(self.dynamic_entries) < 2:
+            raise self.error("expand shape needs at least two entries")
+        if sum(self.dynamic_entries) > 1:
+            raise self.error("expand shape may have at most one '?' entry")
+        for i in range(1, len(self.operands)):
+            self.expect_type(i, INDEX, "expand size")
+            self.expect_positive(i, "expand size")
+        sizes = [None if i is None else static_dim(self.operands[i]) for i in self.entries()]
+        known = [s for s in sizes if s is not None]
+        extent = t.shape[self.mode]
+        if extent is not None:
+            product = math.prod(known)
+            if len(known) == len(sizes) and product != extent:
+                raise self.error(f"expand shape has {product} elements but mode has {extent}")
+            if extent % product:
+                raise self.error(f"expand sizes {product} do not divide the mode size {extent}")
+            if True in self.dynamic_entries and len(known) == len(sizes) - 1:
+                sizes[self.dynamic_entries.index(True)] = extent // product
+        new_stride: list[Dim] = []
+        current = t.stride[self.mode]
+        for size in sizes:
+            new_stride.append(current)
+            current = None if current is None or size is None else current * size
+        m = self.mode
+        shape = t.shape[:m] + tuple(sizes) + t.shape[m + 1 :]
+        stride = t.stride[:m] + tuple(new_stride) + t.stride[m + 1 :]
+        return [MemrefType(t.element, shape, stride)]
+
+    def print(self, p: Printer) -> None:
+        src = self.operands[0]
+        parts = ["?" if i is None else p.name(self.operands[i]) for i in self.entries()]
+        text = f"expand {p.name(src)}[{self.mode}->{'x'.join(parts)}] : {src.type}"
+        p.line(p.lhs(self) + text)
+
+
+class FuseInst(Inst):
+    """``fuse %m[from, to]``: adjacent modes from..to viewed as one."""
+
+    mnemonic = "fuse"
+
+    def __init__(self, memref: Value, first: int, last: int, **kw: Any) -> None:
+        self.first, self.last = first, last
+        super().__init__([memref], **kw)
+
+    def infer(self) -> list[Type]:
+        t = self.expect_memref(0, "fuse operand")
+        i, j = self.first, self.last
+        if not 0 <= i < j < t.order:
+            raise self.error(f"fuse needs 0 <= from < to < {t.order}, got [{i},{j}]")
+        for k in range(i, j):
+            s, size, nxt = t.stride[k], t.shape[k], t.stride[k + 1]
+            if None not in (s, size, nxt) and s * size != nxt:  # type: ignore[operator]
+                raise self.error(
+                    f"modes {k} and {k + 1} of {t} cannot be fused: stride {s} times size "
+                    f"{size} is not the next stride {nxt}"
+                )
+        fused = t.shape[i : j + 1]
+        size = None if None in fused else math.prod(fused)  # type: ignore[arg-type]
+        shape = t.shape[:i] + (size,) + t.shape[j + 1 :]
+        stride = t.stride[: i + 1] + t.stride[j + 1 :]
+        return [MemrefType(t.element, shape, stride)]
+
+    def print(self, p: Printer) -> None:
+        src = self.operands[0]
+        p.line(f"{p.lhs(self)}fuse {p.name(src)}[{self.first},{self.last}] : {src.type}")
+
+
+class SizeInst(Inst):
+    """``size %m[mode]`` gives the mode size as an index."""
+
+    mnemonic = "size"
+
+    def __init__(self, memref: Value, mode: int, **kw: Any) -> None:
+        self.mode = mode
+        super().__init__([memref], **kw)
+
+    def infer(self) -> list[Type]:
+        t = self.expect_memref(0, "size operand")
+        if not 0 <= self.mode < t.order:
+            raise self.error(f"size mode {self.mode} is out of range for {t}")
+        return [INDEX]
+
+    def print(self, p: Printer) -> None:
+        src = self.operands[0]
+        p.line(f"{p.lhs(self)}size {p.name(src)}[{self.mode}] : {src.type}")

@@ -1,0 +1,109 @@
+"""Writes programs as rev2 text; every instruction prints itself through a Printer."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from .core import Function, Inst, Program, Region, Value
+from .types import ScalarType
+
+
+def format_constant(value: int | float, type: ScalarType) -> str:
+    """A literal that parses back to the same value."""
+    if type.is_float:
+        if math.isfinite(value):
+            return repr(float(value))
+        raise ValueError(f"{value} cannot be written as a constant")
+    if type.is_bool:
+        return "true" if value else "false"
+    return str(int(value))
+
+
+class Printer:
+    """Collects lines with indentation and gives every value a printable name."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.indent = 0
+        self._names: dict[Value, str] = {}
+        self.used: set[str] = set()
+        self.reserved: set[str] = set()  # user names, never handed out as numbers
+        self.counter = 0
+
+    def name(self, value: Value) -> str:
+        if value.constant is not None and value.owner is None and value.name is None:
+            return format_constant(value.constant, value.type)  # type: ignore[arg-type]
+        if value not in self._names:
+            self._names[value] = self._fresh(value.name)
+        return "%" + self._names[value]
+
+    def _fresh(self, wanted: str | None) -> str:
+        if wanted is not None and wanted not in self.used:
+            self.used.add(wanted)
+            return wanted
+        while str(self.counter) in self.used | self.reserved:
+            self.counter += 1
+        self.used.add(str(self.counter))
+        return str(self.counter)
+
+    def names(self, values: Iterable[Value]) -> str:
+        return ", ".join(self.name(v) for v in values)
+
+    def lhs(self, inst: Inst) -> str:
+        """The '%a, %b = ' prefix of an instruction with results."""
+        if not inst.results:
+            return ""
+        return ", ".join(self.name(r) for r in inst.results) + " = "
+
+    def line(self, text: str) -> None:
+        self.lines.append("  " * self.indent + text)
+
+    def open(self, header: str) -> None:
+        self.line(header + " {")
+        self.indent += 1
+
+    def close(self, text: str) -> None:
+        """Ends a region with '}' or '} else {' (which opens the next one)."""
+        self.indent -= 1
+        self.line(text)
+        if text.endswith("{"):
+            self.indent += 1
+
+    def region(self, region: Region) -> None:
+        for inst in region.insts:
+            inst.print(self)
+
+    def function(self, func: Function) -> None:
+        # Reserve user names first so that numbering of unnamed values never clashes.
+        self.reserved = {v.name for v in _all_values(func) if v.name is not None}
+        params = ",\n".join(
+            " " * (len(func.name) + 7) * (i > 0) + f"{self.name(v)}: {v.type}"
+            for i, v in enumerate(func.params)
+        )
+        header = f"func @{func.name}({params})"
+        if func.work_group_size is not None:
+            header += " work_group_size({},{})".format(*func.work_group_size)
+        if func.subgroup_size is not None:
+            header += f" subgroup_size({func.subgroup_size})"
+        self.open(header)
+        self.region(func.body)
+        self.close("}")
+
+
+def _all_values(func: Function) -> Iterable[Value]:
+    yield from func.params
+    for inst in func.walk():
+        yield from inst.results
+        for region in inst.regions:
+            yield from region.params
+
+
+def print_program(program: Program) -> str:
+    """The rev2 text of a program."""
+    blocks = []
+    for func in program.functions:
+        p = Printer()
+        p.function(func)
+        blocks.append("\n".join(p.lines))
+    return "\n\n".join(blocks) + "\n"

@@ -1,0 +1,191 @@
+"""Types of the tensor language: scalars, memrefs and groups.
+
+Dynamic shape, stride or offset entries ('?') are represented by ``DYNAMIC`` (None), so that
+arithmetic on an unknown size fails loudly instead of producing a wrong constant.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+DYNAMIC = None
+Dim = int | None
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A scalar type; ``kind`` is 'int' (signless), 'uint' (rev1 unsigned) or 'float'."""
+
+    name: str
+    kind: Literal["int", "uint", "float"]
+    bits: int
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind != "float"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.bits == 1
+
+    @property
+    def size(self) -> int:
+        """Storage size in bytes."""
+        return max(self.bits // 8, 1)
+
+    def int_range(self) -> tuple[int, int]:
+        """Accepted constant range: signless integers take signed and unsigned spellings."""
+        if self.kind == "uint":
+            return 0, 2**self.bits - 1
+        if self.bits == 64:
+            return -(2**63) + 1, 2**63 - 1  # the language's own limit for any constant
+        return -(2 ** (self.bits - 1)), 2**self.bits - 1
+
+    def __str__(self) -> str:
+        return self.name
+
+
+I1 = ScalarType("i1", "int", 1)
+I8 = ScalarType("i8", "int", 8)
+I16 = ScalarType("i16", "int", 16)
+I32 = ScalarType("i32", "int", 32)
+I64 = ScalarType("i64", "int", 64)
+U8 = ScalarType("u8", "uint", 8)
+U16 = ScalarType("u16", "uint", 16)
+U32 = ScalarType("u32", "uint", 32)
+U64 = ScalarType("u64", "uint", 64)
+INDEX = ScalarType("index", "int", 64)
+F16 = ScalarType("f16", "float", 16)
+BF16 = ScalarType("bf16", "float", 16)
+F32 = ScalarType("f32", "float", 32)
+F64 = ScalarType("f64", "float", 64)
+BOOL = I1
+
+SCALAR_TYPES: dict[str, ScalarType] = {
+    t.name: t for t in (I1, I8, I16, I32, I64, U8, U16, U32, U64, INDEX, F16, BF16, F32, F64)
+}
+SCALAR_TYPES["bool"] = BOOL  # rev1 spelling
+
+# Largest finite value of each floating type, for range checks of constants.
+FLOAT_MAX = {
+    "f16": 65504.0,
+    "bf16": 3.3895313892515355e38,
+    "f32": 3.4028234663852886e38,
+    "f64": math.inf,
+}
+
+
+def canonical_stride(shape: tuple[Dim, ...]) -> tuple[Dim, ...]:
+    """Packed column-major strides; an entry after a dynamic extent is itself dynamic."""
+    stride: list[Dim] = []
+    current: Dim = 1
+    for extent in shape:
+        stride.append(current)
+        current = None if current is None or extent is None else current * extent
+    return tuple(stride)
+
+
+def format_dim(dim: Dim) -> str:
+    return "?" if dim is None else str(dim)
+
+
+@dataclass(frozen=True)
+class MemrefType:
+    """A strided view of memory: element type, shape and stride (column-major by default)."""
+
+    element: ScalarType
+    shape: tuple[Dim, ...]
+    stride: tuple[Dim, ...]
+
+    def __post_init__(self) -> None:
+        problem = _layout_problem(self.element, self.shape, self.stride)
+        if problem:
+            raise ValueError(problem)
+
+    @staticmethod
+    def make(
+        element: ScalarType,
+        shape: tuple[Dim, ...] | list[Dim],
+        stride: tuple[Dim, ...] | None = None,
+    ) -> MemrefType:
+        shape = tuple(shape)
+        return MemrefType(
+            element, shape, canonical_stride(shape) if stride is None else tuple(stride)
+        )
+
+    @property
+    def order(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_canonical(self) -> bool:
+        return self.stride == canonical_stride(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return None not in self.shape and None not in self.stride
+
+    def size_in_bytes(self) -> int:
+        """Bytes spanned by a static memref (last element's offset plus one)."""
+        if not self.is_static:
+            raise ValueError(f"{self} has a dynamic size")
+        span = 1 + sum((s - 1) * t for s, t in zip(self.shape, self.stride) if s > 0)
+        return span * self.element.size
+
+    def __str__(self) -> str:
+        text = "memref<" + self.element.name + "".join("x" + format_dim(s) for s in self.shape)
+        if not self.is_canonical:
+            text += ",strided<" + ",".join(format_dim(s) for s in self.stride) + ">"
+        return text + ">"
+
+
+def _layout_problem(element: ScalarType, shape: tuple[Dim, ...], stride: tuple[Dim, ...]) -> str:
+    """Why a memref type is invalid ('' when it is valid), following the strided-layout rules."""
+    if element.is_bool:
+        return "memref of i1 is not supported: bool has no storage size"
+    if len(stride) != len(shape):
+        return f"stride has {len(stride)} entries but the shape has {len(shape)}"
+    if any(s is not None and s < 0 for s in shape):
+        return "mode sizes must not be negative"
+    if stride and stride[0] is not None and stride[0] < 1:
+        return "the first stride must be at least 1"
+    for i in range(1, len(shape)):
+        prev, size, cur = stride[i - 1], shape[i - 1], stride[i]
+        if None not in (prev, size, cur) and prev * size > cur:
+            return (
+                f"stride {cur} of mode {i} is smaller than stride {prev} times size {size} "
+                f"of mode {i - 1}: strides must follow the column-major order"
+            )
+    return ""
+
+
+@dataclass(frozen=True)
+class GroupType:
+    """Pointers to memrefs of one type, each shifted by ``offset`` elements."""
+
+    memref: MemrefType
+    offset: Dim = 0
+
+    def __post_init__(self) -> None:
+        if self.offset is not None and self.offset < 0:
+            raise ValueError("group offset must not be negative")
+
+    def __str__(self) -> str:
+        if self.offset == 0:
+            return f"group<{self.memref}>"
+        return f"group<{self.memref}, offset: {format_dim(self.offset)}>"
+
+
+@dataclass(frozen=True)
+class VoidType:
+    def __str__(self) -> str:
+        return "void"
+
+
+Type = ScalarType | MemrefType | GroupType | VoidType

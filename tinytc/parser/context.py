@@ -1,0 +1,118 @@
+"""Parser state: the builder, nested name scopes, and resolution of operands."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import CompilationError, Location, Source
+from ..ir import Builder, Constant, Inst, Region, ScalarType, Type, Value
+from ..ir.types import FLOAT_MAX
+from .driver import Span
+from .lexer import Token
+
+INT_LIMIT = 2**63 - 1
+
+
+@dataclass
+class Ref:
+    """An operand as written: a local identifier or a literal, typed once the type is known."""
+
+    kind: str  # 'local', 'int' or 'float'
+    text: str
+    loc: Location
+
+
+def parse_int(token: Token) -> int:
+    text = token.value
+    value = {"true": 1, "false": 0}.get(text)
+    if value is None:
+        value = int(text)
+    if abs(value) > INT_LIMIT:
+        raise CompilationError(token.loc, f"integer constant {text} is out of range")
+    return value
+
+
+def parse_float(text: str, loc: Location) -> float:
+    try:
+        body = text.lstrip("+-")
+        value = float.fromhex(body) if body[:2].lower() == "0x" else float(body)
+    except OverflowError:
+        value = math.inf
+    if math.isinf(value):
+        raise CompilationError(loc, f"floating constant {text} is out of range of double precision")
+    return -value if text.startswith("-") else value
+
+
+class ParseContext(Span):
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.builder = Builder()
+        self.scopes: list[dict[str, Value]] = []
+        self.left_scope: dict[str, Value] = {}  # names of closed regions, for diagnostics
+        self.last_if: Inst | None = None
+
+    # Scopes follow regions: a region sees the names of the regions around it.
+
+    def open_region(self, region: Region) -> None:
+        self.scopes.append({})
+        for param in region.params:
+            self.define(param)
+        self.builder.enter(region)
+
+    def close_region(self) -> None:
+        self.builder.exit()
+        self.left_scope.update(self.scopes.pop())
+
+    def define(self, value: Value) -> None:
+        assert value.name is not None
+        for scope in self.scopes:
+            if value.name in scope:
+                where = scope[value.name].loc
+                raise CompilationError(value.loc, f"%{value.name} is already defined at {where}")
+        self.scopes[-1][value.name] = value
+
+    def lookup(self, name: str, loc: Location) -> Value:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        if name in self.left_scope:
+            where = self.left_scope[name].loc
+            raise CompilationError(
+                loc, f"%{name} is defined in a region that has ended (at {where})"
+            )
+        raise CompilationError(loc, f"%{name} is not defined")
+
+    def value(self, ref: Ref, type: Type, check: bool = True) -> Value:
+        """The value an operand denotes; literals take ``type``, identifiers must have it
+        (unless ``check`` is off: the instruction then reports a mismatch itself)."""
+        if ref.kind == "local":
+            value = self.lookup(ref.text[1:], ref.loc)
+            if check and value.type != type:
+                raise CompilationError(
+                    ref.loc, f"{ref.text} has type {value.type}, but {type} is written"
+                )
+            return value
+        if not isinstance(type, ScalarType):
+            raise CompilationError(ref.loc, f"a constant cannot have type {type}")
+        if ref.kind == "float":
+            if not type.is_float:
+                raise CompilationError(ref.loc, f"floating constant for integer type {type}")
+            number: int | float = parse_float(ref.text, ref.loc)
+            if abs(number) > FLOAT_MAX[type.name]:
+                raise CompilationError(ref.loc, f"constant {ref.text} is out of range of {type}")
+        else:
+            number = parse_int(Token("INTEGER", ref.text, ref.loc))
+            if type.is_float:
+                number = float(number)
+                if abs(number) > FLOAT_MAX[type.name]:
+                    raise CompilationError(
+                        ref.loc, f"constant {ref.text} is out of range of {type}"
+                    )
+            else:
+                low, high = type.int_range()
+                if not low <= number <= high:
+                    raise CompilationError(
+                        ref.loc, f"constant {ref.text} is out of range of {type} [{low}, {high}]"
+                    )
+        return Constant(number, type, ref.loc)

@@ -1,0 +1,523 @@
+"""The productions of the tensor language (rev2, plus the rev1 spellings) and their actions.
+
+Headers of region-carrying constructs (func, for, foreach, if, else) are productions of their
+own, so that their action opens the region and its scope before the body is parsed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import CompilationError, Location
+from ..ir import (
+    INDEX,
+    AllocaInst,
+    ArithInst,
+    ArithUnaryInst,
+    AxpbyInst,
+    BarrierInst,
+    CastInst,
+    CompareInst,
+    ExpandInst,
+    ForeachInst,
+    ForInst,
+    Function,
+    FuseInst,
+    GemmInst,
+    GemvInst,
+    GerInst,
+    GroupIdInst,
+    GroupSizeInst,
+    GroupType,
+    HadamardProductInst,
+    IfInst,
+    Inst,
+    LifetimeStopInst,
+    LoadInst,
+    MemrefType,
+    ScalarType,
+    SizeInst,
+    StoreInst,
+    SubviewInst,
+    SumInst,
+    Type,
+    Value,
+    VoidType,
+    YieldInst,
+)
+from ..ir.instructions.arith import ARITH_BINARY, ARITH_UNARY, COMPARISONS
+from ..ir.types import SCALAR_TYPES
+from .context import ParseContext, Ref, parse_int
+from .driver import rule
+from .lexer import Token
+
+Ctx = ParseContext
+P = list[Any]
+
+
+# Program and functions
+
+
+@rule("program : functions")
+def _program(ctx: Ctx, p: P) -> Any:
+    return ctx.builder.program
+
+
+@rule("functions : function", "functions : functions function")
+def _functions(ctx: Ctx, p: P) -> None:
+    return None
+
+
+@rule("function : function_header body")
+def _function(ctx: Ctx, p: P) -> None:
+    ctx.close_region()
+
+
+@rule("function_header : FUNC GLOBAL LPAREN params RPAREN attributes")
+def _function_header(ctx: Ctx, p: P) -> None:
+    params = [Value(t, tok.value[1:], tok.loc) for tok, t in p[3]]
+    attrs: dict[str, Any] = {}
+    for name, value, loc in p[5]:
+        if name in attrs:
+            raise CompilationError(loc, f"{name} is given twice")
+        attrs[name] = value
+    func = Function(p[1].value[1:], params, loc=ctx.loc, **attrs)
+    ctx.builder.program.functions.append(func)
+    ctx.scopes, ctx.left_scope = [], {}
+    ctx.open_region(func.body)
+
+
+@rule("params : ", "params : param_list")
+def _params(ctx: Ctx, p: P) -> list[Any]:
+    return p[0] if p else []
+
+
+@rule("param_list : param", "param_list : param_list COMMA param")
+def _param_list(ctx: Ctx, p: P) -> list[Any]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[2]]
+
+
+@rule("param : LOCAL COLON type")
+def _param(ctx: Ctx, p: P) -> tuple[Token, Type]:
+    return p[0], p[2]
+
+
+@rule("attributes : ", "attributes : attributes attribute")
+def _attributes(ctx: Ctx, p: P) -> list[Any]:
+    return p[0] + [p[1]] if p else []
+
+
+@rule("attribute : WORK_GROUP_SIZE LPAREN INTEGER COMMA INTEGER RPAREN")
+def _work_group_size(ctx: Ctx, p: P) -> tuple[str, Any, Location]:
+    return "work_group_size", (parse_int(p[2]), parse_int(p[4])), ctx.loc
+
+
+@rule("attribute : SUBGROUP_SIZE LPAREN INTEGER RPAREN")
+def _subgroup_size(ctx: Ctx, p: P) -> tuple[str, Any, Location]:
+    return "subgroup_size", parse_int(p[2]), ctx.loc
+
+
+@rule("body : LBRACE instructions RBRACE")
+def _body(ctx: Ctx, p: P) -> None:
+    return None
+
+
+@rule("instructions : ", "instructions : instructions instruction")
+def _instructions(ctx: Ctx, p: P) -> None:
+    return None
+
+
+# Instructions
+
+
+@rule("instruction : results EQUALS value_instruction", "instruction : results EQUALS if")
+def _named_instruction(ctx: Ctx, p: P) -> None:
+    names, inst = p[0], p[2]
+    if len(names) != len(inst.results):
+        loc = names[0].loc.to(names[-1].loc)
+        raise CompilationError(
+            loc, f"{len(names)} names for {inst.mnemonic}, which has {len(inst.results)} results"
+        )
+    for token, value in zip(names, inst.results):
+        value.name, value.loc = token.value[1:], token.loc
+        ctx.define(value)
+    ctx.builder.add(inst)
+
+
+@rule("instruction : if", "instruction : statement")
+def _instruction(ctx: Ctx, p: P) -> None:
+    if p[0] is not None:
+        ctx.builder.add(p[0])
+
+
+@rule("results : LOCAL", "results : results COMMA LOCAL")
+def _results(ctx: Ctx, p: P) -> list[Token]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[2]]
+
+
+def _operand_locs(*refs: Any) -> list[Location]:
+    return [r.loc for r in refs]
+
+
+@rule("value_instruction : ALLOCA ARROW memref_type")
+def _alloca(ctx: Ctx, p: P) -> Inst:
+    return AllocaInst(p[2], loc=ctx.loc)
+
+
+@rule(
+    "value_instruction : ARITH MODIFIER operand COMMA operand COLON scalar_type",
+    "value_instruction : REV1_ARITH operand COMMA operand COLON scalar_type",
+)
+def _arith(ctx: Ctx, p: P) -> Inst:
+    op, (a, b, t) = _arith_op(p, ARITH_BINARY), p[-5::2]
+    values = [ctx.value(a, t), ctx.value(b, t)]
+    return ArithInst(op, *values, loc=ctx.loc, operand_locs=_operand_locs(a, b))
+
+
+@rule(
+    "value_instruction : ARITH MODIFIER operand COLON scalar_type",
+    "value_instruction : REV1_ARITH operand COLON scalar_type",
+)
+def _arith_unary(ctx: Ctx, p: P) -> Inst:
+    op, a, t = _arith_op(p, ARITH_UNARY), p[-3], p[-1]
+    return ArithUnaryInst(op, ctx.value(a, t), loc=ctx.loc, operand_locs=[a.loc])
+
+
+def _arith_op(p: P, allowed: tuple[str, ...]) -> str:
+    token = p[1] if p[0].type == "ARITH" else p[0]
+    op = token.value.lstrip(".")
+    if op not in allowed:
+        kind = "binary" if allowed is ARITH_BINARY else "unary"
+        raise CompilationError(
+            token.loc, f"unknown {kind} arithmetic '{op}', expected one of {', '.join(allowed)}"
+        )
+    return op
+
+
+@rule("value_instruction : CAST operand COLON scalar_type ARROW scalar_type")
+def _cast(ctx: Ctx, p: P) -> Inst:
+    return CastInst(ctx.value(p[1], p[3]), p[5], loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+@rule("value_instruction : CMP MODIFIER operand COMMA operand COLON scalar_type")
+def _cmp(ctx: Ctx, p: P) -> Inst:
+    cond = p[1].value[1:]
+    if cond not in COMPARISONS:
+        raise CompilationError(
+            p[1].loc, f"unknown comparison '{cond}', expected one of {', '.join(COMPARISONS)}"
+        )
+    a, b, t = p[2], p[4], p[6]
+    values = [ctx.value(a, t), ctx.value(b, t)]
+    return CompareInst(cond, *values, loc=ctx.loc, operand_locs=_operand_locs(a, b))
+
+
+@rule("value_instruction : EXPAND operand LBRACKET INTEGER ARROW expand_shape RBRACKET COLON type")
+def _expand(ctx: Ctx, p: P) -> Inst:
+    shape = [None if r is None else ctx.value(r, INDEX, check=False) for r in p[5]]
+    locs = [p[1].loc] + [r.loc for r in p[5] if r is not None]
+    src = ctx.value(p[1], p[8])
+    return ExpandInst(src, parse_int(p[3]), shape, loc=ctx.loc, operand_locs=locs)
+
+
+@rule("expand_shape : expand_entry X expand_entry", "expand_shape : expand_shape X expand_entry")
+def _expand_shape(ctx: Ctx, p: P) -> list[Ref | None]:
+    return (p[0] if isinstance(p[0], list) else [p[0]]) + [p[2]]
+
+
+@rule("expand_entry : INTEGER", "expand_entry : LOCAL", "expand_entry : QUESTION")
+def _expand_entry(ctx: Ctx, p: P) -> Ref | None:
+    kind = {"INTEGER": "int", "LOCAL": "local"}.get(p[0].type)
+    return Ref(kind, p[0].value, p[0].loc) if kind else None
+
+
+@rule("value_instruction : FUSE operand LBRACKET INTEGER COMMA INTEGER RBRACKET COLON type")
+def _fuse(ctx: Ctx, p: P) -> Inst:
+    src = ctx.value(p[1], p[8])
+    return FuseInst(src, parse_int(p[3]), parse_int(p[5]), loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+@rule("value_instruction : GROUP_ID", "value_instruction : GROUP_SIZE")
+def _group_query(ctx: Ctx, p: P) -> Inst:
+    return (GroupIdInst if p[0].type == "GROUP_ID" else GroupSizeInst)(loc=ctx.loc)
+
+
+@rule("value_instruction : LOAD operand LBRACKET indices RBRACKET COLON type")
+def _load(ctx: Ctx, p: P) -> Inst:
+    src = ctx.value(p[1], p[6])
+    indices = [ctx.value(r, INDEX, check=False) for r in p[3]]
+    locs = _operand_locs(p[1], *p[3])
+    return LoadInst(src, indices, loc=ctx.loc, operand_locs=locs)
+
+
+@rule("value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type")
+def _size(ctx: Ctx, p: P) -> Inst:
+    src = ctx.value(p[1], p[6])
+    return SizeInst(src, parse_int(p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+@rule("value_instruction : SUBVIEW operand LBRACKET slices RBRACKET COLON type")
+def _subview(ctx: Ctx, p: P) -> Inst:
+    slices: list[tuple[Value, Any]] = []
+    locs = [p[1].loc]
+    for offset, size in p[3]:
+        slices.append((ctx.value(offset, INDEX, check=False), size))
+        locs.append(offset.loc)
+        if isinstance(size, Ref):
+            slices[-1] = (slices[-1][0], ctx.value(size, INDEX, check=False))
+            locs.append(size.loc)
+    src = ctx.value(p[1], p[6])
+    return SubviewInst(src, slices, loc=ctx.loc, operand_locs=locs)
+
+
+@rule("slices : ", "slices : slice_list")
+def _slices(ctx: Ctx, p: P) -> list[Any]:
+    return p[0] if p else []
+
+
+@rule("slice_list : slice", "slice_list : slice_list COMMA slice")
+def _slice_list(ctx: Ctx, p: P) -> list[Any]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[2]]
+
+
+@rule(
+    "slice : operand",
+    "slice : operand COLON operand",
+    "slice : operand COLON QUESTION",
+    "slice : COLON",
+)
+def _slice(ctx: Ctx, p: P) -> tuple[Ref, Any]:
+    if len(p) == 1 and isinstance(p[0], Ref):
+        return p[0], None  # a single index: the mode is removed
+    if len(p) == 1:
+        return Ref("int", "0", ctx.loc), "?"
+    return p[0], p[2] if isinstance(p[2], Ref) else "?"
+
+
+@rule("statement : STORE operand COMMA operand LBRACKET indices RBRACKET COLON type")
+def _store(ctx: Ctx, p: P) -> Inst:
+    memref_type = p[8]
+    if not isinstance(memref_type, MemrefType):
+        raise CompilationError(ctx.loc, f"store needs a memref type, got {memref_type}")
+    target = ctx.value(p[3], memref_type)
+    value = ctx.value(p[1], memref_type.element, check=False)
+    indices = [ctx.value(r, INDEX, check=False) for r in p[5]]
+    locs = _operand_locs(p[1], p[3], *p[5])
+    return StoreInst(value, target, indices, loc=ctx.loc, operand_locs=locs)
+
+
+@rule("statement : BARRIER")
+def _barrier(ctx: Ctx, p: P) -> Inst:
+    return BarrierInst(loc=ctx.loc)
+
+
+@rule("statement : LIFETIME_STOP operand")
+def _lifetime_stop(ctx: Ctx, p: P) -> Inst:
+    if p[1].kind != "local":
+        raise CompilationError(p[1].loc, "lifetime_stop needs a local identifier")
+    value = ctx.lookup(p[1].text[1:], p[1].loc)
+    return LifetimeStopInst(value, loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+# Collective linear algebra: (class, number of transpose modifiers)
+LINALG = {
+    "gemm": (GemmInst, 2),
+    "gemv": (GemvInst, 1),
+    "ger": (GerInst, 0),
+    "hadamard_product": (HadamardProductInst, 0),
+    "axpby": (AxpbyInst, 1),
+    "sum": (SumInst, 1),
+}
+
+
+@rule(*(f"statement : {name.upper()} modifiers operands COLON types" for name in LINALG))
+def _linalg(ctx: Ctx, p: P) -> Inst:
+    name, modifiers, refs, types = p[0].value, p[1], p[2], p[4]
+    cls, transposes = LINALG[name]
+    flags = [m.value for m in modifiers]
+    atomic = flags[transposes:] == [".atomic"]
+    if any(f not in (".n", ".t") for f in flags[:transposes]) or len(flags) - atomic != transposes:
+        want = ".n or .t " * transposes
+        loc = modifiers[0].loc.to(modifiers[-1].loc) if modifiers else p[0].loc
+        raise CompilationError(
+            loc,
+            f"{name} takes {transposes} transpose modifier(s) ({want.strip() or 'none'}) "
+            f"and optionally .atomic, got '{''.join(flags)}'",
+        )
+    arity = 4 if cls in (AxpbyInst, SumInst) else 5
+    if len(refs) != arity or len(types) != arity:
+        raise CompilationError(
+            ctx.loc,
+            f"{name} takes {arity} operands and {arity} types, got {len(refs)} and {len(types)}",
+        )
+    values = [ctx.value(r, t) for r, t in zip(refs, types)]
+    trans = [f == ".t" for f in flags[:transposes]]
+    return cls(*trans, *values, atomic=atomic, loc=ctx.loc, operand_locs=_operand_locs(*refs))
+
+
+@rule("modifiers : ", "modifiers : modifiers MODIFIER")
+def _modifiers(ctx: Ctx, p: P) -> list[Token]:
+    return p[0] + [p[1]] if p else []
+
+
+@rule("statement : for_header body", "statement : foreach_header body")
+def _loop(ctx: Ctx, p: P) -> Inst:
+    ctx.close_region()
+    return p[0]
+
+
+@rule(
+    "for_header : FOR LOCAL EQUALS operands loop_type",
+    "foreach_header : FOREACH LOCAL EQUALS operands loop_type",
+)
+def _loop_header(ctx: Ctx, p: P) -> Inst:
+    loop_type, refs = p[4], p[3]
+    is_for = p[0].type == "FOR"
+    if not 2 <= len(refs) <= (3 if is_for else 2):
+        want = "from, to [, step]" if is_for else "from, to"
+        raise CompilationError(ctx.loc, f"{p[0].value} takes bounds {want}, got {len(refs)} values")
+    bounds = [ctx.value(r, loop_type, check=False) for r in refs]
+    kw = dict(
+        loop_type=loop_type,
+        var_name=p[1].value[1:],
+        var_loc=p[1].loc,
+        loc=ctx.loc,
+        operand_locs=_operand_locs(*refs),
+    )
+    inst = ForInst(*bounds, **kw) if is_for else ForeachInst(*bounds, **kw)
+    ctx.open_region(inst.regions[0])
+    return inst
+
+
+@rule("loop_type : ", "loop_type : COLON scalar_type")
+def _loop_type(ctx: Ctx, p: P) -> ScalarType:
+    return p[1] if p else INDEX
+
+
+@rule("if : if_then", "if : if_then else_header body")
+def _if(ctx: Ctx, p: P) -> Inst:
+    if len(p) > 1:
+        ctx.close_region()
+    return p[0]
+
+
+@rule("if_then : if_header body")
+def _if_then(ctx: Ctx, p: P) -> Inst:
+    ctx.close_region()
+    ctx.last_if = p[0]  # an 'else' that follows belongs to this if
+    return p[0]
+
+
+@rule("if_header : IF operand", "if_header : IF operand ARROW LPAREN types RPAREN")
+def _if_header(ctx: Ctx, p: P) -> Inst:
+    types = p[4] if len(p) > 2 else []
+    for t in types:
+        if not isinstance(t, ScalarType):
+            raise CompilationError(ctx.loc, f"if can only return scalars, got {t}")
+    cond = ctx.value(p[1], SCALAR_TYPES["i1"], check=False)
+    inst = IfInst(cond, types, loc=ctx.loc, operand_locs=[p[1].loc])
+    ctx.open_region(inst.regions[0])
+    return inst
+
+
+@rule("else_header : ELSE")
+def _else_header(ctx: Ctx, p: P) -> None:
+    assert ctx.last_if is not None
+    ctx.open_region(ctx.last_if.regions[1])
+
+
+@rule("statement : YIELD operands COLON types", "statement : YIELD COLON")
+def _yield(ctx: Ctx, p: P) -> Inst:
+    refs, types = (p[1], p[3]) if len(p) == 4 else ([], [])
+    if len(refs) != len(types):
+        raise CompilationError(ctx.loc, f"yield has {len(refs)} values but {len(types)} types")
+    values = [ctx.value(r, t) for r, t in zip(refs, types)]
+    return YieldInst(values, loc=ctx.loc, operand_locs=_operand_locs(*refs))
+
+
+# Operands and types
+
+
+@rule(
+    "operand : LOCAL",
+    "operand : INTEGER",
+    "operand : FLOAT",
+    "operand : TRUE",
+    "operand : FALSE",
+)
+def _operand(ctx: Ctx, p: P) -> Ref:
+    kind = {"LOCAL": "local", "FLOAT": "float"}.get(p[0].type, "int")
+    return Ref(kind, p[0].value, p[0].loc)
+
+
+@rule("operands : operand", "operands : operands COMMA operand")
+def _operands(ctx: Ctx, p: P) -> list[Ref]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[2]]
+
+
+@rule("indices : ", "indices : operands")
+def _indices(ctx: Ctx, p: P) -> list[Ref]:
+    return p[0] if p else []
+
+
+@rule("types : type", "types : types COMMA type")
+def _types(ctx: Ctx, p: P) -> list[Type]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[2]]
+
+
+@rule("type : scalar_type", "type : memref_type", "type : group_type")
+def _type(ctx: Ctx, p: P) -> Type:
+    return p[0]
+
+
+@rule("type : VOID")
+def _void(ctx: Ctx, p: P) -> Type:
+    return VoidType()
+
+
+@rule("scalar_type : TYPE")
+def _scalar_type(ctx: Ctx, p: P) -> ScalarType:
+    return SCALAR_TYPES[p[0].value]
+
+
+@rule("memref_type : MEMREF LANGLE TYPE shape layout RANGLE")
+def _memref_type(ctx: Ctx, p: P) -> MemrefType:
+    try:
+        return MemrefType.make(SCALAR_TYPES[p[2].value], p[3], p[4])
+    except ValueError as e:
+        raise CompilationError(ctx.loc, f"invalid memref type: {e}") from None
+
+
+@rule("shape : ", "shape : shape X dim")
+def _shape(ctx: Ctx, p: P) -> list[int | None]:
+    return p[0] + [p[2]] if p else []
+
+
+@rule("dim : INTEGER", "dim : QUESTION")
+def _dim(ctx: Ctx, p: P) -> int | None:
+    return None if p[0].type == "QUESTION" else parse_int(p[0])
+
+
+@rule("layout : ", "layout : COMMA STRIDED LANGLE dims RANGLE")
+def _layout(ctx: Ctx, p: P) -> list[int | None] | None:
+    return p[3] if p else None
+
+
+@rule("dims : ", "dims : dim_list")
+def _dims(ctx: Ctx, p: P) -> list[int | None]:
+    return p[0] if p else []
+
+
+@rule("dim_list : dim", "dim_list : dim_list COMMA dim")
+def _dim_list(ctx: Ctx, p: P) -> list[int | None]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[2]]
+
+
+@rule(
+    "group_type : GROUP LANGLE memref_type RANGLE",
+    "group_type : GROUP LANGLE memref_type COMMA OFFSET COLON dim RANGLE",
+)
+def _group_type(ctx: Ctx, p: P) -> GroupType:
+    try:
+        return GroupType(p[2], p[6] if len(p) > 4 else 0)
+    except ValueError as e:
+        raise CompilationError(ctx.loc, f"invalid group type: {e}") from None
