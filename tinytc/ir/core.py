@@ -197,6 +197,7 @@ class Function:
         self.subgroup_size = subgroup_size
         self.loc = loc
         self.body = Region(self.params)
+        self.stack_size = 0  # bytes of local memory for alloca, set by the stack pass
 
     def walk(self) -> Iterator[Inst]:
         return self.body.walk()

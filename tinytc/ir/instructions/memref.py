@@ -27,6 +27,7 @@ class AllocaInst(Inst):
 
     def __init__(self, type: MemrefType, **kw: Any) -> None:
         self.type = type
+        self.stack_offset: int | None = None  # bytes into local memory, set by the stack pass
         super().__init__([], **kw)
 
     def infer(self) -> list[Type]:

@@ -1,0 +1,117 @@
+"""Kernel arguments from Python: numpy arrays (and lists of them for groups) and scalars,
+checked against a function's signature. Shared by the JIT and the reference interpreter."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .ir import BF16, Function, GroupType, MemrefType, ScalarType, Type
+
+
+def dtype_of(t: ScalarType) -> np.dtype:
+    """The numpy storage type of a scalar type (bf16 is stored as its 16 bits in uint16)."""
+    if t == BF16:
+        return np.dtype(np.uint16)
+    if t.is_bool:
+        return np.dtype(np.bool_)
+    prefix = {"int": "int", "uint": "uint", "float": "float"}[t.kind]
+    return np.dtype(f"{prefix}{t.bits}")
+
+
+@dataclass(frozen=True)
+class Group:
+    """A group argument: memrefs of one type, plus the element offset if it is dynamic."""
+
+    arrays: Sequence[Any]
+    offset: int = 0
+
+
+@dataclass
+class BoundMemref:
+    """A memref argument: the array and its shape and strides in elements."""
+
+    array: Any
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+
+
+@dataclass
+class BoundGroup:
+    members: list[BoundMemref]
+    offset: int
+
+
+class ArgumentError(TypeError):
+    """An argument does not fit the kernel's signature."""
+
+
+def bind(func: Function, args: Sequence[Any]) -> list[Any]:
+    """Check ``args`` against the parameters of ``func``; scalars become numpy scalars."""
+    if len(args) != len(func.params):
+        raise ArgumentError(f"@{func.name} takes {len(func.params)} arguments, got {len(args)}")
+    return [
+        _bind(p.type, a, f"argument {i} (%{p.name})")
+        for i, (p, a) in enumerate(zip(func.params, args))
+    ]
+
+
+def _bind(t: Type, arg: Any, what: str) -> Any:
+    if isinstance(t, ScalarType):
+        return _scalar(t, arg, what)
+    if isinstance(t, MemrefType):
+        return bind_memref(t, arg, what)
+    assert isinstance(t, GroupType)
+    group = arg if isinstance(arg, Group) else Group(arg)
+    if isinstance(group.arrays, np.ndarray) or not isinstance(group.arrays, Sequence):
+        raise ArgumentError(f"{what}: a group takes a list of arrays, got {type(arg).__name__}")
+    if t.offset is not None and group.offset not in (0, t.offset):
+        raise ArgumentError(f"{what}: the offset of {t} is fixed, got {group.offset}")
+    members = [bind_memref(t.memref, a, f"{what}[{k}]") for k, a in enumerate(group.arrays)]
+    return BoundGroup(members, group.offset if t.offset is None else t.offset)
+
+
+def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
+    if isinstance(arg, np.ndarray) or not np.isscalar(arg):
+        raise ArgumentError(f"{what}: {t} takes a scalar, got {type(arg).__name__}")
+    if t.is_integer:
+        if not float(arg).is_integer():
+            raise ArgumentError(f"{what}: {t} takes an integer, got {arg!r}")
+        low, high = t.int_range()
+        if not low <= int(arg) <= high:
+            raise ArgumentError(f"{what}: {arg} is out of range of {t}")
+        return np.array(int(arg)).astype(dtype_of(t))[()]
+    return np.asarray(arg, dtype=np.float32 if t == BF16 else dtype_of(t))[()]
+
+
+def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
+    """Shape and strides (in elements) of an array viewed as a memref of type ``t``."""
+    if not hasattr(arr, "dtype") or not hasattr(arr, "strides"):
+        raise ArgumentError(f"{what}: {t} takes an array, got {type(arr).__name__}")
+    if np.dtype(arr.dtype) != dtype_of(t.element):
+        raise ArgumentError(f"{what}: {t} takes {dtype_of(t.element)} elements, got {arr.dtype}")
+    shape = tuple(int(s) for s in arr.shape)
+    if len(shape) != t.order:
+        raise ArgumentError(f"{what}: {t} takes an array of {t.order} dimensions, got {shape}")
+    item = arr.dtype.itemsize
+    stride = tuple(int(s) // item for s in arr.strides)
+    if any(s % item for s in arr.strides) or any(s < 1 for s in stride):
+        raise ArgumentError(f"{what}: strides {arr.strides} are not positive element strides")
+    if any(w is not None and w != s for w, s in zip(t.shape, shape)):
+        raise ArgumentError(f"{what}: {t} takes shape {_dims(t.shape)}, got {shape}")
+    # Dynamic strides ('?') are taken from the array; static ones must match.
+    if any(w is not None and w != s and n > 1 for w, s, n in zip(t.stride, stride, shape)):
+        raise ArgumentError(
+            f"{what}: element strides {stride} do not fit {t}, which needs {_dims(t.stride)}"
+            " (column-major: use np.asfortranarray)"
+        )
+    return BoundMemref(
+        arr, shape, tuple(w if w is not None else s for w, s in zip(t.stride, stride))
+    )
+
+
+def _dims(dims: Sequence[int | None]) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in dims) + ")"

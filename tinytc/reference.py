@@ -1,0 +1,387 @@
+"""The reference interpreter: runs a program on numpy arrays with the language's semantics.
+
+Collective instructions are whole-array numpy operations, loops are Python loops, and the
+work-groups of a launch run one after another. It is the oracle of the execution tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from . import ir
+from .arguments import BoundGroup, BoundMemref, bind, dtype_of
+from .ir import BF16, Inst, MemrefType, Program, Region, ScalarType, Value
+
+HANDLERS: dict[type[Inst], Callable[[Frame, Any], Any]] = {}
+
+
+def handles(cls: type[Inst]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        HANDLERS[cls] = fn
+        return fn
+
+    return register
+
+
+def run(program: Program, kernel: str, args: Sequence[Any], howmany: int) -> None:
+    """Run kernel ``kernel`` for ``howmany`` work-groups, updating the arrays in ``args``."""
+    func = program.function(kernel)
+    bound = bind(func, args)
+    with np.errstate(all="ignore"):  # integer wrap-around and inf/nan are the semantics
+        for gid in range(howmany):
+            frame = Frame(gid, howmany)
+            for param, arg in zip(func.params, bound):
+                frame.env[param] = _param_value(param.type, arg)
+            frame.region(func.body)
+
+
+def _param_value(t: ir.Type, arg: Any) -> Any:
+    if isinstance(arg, BoundMemref):
+        return _view(arg.array, 0, arg.shape, arg.stride)
+    if isinstance(arg, BoundGroup):
+        return (arg.members, arg.offset)
+    return arg
+
+
+def _view(base: np.ndarray, offset: int, shape: Sequence[int], stride: Sequence[int]) -> Any:
+    """A view of ``shape`` and element ``stride`` starting ``offset`` elements into ``base``."""
+    item = base.dtype.itemsize
+    start = as_strided(base, shape=(offset + 1,), strides=(item,))[offset:]
+    return as_strided(start, shape=tuple(shape), strides=tuple(s * item for s in stride))
+
+
+class YieldValues(Exception):
+    def __init__(self, values: list[Any]) -> None:
+        self.values = values
+
+
+class Frame:
+    """Values of one work-group's execution."""
+
+    def __init__(self, gid: int, howmany: int) -> None:
+        self.gid, self.howmany = gid, howmany
+        self.env: dict[Value, Any] = {}
+
+    def get(self, v: Value) -> Any:
+        if v.constant is not None and v.owner is None and v not in self.env:
+            return scalar(v.constant, v.type)  # type: ignore[arg-type]
+        return self.env[v]
+
+    def region(self, region: Region) -> list[Any]:
+        """Run a region; returns the values of its yield (if any)."""
+        for inst in region.insts:
+            handler = HANDLERS.get(type(inst))
+            if handler is None:
+                raise NotImplementedError(f"reference: no handler for {type(inst).__name__}")
+            out = handler(self, inst)
+            if isinstance(inst, ir.YieldInst):
+                return out
+            if inst.results:
+                values = out if len(inst.results) > 1 or isinstance(inst, ir.IfInst) else [out]
+                for r, val in zip(inst.results, values):
+                    self.env[r] = val
+        return []
+
+
+def scalar(value: Any, t: ScalarType) -> Any:
+    """A numpy scalar of type t (bf16 values are float32 rounded to bf16)."""
+    if t == BF16:
+        return round_bf16(np.float32(value))
+    if t.is_integer and not t.is_bool:
+        bits = int(value) & ((1 << t.bits) - 1)
+        if t.kind == "int" and bits >> (t.bits - 1):
+            bits -= 1 << t.bits
+        return dtype_of(t).type(bits)
+    return dtype_of(t).type(value)
+
+
+def round_bf16(x: Any) -> np.float32:
+    """Round a float32 to the nearest bf16 (ties to even), as a float32."""
+    bits = np.array(x, dtype=np.float32).view(np.uint32)
+    if np.isnan(x):
+        return np.float32(x)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return np.array(rounded, dtype=np.uint32).view(np.float32)[()]
+
+
+def load_elem(arr: np.ndarray, idx: tuple[int, ...], t: ScalarType) -> Any:
+    v = arr[idx]
+    if t == BF16:
+        return np.array(np.uint32(v) << 16, dtype=np.uint32).view(np.float32)[()]
+    return v
+
+
+def store_elem(arr: np.ndarray, idx: tuple[int, ...], v: Any, t: ScalarType) -> None:
+    if t == BF16:
+        v = np.array(round_bf16(v), dtype=np.float32).view(np.uint32) >> 16
+    arr[idx] = v
+
+
+def as_compute(arr: np.ndarray, t: ScalarType) -> np.ndarray:
+    """An array's values in a type numpy computes with (bf16 -> float32)."""
+    if t == BF16:
+        return (arr.astype(np.uint32) << 16).view(np.float32)
+    return arr
+
+
+def write_back(arr: np.ndarray, values: np.ndarray, t: ScalarType) -> None:
+    if t == BF16:
+        f = np.ascontiguousarray(values, dtype=np.float32)
+        bits = f.view(np.uint32)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        arr[...] = np.where(np.isnan(f), bits >> 16, rounded).astype(np.uint16)
+    else:
+        arr[...] = values.astype(arr.dtype)
+
+
+# Scalar instructions
+
+
+def _int_div(a: int, b: int, rem: bool) -> int:
+    if b == 0:
+        return 0  # undefined in the language
+    q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return a - b * q if rem else q
+
+
+@handles(ir.ArithInst)
+def _arith(f: Frame, inst: ir.ArithInst) -> Any:
+    a, b = (f.get(v) for v in inst.operands)
+    t: ScalarType = inst.result.type  # type: ignore[assignment]
+    op = inst.op
+    if t.is_float:
+        a32, b32 = (np.float32(a), np.float32(b)) if t == BF16 else (a, b)
+        r = {
+            "add": lambda: a32 + b32,
+            "sub": lambda: a32 - b32,
+            "mul": lambda: a32 * b32,
+            "div": lambda: a32 / b32,
+            "rem": lambda: np.fmod(a32, b32),
+        }[op]()
+        return scalar(r, t)
+    x, y = int(a), int(b)
+    if op in ("shl", "shr"):
+        y &= t.bits - 1  # shift amounts wrap as in OpenCL C
+    r = {
+        "add": lambda: x + y,
+        "sub": lambda: x - y,
+        "mul": lambda: x * y,
+        "div": lambda: _int_div(x, y, False),
+        "rem": lambda: _int_div(x, y, True),
+        "shl": lambda: x << y,
+        "shr": lambda: x >> y,
+        "and": lambda: x & y,
+        "or": lambda: x | y,
+        "xor": lambda: x ^ y,
+    }[op]()
+    return np.bool_(r) if t.is_bool else scalar(r, t)
+
+
+@handles(ir.ArithUnaryInst)
+def _arith_unary(f: Frame, inst: ir.ArithUnaryInst) -> Any:
+    a = f.get(inst.operands[0])
+    t: ScalarType = inst.result.type  # type: ignore[assignment]
+    if inst.op == "not":
+        return np.bool_(not a) if t.is_bool else scalar(~int(a), t)
+    return scalar(-a, t) if t.is_float else scalar(-int(a), t)
+
+
+@handles(ir.CastInst)
+def _cast(f: Frame, inst: ir.CastInst) -> Any:
+    a = f.get(inst.operands[0])
+    src: ScalarType = inst.operands[0].type  # type: ignore[assignment]
+    to = inst.to
+    if to.is_bool:
+        return np.bool_(a != 0)
+    if to.is_integer and src.is_float:
+        a = math.trunc(float(a)) if math.isfinite(float(a)) else 0  # out of range: undefined
+    if to.is_integer:
+        return scalar(int(a), to)
+    return scalar(a, to)
+
+
+@handles(ir.CompareInst)
+def _cmp(f: Frame, inst: ir.CompareInst) -> Any:
+    a, b = (f.get(v) for v in inst.operands)
+    return np.bool_(
+        {"eq": a == b, "ne": a != b, "gt": a > b, "ge": a >= b, "lt": a < b, "le": a <= b}[
+            inst.cond
+        ]
+    )
+
+
+@handles(ir.GroupIdInst)
+def _group_id(f: Frame, inst: Inst) -> Any:
+    return np.int64(f.gid)
+
+
+@handles(ir.GroupSizeInst)
+def _group_size(f: Frame, inst: Inst) -> Any:
+    return np.int64(f.howmany)
+
+
+# Memory
+
+
+@handles(ir.AllocaInst)
+def _alloca(f: Frame, inst: ir.AllocaInst) -> Any:
+    t = inst.type
+    size = t.size_in_bytes() // t.element.size
+    fill = 0x7FC0 if t.element == BF16 else (np.nan if t.element.is_float else 0)
+    base = np.full(size, fill, dtype=dtype_of(t.element))  # NaN exposes reads before writes
+    return _view(base, 0, t.shape, t.stride)  # type: ignore[arg-type]
+
+
+@handles(ir.LifetimeStopInst)
+@handles(ir.BarrierInst)
+def _nothing(f: Frame, inst: Inst) -> None:
+    return None
+
+
+def _indices(f: Frame, values: Sequence[Value]) -> tuple[int, ...]:
+    return tuple(int(f.get(v)) for v in values)
+
+
+@handles(ir.LoadInst)
+def _load(f: Frame, inst: ir.LoadInst) -> Any:
+    src, *idx = inst.operands
+    if isinstance(src.type, ir.GroupType):
+        members, offset = f.get(src)
+        m = members[_indices(f, idx)[0]]
+        return _view(m.array, offset, m.shape, m.stride)
+    return load_elem(f.get(src), _indices(f, idx), src.type.element)  # type: ignore[union-attr]
+
+
+@handles(ir.StoreInst)
+def _store(f: Frame, inst: ir.StoreInst) -> None:
+    v, m, *idx = inst.operands
+    store_elem(f.get(m), _indices(f, idx), f.get(v), m.type.element)  # type: ignore[union-attr]
+
+
+@handles(ir.SubviewInst)
+def _subview(f: Frame, inst: ir.SubviewInst) -> Any:
+    arr = f.get(inst.operands[0])
+    key: list[Any] = []
+    for kind, off, size in inst.slices():
+        o = int(f.get(inst.operands[off]))
+        if kind == "index":
+            key.append(o)
+        elif kind == "rest":
+            key.append(slice(o, None))
+        else:
+            key.append(slice(o, o + int(f.get(inst.operands[size]))))  # type: ignore[index]
+    return arr[tuple(key)]
+
+
+@handles(ir.ExpandInst)
+def _expand(f: Frame, inst: ir.ExpandInst) -> Any:
+    arr = f.get(inst.operands[0])
+    m = inst.mode
+    sizes = [None if i is None else int(f.get(inst.operands[i])) for i in inst.entries()]
+    if None in sizes:
+        known = math.prod(s for s in sizes if s is not None)
+        sizes[sizes.index(None)] = arr.shape[m] // known
+    strides, current = [], arr.strides[m]
+    for s in sizes:
+        strides.append(current)
+        current *= s
+    shape = arr.shape[:m] + tuple(sizes) + arr.shape[m + 1 :]
+    return as_strided(arr, shape, arr.strides[:m] + tuple(strides) + arr.strides[m + 1 :])
+
+
+@handles(ir.FuseInst)
+def _fuse(f: Frame, inst: ir.FuseInst) -> Any:
+    arr = f.get(inst.operands[0])
+    i, j = inst.first, inst.last
+    shape = arr.shape[:i] + (math.prod(arr.shape[i : j + 1]),) + arr.shape[j + 1 :]
+    return as_strided(arr, shape, arr.strides[: i + 1] + arr.strides[j + 1 :])
+
+
+@handles(ir.SizeInst)
+def _size(f: Frame, inst: ir.SizeInst) -> Any:
+    return np.int64(f.get(inst.operands[0]).shape[inst.mode])
+
+
+# Control flow
+
+
+@handles(ir.IfInst)
+def _if(f: Frame, inst: ir.IfInst) -> Any:
+    return f.region(inst.then if f.get(inst.operands[0]) else inst.otherwise)
+
+
+@handles(ir.YieldInst)
+def _yield(f: Frame, inst: ir.YieldInst) -> Any:
+    return [f.get(v) for v in inst.operands]
+
+
+@handles(ir.ForInst)
+@handles(ir.ForeachInst)
+def _loop(f: Frame, inst: ir.ForInst) -> None:
+    bounds = [int(f.get(v)) for v in inst.operands]
+    step = bounds[2] if len(bounds) > 2 else 1
+    for i in range(bounds[0], bounds[1], step):
+        f.env[inst.var] = scalar(i, inst.loop_type)
+        f.region(inst.body)
+
+
+# Collective linear algebra: out := alpha * value + beta * out, out not read when beta == 0
+
+
+def _update(f: Frame, inst: ir.LinalgInst, compute: Callable[..., np.ndarray]) -> None:
+    out_type: MemrefType = inst.output.type  # type: ignore[assignment]
+    el = out_type.element
+    out = f.get(inst.output)
+    inputs = [
+        as_compute(f.get(v), v.type.element).astype(_acc_dtype(el))  # type: ignore[union-attr]
+        for v in inst.operands[1:-2]
+    ]
+    alpha, beta = f.get(inst.alpha), f.get(inst.beta)
+    acc = _acc_dtype(el).type
+    value = acc(alpha) * compute(*inputs)
+    if beta != 0:
+        value = value + acc(beta) * as_compute(out, el)
+    write_back(out, np.asarray(value), el)
+
+
+def _acc_dtype(el: ScalarType) -> np.dtype:
+    return np.dtype(np.float32) if el == BF16 else dtype_of(el)
+
+
+def _op(x: np.ndarray, transpose: bool) -> np.ndarray:
+    return x.T if transpose and x.ndim == 2 else x
+
+
+@handles(ir.GemmInst)
+def _gemm(f: Frame, inst: ir.GemmInst) -> None:
+    _update(f, inst, lambda a, b: _op(a, inst.trans_a) @ _op(b, inst.trans_b))
+
+
+@handles(ir.GemvInst)
+def _gemv(f: Frame, inst: ir.GemvInst) -> None:
+    _update(f, inst, lambda a, b: _op(a, inst.trans_a) @ b)
+
+
+@handles(ir.GerInst)
+def _ger(f: Frame, inst: ir.GerInst) -> None:
+    _update(f, inst, lambda a, b: np.outer(a, b))
+
+
+@handles(ir.HadamardProductInst)
+def _hadamard(f: Frame, inst: ir.HadamardProductInst) -> None:
+    _update(f, inst, lambda a, b: a * b)
+
+
+@handles(ir.AxpbyInst)
+def _axpby(f: Frame, inst: ir.AxpbyInst) -> None:
+    _update(f, inst, lambda a: _op(a, inst.trans_a))
+
+
+@handles(ir.SumInst)
+def _sum(f: Frame, inst: ir.SumInst) -> None:
+    _update(f, inst, lambda a: _op(a, inst.trans_a).sum(axis=-1))

