@@ -1,7 +1,27 @@
 """tinytc: a compiler for the Tiny Tensor Language that writes SPIR-V directly."""
 
+from .arguments import ArgumentError, Group
+from .compiler import compile
 from .errors import CompilationError, Location, Source
 from .ir import Program
 from .parser import parse
 
-__all__ = ["CompilationError", "Location", "Program", "Source", "parse"]
+
+def jit(source_or_program: str | Program, queue: object = None) -> object:
+    """Compile and load on an OpenCL device; ``kernels.NAME(*args, howmany=N)`` runs one."""
+    from .runtime.jit import jit as _jit
+
+    return _jit(source_or_program, queue)
+
+
+__all__ = [
+    "ArgumentError",
+    "CompilationError",
+    "Group",
+    "Location",
+    "Program",
+    "Source",
+    "compile",
+    "jit",
+    "parse",
+]

@@ -24,7 +24,9 @@ def dtype_of(t: ScalarType) -> np.dtype:
 
 @dataclass(frozen=True)
 class Group:
-    """A group argument: memrefs of one type, plus the element offset if it is dynamic."""
+    """A group argument: the arrays the kernel sees as memrefs, and the element offset of a
+    group type with a dynamic offset. The kernel receives pointers ``array - offset``, so
+    that ``load`` (which adds the offset back) gives exactly these arrays."""
 
     arrays: Sequence[Any]
     offset: int = 0

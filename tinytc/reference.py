@@ -251,9 +251,9 @@ def _indices(f: Frame, values: Sequence[Value]) -> tuple[int, ...]:
 def _load(f: Frame, inst: ir.LoadInst) -> Any:
     src, *idx = inst.operands
     if isinstance(src.type, ir.GroupType):
-        members, offset = f.get(src)
+        members, _ = f.get(src)  # members are the views the kernel sees, offset applied
         m = members[_indices(f, idx)[0]]
-        return _view(m.array, offset, m.shape, m.stride)
+        return _view(m.array, 0, m.shape, m.stride)
     return load_elem(f.get(src), _indices(f, idx), src.type.element)  # type: ignore[union-attr]
 
 

@@ -1,0 +1,136 @@
+"""In-process JIT: compile a program, load it on an OpenCL device, call kernels on arrays.
+
+Numpy arrays reach the CPU device without copies, as fine-grained system SVM pointers
+(DESIGN.md section 6); the kernel writes into them in place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, dtype_of
+from ..compiler import as_program, run_pipeline
+from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
+from ..spirv.convert import lower
+from ..spirv.tools import validate
+from .cache import load_program
+from .device import _pyopencl, core_info_from_device, default_queue
+
+
+def jit(source_or_program: str | Program, queue: Any = None) -> Kernels:
+    """Compile for the queue's device (default: the SPIR-V capable default device) and load.
+
+    Returns an object with one callable per kernel: ``kernels.NAME(*args, howmany=N)``.
+    """
+    queue = queue if queue is not None else default_queue()
+    target = core_info_from_device(queue.device)
+    program = run_pipeline(as_program(source_or_program), target)
+    binary = lower(program, target).assemble()
+    return Kernels(program, binary, queue)
+
+
+class Kernels:
+    """The kernels of one compiled program, as attributes."""
+
+    def __init__(self, program: Program, binary: bytes, queue: Any) -> None:
+        self.program = program
+        self.binary = binary
+        self.queue = queue
+        self.cl_program = load_program(binary, queue.context, queue.device, validate)
+        for func in program.functions:
+            setattr(self, func.name, Kernel(self, func.name))
+
+    def __getattr__(self, name: str) -> Any:
+        known = ", ".join(f.name for f in self.__dict__.get("program", Program()).functions)
+        raise AttributeError(f"no kernel named {name!r}; the program has: {known}")
+
+
+class Kernel:
+    """One kernel; calling it checks the arguments, launches and waits."""
+
+    def __init__(self, owner: Kernels, name: str) -> None:
+        self.owner = owner
+        self.func = owner.program.function(name)
+        self.cl_kernel = getattr(owner.cl_program, name)
+
+    def __call__(self, *args: Any, howmany: int | None = None) -> None:
+        if howmany is None:
+            raise ArgumentError(
+                f"@{self.func.name}: howmany (the number of work-groups) is missing"
+            )
+        if not isinstance(howmany, int | np.integer) or howmany < 0:
+            raise ArgumentError(f"howmany must be a non-negative integer, got {howmany!r}")
+        bound = bind(self.func, args)
+        keep: list[Any] = []  # host objects that must outlive the launch
+        cl_args: list[Any] = []
+        for param, arg in zip(self.func.params, bound):
+            cl_args += _kernel_args(param.type, arg, keep)
+        for i, a in enumerate(cl_args):
+            self.cl_kernel.set_arg(i, a)
+        if howmany == 0:
+            return
+        cl = _pyopencl()
+        wgs0, wgs1 = self.func.work_group_size  # type: ignore[misc]
+        cl.enqueue_nd_range_kernel(
+            self.owner.queue, self.cl_kernel, (wgs0, wgs1, int(howmany)), (wgs0, wgs1, 1)
+        )
+        self.owner.queue.finish()
+
+
+def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
+    """The OpenCL arguments of one parameter, following the dope-vector convention."""
+    if isinstance(t, ScalarType):
+        if t == BF16:
+            return [np.array(arg, dtype=np.float32).view(np.uint32).astype(np.uint16)[()]]
+        return [np.uint8(arg) if t.is_bool else arg]
+    if isinstance(t, MemrefType):
+        assert isinstance(arg, BoundMemref)
+        out = [_pointer(arg.array, keep)]
+        out += [np.int64(s) for w, s in zip(t.shape, arg.shape) if w is None]
+        out += [np.int64(s) for w, s in zip(t.stride, arg.stride) if w is None]
+        return out
+    assert isinstance(t, GroupType) and isinstance(arg, BoundGroup)
+    mt = t.memref
+    back = arg.offset * dtype_of(mt.element).itemsize  # load adds the offset back
+    addresses = np.array([_address(m.array) - back for m in arg.members] or [0], np.uint64)
+    out = [_svm(addresses, keep)]
+    for mode, w in enumerate(mt.shape):
+        if w is None:
+            out.append(_svm(np.array([m.shape[mode] for m in arg.members] or [0], np.int64), keep))
+    for mode, w in enumerate(mt.stride):
+        if w is None:
+            out.append(_svm(np.array([m.stride[mode] for m in arg.members] or [0], np.int64), keep))
+    if t.offset is None:
+        out.append(np.int64(arg.offset))
+    return out
+
+
+def _pointer(array: Any, keep: list[Any]) -> Any:
+    if isinstance(array, np.ndarray):
+        return _svm(array, keep)
+    data = getattr(array, "base_data", None)  # a pyopencl array
+    if data is None or getattr(array, "offset", 0):
+        raise ArgumentError("pyopencl arrays with an offset are not supported; pass .copy()")
+    return data
+
+
+def _address(array: Any) -> int:
+    if not isinstance(array, np.ndarray):
+        raise ArgumentError("group members must be numpy arrays (their addresses are passed)")
+    return int(array.__array_interface__["data"][0])
+
+
+def _svm(array: np.ndarray, keep: list[Any]) -> Any:
+    """An SVM pointer to the first element of any (even strided) array."""
+    cl = _pyopencl()
+    if array.flags.c_contiguous or array.flags.f_contiguous:
+        flat = array.reshape(-1, order="A").view(np.uint8) if array.size else array
+    else:
+        span = sum((n - 1) * s for n, s in zip(array.shape, array.strides)) + array.itemsize
+        raw = (ctypes.c_uint8 * span).from_address(_address(array))
+        flat = np.frombuffer(raw, dtype=np.uint8)
+    keep.append(flat)
+    return cl.SVM(flat if flat.size else np.zeros(1, np.uint8))

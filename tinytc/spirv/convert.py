@@ -1,0 +1,285 @@
+"""IR -> SPIR-V: one kernel per function, with the calling convention of DESIGN.md section 3.
+
+A ``Lowering`` holds the SPIR-V module and builder, the SPIR-V value of every IR value, and
+helpers for types and index arithmetic; instruction handlers live in the convert_* modules and
+register themselves in ``HANDLERS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import ir
+from ..errors import CompilationError
+from ..target import CoreInfo
+from ._grammar import BuiltIn, Decoration, ExecutionMode, MemorySemantics, Op, Scope, StorageClass
+from .function import Block, Builder, Function
+from .instruction import Id, Instruction
+from .module import Module
+
+Dim = int | Id  # a size known at compile time, or an i64 computed at run time
+HANDLERS: dict[type[ir.Inst], Callable[[Lowering, Any], None]] = {}
+
+
+def converts(*classes: type[ir.Inst]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register a handler that lowers instructions of the given classes."""
+
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        for cls in classes:
+            HANDLERS[cls] = fn
+        return fn
+
+    return register
+
+
+@dataclass
+class Memref:
+    """A memref at run time: a typed pointer plus every shape and stride entry."""
+
+    type: ir.MemrefType
+    pointer: Id
+    space: StorageClass
+    shape: list[Dim]
+    stride: list[Dim]
+
+
+@dataclass
+class Group:
+    """A group at run time: the pointer array, per-entry i64 arrays and the offset."""
+
+    type: ir.GroupType
+    pointers: Id
+    dynamic: dict[tuple[str, int], Id]  # ('shape' | 'stride', mode) -> pointer to i64 array
+    offset: Dim
+
+
+class Lowering:
+    """State of the conversion of one program."""
+
+    def __init__(self, target: CoreInfo) -> None:
+        self.target = target
+        self.m = Module()
+        self.b = Builder(self.m)
+        self.values: dict[ir.Value, Any] = {}
+        self.fn: Function | None = None
+        self.func: ir.Function | None = None
+        self.stack: Id | None = None
+
+    # Types
+
+    def scalar_type(self, t: ir.ScalarType) -> Id:
+        """The type values of ``t`` have in registers (bf16 is computed in f32)."""
+        if t.is_bool:
+            return self.m.type_bool()
+        if t.is_float:
+            return self.m.type_float(32 if t == ir.BF16 else t.bits)
+        return self.m.type_int(t.bits)
+
+    def storage_type(self, t: ir.ScalarType) -> Id:
+        """The type of ``t`` in memory (bf16 is stored as its 16 bits)."""
+        return self.m.type_int(16) if t == ir.BF16 else self.scalar_type(t)
+
+    def pointer_type(self, space: StorageClass, t: ir.ScalarType) -> Id:
+        return self.m.type_pointer(space, self.storage_type(t))
+
+    @property
+    def i64(self) -> Id:
+        return self.m.type_int(64)
+
+    def const(self, t: ir.ScalarType, value: int | float) -> Id:
+        if t.is_bool:
+            return self.m.constant(self.m.type_bool(), bool(value))
+        return self.m.constant(self.scalar_type(t), value)
+
+    def u32(self, value: int) -> Id:
+        return self.m.constant_int(32, value)
+
+    # Values
+
+    def get(self, value: ir.Value) -> Any:
+        """The SPIR-V form of an IR value (constants are made on demand)."""
+        if value.owner is None and value.constant is not None and value not in self.values:
+            return self.const(value.type, value.constant)  # type: ignore[arg-type]
+        return self.values[value]
+
+    def dim(self, value: ir.Value) -> Dim:
+        """An index operand as a compile-time int where possible."""
+        c = value.constant
+        return int(c) if c is not None else self.values[value]
+
+    def op(self, opcode: Op, result_type: Id, *operands: Any) -> Id:
+        return self.b.value(opcode, result_type, *operands)
+
+    def append(self, opcode: Op, result_type: Id, result: Id, *operands: Any) -> None:
+        """An instruction whose result id was made earlier (a phi that reads a later value)."""
+        assert self.b.block is not None
+        self.b.block.instructions.append(Instruction(opcode, result_type, result, operands))
+
+    # Index arithmetic on i64, folded where both sides are known
+
+    def as_id(self, d: Dim) -> Id:
+        return self.m.constant_int(64, d) if isinstance(d, int) else d
+
+    def add(self, a: Dim, b: Dim) -> Dim:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if a == 0 or b == 0:
+            return b if a == 0 else a
+        return self.op(Op.IAdd, self.i64, self.as_id(a), self.as_id(b))
+
+    def sub(self, a: Dim, b: Dim) -> Dim:
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        if b == 0:
+            return a
+        return self.op(Op.ISub, self.i64, self.as_id(a), self.as_id(b))
+
+    def mul(self, a: Dim, b: Dim) -> Dim:
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        if a == 1 or b == 1:
+            return b if a == 1 else a
+        if a == 0 or b == 0:
+            return 0
+        return self.op(Op.IMul, self.i64, self.as_id(a), self.as_id(b))
+
+    def div(self, a: Dim, b: Dim) -> Dim:
+        if isinstance(a, int) and isinstance(b, int):
+            return a // b
+        if b == 1:
+            return a
+        return self.op(Op.SDiv, self.i64, self.as_id(a), self.as_id(b))
+
+    def offset_pointer(self, pointer: Id, space: StorageClass, el: ir.ScalarType, off: Dim) -> Id:
+        if off == 0:
+            return pointer
+        return self.op(
+            Op.InBoundsPtrAccessChain, self.pointer_type(space, el), pointer, self.as_id(off)
+        )
+
+    def builtin_component(self, builtin: BuiltIn, index: int) -> Id:
+        v3 = self.m.type_vector(self.i64, 3)
+        var = self.m.builtin(builtin, v3)
+        vector = self.op(Op.Load, v3, var)
+        return self.op(Op.CompositeExtract, self.i64, vector, index)
+
+    def barrier(self) -> None:
+        semantics = (
+            MemorySemantics.AcquireRelease
+            | MemorySemantics.WorkgroupMemory
+            | MemorySemantics.CrossWorkgroupMemory
+        )
+        wg = self.u32(Scope.Workgroup)
+        self.b.emit(Op.ControlBarrier, wg, wg, self.u32(int(semantics)))
+
+    # Blocks and regions
+
+    def new_block(self, hint: str) -> Block:
+        return Block(hint)
+
+    def start(self, block: Block) -> None:
+        assert self.fn is not None
+        self.fn.append_block(block)
+        self.b.position_at_end(block)
+
+    def region(self, region: ir.Region) -> list[Id]:
+        """Lower a region; returns the values its terminating yield gives (if any)."""
+        yielded: list[Id] = []
+        for inst in region.insts:
+            if isinstance(inst, ir.YieldInst):
+                yielded = [self.get(v) for v in inst.operands]
+                continue
+            handler = HANDLERS.get(type(inst))
+            if handler is None:
+                raise CompilationError(
+                    inst.loc, f"internal error: no SPIR-V lowering for {inst.mnemonic}"
+                )
+            handler(self, inst)
+        return yielded
+
+    # Kernels
+
+    def kernel(self, func: ir.Function) -> None:
+        self.func = func
+        self.values = {}
+        param_types: list[Id] = []
+        binders: list[Callable[[list[Id]], None]] = []
+        for p in func.params:
+            types, bind = self.parameter(p)
+            param_types += types
+            binders.append(bind)
+        self.fn = self.m.kernel(func.name, param_types)
+        args = list(self.fn.parameters)
+        self.start(self.new_block("entry"))
+        for bind in binders:
+            bind(args)
+        wgs = func.work_group_size
+        sgs = func.subgroup_size
+        assert wgs is not None and sgs is not None, "work-group-size pass has not run"
+        self.m.execution_mode(self.fn, ExecutionMode.LocalSize, wgs[0], wgs[1], 1)
+        self.m.execution_mode(self.fn, ExecutionMode.SubgroupSize, sgs)
+        self.stack = None
+        if func.stack_size:
+            u8 = self.m.type_int(8)
+            array = self.m.type_array(u8, func.stack_size)
+            self.stack = self.m.variable(self.m.type_pointer(StorageClass.Workgroup, array))
+            self.m.decorate(self.stack, Decoration.Alignment, 64)
+        self.region(func.body)
+        self.b.emit(Op.Return)
+
+    def parameter(self, p: ir.Value) -> tuple[list[Id], Callable[[list[Id]], None]]:
+        """Kernel argument types of a parameter and a function binding them (in order)."""
+        t = p.type
+        cw = StorageClass.CrossWorkgroup
+        if isinstance(t, ir.ScalarType):
+            arg_type = self.storage_type(t)
+
+            def bind_scalar(args: list[Id]) -> None:
+                value = args.pop(0)
+                if t == ir.BF16:
+                    value = self.op(Op.ConvertBF16ToFINTEL, self.scalar_type(t), value)
+                self.values[p] = value
+
+            return [arg_type], bind_scalar
+        if isinstance(t, ir.MemrefType):
+            dyn_shape = [i for i, s in enumerate(t.shape) if s is None]
+            dyn_stride = [i for i, s in enumerate(t.stride) if s is None]
+            types = [self.pointer_type(cw, t.element)] + [self.i64] * (
+                len(dyn_shape) + len(dyn_stride)
+            )
+
+            def bind_memref(args: list[Id]) -> None:
+                pointer = args.pop(0)
+                shape: list[Dim] = [s if s is not None else args.pop(0) for s in t.shape]
+                stride: list[Dim] = [s if s is not None else args.pop(0) for s in t.stride]
+                self.values[p] = Memref(t, pointer, cw, shape, stride)
+
+            return types, bind_memref
+        assert isinstance(t, ir.GroupType)
+        mt = t.memref
+        entries = [("shape", i) for i, s in enumerate(mt.shape) if s is None]
+        entries += [("stride", i) for i, s in enumerate(mt.stride) if s is None]
+        member = self.pointer_type(cw, mt.element)
+        types = [self.m.type_pointer(cw, member)]
+        types += [self.m.type_pointer(cw, self.i64)] * len(entries)
+        types += [self.i64] if t.offset is None else []
+
+        def bind_group(args: list[Id]) -> None:
+            pointers = args.pop(0)
+            dynamic = {entry: args.pop(0) for entry in entries}
+            offset: Dim = args.pop(0) if t.offset is None else t.offset
+            self.values[p] = Group(t, pointers, dynamic, offset)
+
+        return types, bind_group
+
+
+def lower(program: ir.Program, target: CoreInfo) -> Module:
+    """The SPIR-V module of a program whose passes have run (sizes and stack assigned)."""
+    from . import convert_control, convert_memory, convert_scalar  # noqa: F401  (handlers)
+
+    lowering = Lowering(target)
+    for func in program.functions:
+        lowering.kernel(func)
+    return lowering.m

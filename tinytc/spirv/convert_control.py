@@ -1,0 +1,91 @@
+"""Lowering of control flow and work-group queries: if, for, foreach, barrier, group_id,
+group_size. Loops and ifs are structured (merge instructions) with OpPhi for values."""
+
+from __future__ import annotations
+
+from .. import ir
+from ._grammar import BuiltIn, LoopControl, Op, SelectionControl
+from .convert import Lowering, converts
+from .convert_scalar import SIGNED_CMP, UNSIGNED_CMP, convert
+from .instruction import Id
+
+
+@converts(ir.GroupIdInst)
+def _group_id(lo: Lowering, inst: ir.Inst) -> None:
+    lo.values[inst.result] = lo.builtin_component(BuiltIn.WorkgroupId, 2)
+
+
+@converts(ir.GroupSizeInst)
+def _group_size(lo: Lowering, inst: ir.Inst) -> None:
+    lo.values[inst.result] = lo.builtin_component(BuiltIn.NumWorkgroups, 2)
+
+
+@converts(ir.BarrierInst)
+def _barrier(lo: Lowering, inst: ir.Inst) -> None:
+    lo.barrier()
+
+
+@converts(ir.IfInst)
+def _if(lo: Lowering, inst: ir.IfInst) -> None:
+    then, otherwise, merge = lo.new_block("then"), lo.new_block("else"), lo.new_block("merge")
+    lo.b.emit(Op.SelectionMerge, merge.label, SelectionControl.None_)
+    lo.b.emit(Op.BranchConditional, lo.get(inst.operands[0]), then.label, otherwise.label)
+    incoming: list[tuple[list[Id], Id]] = []
+    for block, region in ((then, inst.then), (otherwise, inst.otherwise)):
+        lo.start(block)
+        values = lo.region(region)
+        incoming.append((values, lo.b.block.label))  # type: ignore[union-attr]
+        lo.b.emit(Op.Branch, merge.label)
+    lo.start(merge)
+    for i, result in enumerate(inst.results):
+        pairs = [x for values, label in incoming for x in (values[i], label)]
+        lo.values[result] = lo.op(Op.Phi, lo.scalar_type(result.type), *pairs)  # type: ignore[arg-type]
+
+
+def loop(lo: Lowering, inst: ir.ForInst | ir.ForeachInst, start: Id, step: Id) -> None:
+    """for (var = start; var < stop; var += step) body, as a structured loop."""
+    t = inst.loop_type
+    rt = lo.scalar_type(t)
+    stop = lo.get(inst.operands[1])
+    header, check, body = lo.new_block("header"), lo.new_block("check"), lo.new_block("body")
+    latch, merge = lo.new_block("latch"), lo.new_block("merge")
+    entry = lo.b.block.label  # type: ignore[union-attr]
+    lo.b.emit(Op.Branch, header.label)
+    lo.start(header)
+    var, next_var = Id("var"), Id("next")
+    lo.append(Op.Phi, rt, var, start, entry, next_var, latch.label)
+    lo.b.emit(Op.LoopMerge, merge.label, latch.label, LoopControl.None_)
+    lo.b.emit(Op.Branch, check.label)
+    lo.start(check)
+    less = (UNSIGNED_CMP if t.kind == "uint" else SIGNED_CMP)["lt"]
+    cond = lo.op(less, lo.m.type_bool(), var, stop)
+    lo.b.emit(Op.BranchConditional, cond, body.label, merge.label)
+    lo.start(body)
+    lo.values[inst.var] = var
+    lo.region(inst.body)
+    lo.b.emit(Op.Branch, latch.label)
+    lo.start(latch)
+    lo.append(Op.IAdd, rt, next_var, var, step)
+    lo.b.emit(Op.Branch, header.label)
+    lo.start(merge)
+
+
+@converts(ir.ForInst)
+def _for(lo: Lowering, inst: ir.ForInst) -> None:
+    t = inst.loop_type
+    step = lo.get(inst.operands[2]) if len(inst.operands) > 2 else lo.const(t, 1)
+    loop(lo, inst, lo.get(inst.operands[0]), step)
+
+
+@converts(ir.ForeachInst)
+def _foreach(lo: Lowering, inst: ir.ForeachInst) -> None:
+    """Iterations are dealt round-robin to the work-items of the work-group."""
+    t = inst.loop_type
+    assert lo.func is not None and lo.func.work_group_size is not None
+    wgs0, wgs1 = lo.func.work_group_size
+    x = lo.builtin_component(BuiltIn.LocalInvocationId, 0)
+    y = lo.builtin_component(BuiltIn.LocalInvocationId, 1)
+    linear = lo.add(x, lo.mul(y, wgs0))
+    local = convert(lo, lo.as_id(linear), ir.U64, t) if t.bits != 64 else lo.as_id(linear)
+    start = lo.op(Op.IAdd, lo.scalar_type(t), lo.get(inst.operands[0]), local)
+    loop(lo, inst, start, lo.const(t, wgs0 * wgs1))

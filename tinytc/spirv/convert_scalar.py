@@ -1,0 +1,130 @@
+"""Lowering of scalar instructions: arith, cast, cmp (signed, unsigned, float, bool, bf16)."""
+
+from __future__ import annotations
+
+from .. import ir
+from ._grammar import Op
+from .convert import Lowering, converts
+from .instruction import Id
+
+FLOAT_BINARY = {"add": Op.FAdd, "sub": Op.FSub, "mul": Op.FMul, "div": Op.FDiv, "rem": Op.FRem}
+INT_BINARY = {
+    "add": Op.IAdd, "sub": Op.ISub, "mul": Op.IMul, "shl": Op.ShiftLeftLogical,
+    "and": Op.BitwiseAnd, "or": Op.BitwiseOr, "xor": Op.BitwiseXor,
+}  # fmt: skip
+BOOL_BINARY = {"and": Op.LogicalAnd, "or": Op.LogicalOr, "xor": Op.LogicalNotEqual}
+FLOAT_CMP = {
+    "eq": Op.FOrdEqual, "ne": Op.FUnordNotEqual, "gt": Op.FOrdGreaterThan,
+    "ge": Op.FOrdGreaterThanEqual, "lt": Op.FOrdLessThan, "le": Op.FOrdLessThanEqual,
+}  # fmt: skip
+SIGNED_CMP = {
+    "eq": Op.IEqual, "ne": Op.INotEqual, "gt": Op.SGreaterThan, "ge": Op.SGreaterThanEqual,
+    "lt": Op.SLessThan, "le": Op.SLessThanEqual,
+}  # fmt: skip
+UNSIGNED_CMP = {
+    "eq": Op.IEqual, "ne": Op.INotEqual, "gt": Op.UGreaterThan, "ge": Op.UGreaterThanEqual,
+    "lt": Op.ULessThan, "le": Op.ULessThanEqual,
+}  # fmt: skip
+
+
+def round_bf16(lo: Lowering, value: Id) -> Id:
+    """Round an f32 to bf16 precision (ties to even), keeping it in f32."""
+    bits = lo.op(Op.ConvertFToBF16INTEL, lo.m.type_int(16), value)
+    return lo.op(Op.ConvertBF16ToFINTEL, lo.m.type_float(32), bits)
+
+
+@converts(ir.ArithInst)
+def _arith(lo: Lowering, inst: ir.ArithInst) -> None:
+    t: ir.ScalarType = inst.result.type  # type: ignore[assignment]
+    a, b = (lo.get(v) for v in inst.operands)
+    rt = lo.scalar_type(t)
+    if t.is_bool:
+        result = lo.op(BOOL_BINARY[inst.op], rt, a, b)
+    elif t.is_float:
+        result = lo.op(FLOAT_BINARY[inst.op], rt, a, b)
+        if t == ir.BF16:
+            result = round_bf16(lo, result)
+    elif inst.op in ("div", "rem"):
+        result = _safe_division(lo, inst.op, t, a, b)
+    elif inst.op in ("shl", "shr"):
+        amount = lo.op(Op.BitwiseAnd, rt, b, lo.const(t, t.bits - 1))  # as OpenCL C does
+        shift = Op.ShiftLeftLogical
+        if inst.op == "shr":
+            shift = Op.ShiftRightLogical if t.kind == "uint" else Op.ShiftRightArithmetic
+        result = lo.op(shift, rt, a, amount)
+    else:
+        result = lo.op(INT_BINARY[inst.op], rt, a, b)
+    lo.values[inst.result] = result
+
+
+def _safe_division(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
+    """Integer division that gives 0 for a zero divisor and wraps MIN / -1, instead of the
+    hardware trap that would kill the host process."""
+    rt, boolean = lo.scalar_type(t), lo.m.type_bool()
+    zero = lo.op(Op.IEqual, boolean, b, lo.const(t, 0))
+    bad = zero
+    if t.kind == "int":
+        is_min = lo.op(Op.IEqual, boolean, a, lo.const(t, -(2 ** (t.bits - 1))))
+        minus_one = lo.op(Op.IEqual, boolean, b, lo.const(t, -1))
+        overflow = lo.op(Op.LogicalAnd, boolean, is_min, minus_one)
+        bad = lo.op(Op.LogicalOr, boolean, zero, overflow)
+    divisor = lo.op(Op.Select, rt, bad, lo.const(t, 1), b)
+    signed = t.kind == "int"
+    opcode = {"div": Op.SDiv if signed else Op.UDiv, "rem": Op.SRem if signed else Op.UMod}[op]
+    quotient = lo.op(opcode, rt, a, divisor)
+    return lo.op(Op.Select, rt, zero, lo.const(t, 0), quotient)
+
+
+@converts(ir.ArithUnaryInst)
+def _arith_unary(lo: Lowering, inst: ir.ArithUnaryInst) -> None:
+    t: ir.ScalarType = inst.result.type  # type: ignore[assignment]
+    a = lo.get(inst.operands[0])
+    rt = lo.scalar_type(t)
+    if inst.op == "not":
+        result = lo.op(Op.LogicalNot if t.is_bool else Op.Not, rt, a)
+    else:
+        result = lo.op(Op.FNegate if t.is_float else Op.SNegate, rt, a)
+    lo.values[inst.result] = result
+
+
+@converts(ir.CastInst)
+def _cast(lo: Lowering, inst: ir.CastInst) -> None:
+    src: ir.ScalarType = inst.operands[0].type  # type: ignore[assignment]
+    lo.values[inst.result] = convert(lo, lo.get(inst.operands[0]), src, inst.to)
+
+
+def convert(lo: Lowering, a: Id, src: ir.ScalarType, to: ir.ScalarType) -> Id:
+    """Convert a value between scalar types with the language's cast semantics."""
+    rt = lo.scalar_type(to)
+    if to.is_bool:
+        zero = lo.const(src, 0)
+        if src.is_bool:
+            return a
+        return lo.op(Op.FUnordNotEqual if src.is_float else Op.INotEqual, rt, a, zero)
+    if src.is_bool:
+        return lo.op(Op.Select, rt, a, lo.const(to, 1), lo.const(to, 0))
+    if src.is_float and to.is_float:
+        if lo.scalar_type(src) is not rt:
+            a = lo.op(Op.FConvert, rt, a)
+        return round_bf16(lo, a) if to == ir.BF16 and src != ir.BF16 else a
+    if src.is_float:
+        return lo.op(Op.ConvertFToU if to.kind == "uint" else Op.ConvertFToS, rt, a)
+    if to.is_float:
+        result = lo.op(Op.ConvertUToF if src.kind == "uint" else Op.ConvertSToF, rt, a)
+        return round_bf16(lo, result) if to == ir.BF16 else result
+    if src.bits == to.bits:
+        return a
+    widen = Op.UConvert if src.kind == "uint" else Op.SConvert
+    return lo.op(widen if to.bits > src.bits else Op.UConvert, rt, a)
+
+
+@converts(ir.CompareInst)
+def _cmp(lo: Lowering, inst: ir.CompareInst) -> None:
+    t: ir.ScalarType = inst.operands[0].type  # type: ignore[assignment]
+    a, b = (lo.get(v) for v in inst.operands)
+    boolean = lo.m.type_bool()
+    if t.is_bool:  # compare as unsigned 0/1
+        a, b = (convert(lo, v, t, ir.U8) for v in (a, b))
+        t = ir.U8
+    table = FLOAT_CMP if t.is_float else UNSIGNED_CMP if t.kind == "uint" else SIGNED_CMP
+    lo.values[inst.result] = lo.op(table[inst.cond], boolean, a, b)

@@ -1,0 +1,122 @@
+"""Random arguments for a kernel's signature: arrays with the shapes and strides it needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..arguments import Group, dtype_of
+from ..ir import BF16, Function, GroupType, MemrefType, ScalarType
+
+
+def random_arguments(
+    func: Function, howmany: int, rng: np.random.Generator, dynamic_size: int = 7
+) -> list[Any]:
+    """Arguments for every parameter of ``func``; '?' sizes become ``dynamic_size``, except a
+    trailing dynamic mode, which becomes ``howmany`` (the batch mode of the language)."""
+    return [_argument(p.type, howmany, rng, dynamic_size) for p in func.params]
+
+
+def random_scalar(t: ScalarType, rng: np.random.Generator) -> Any:
+    if t.is_float:
+        return np.float32(rng.uniform(-1, 1)) if t == BF16 else dtype_of(t).type(rng.uniform(-1, 1))
+    low, high = (0, 5) if t.kind == "uint" else (-5, 5)
+    return dtype_of(t).type(rng.integers(low, high + 1))
+
+
+def random_memref(
+    t: MemrefType, rng: np.random.Generator, fill: dict[int, int], default: int
+) -> np.ndarray:
+    """A column-major array (inside a larger buffer if the strides are not packed)."""
+    shape = [s if s is not None else fill.get(i, default) for i, s in enumerate(t.shape)]
+    stride: list[int] = []
+    for i, s in enumerate(t.stride):
+        packed = stride[-1] * shape[i - 1] if i else 1
+        stride.append(s if s is not None else packed + (1 if i else 0))
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 1
+    dtype = dtype_of(t.element)
+    if t.element.is_float:
+        values = rng.uniform(-1, 1, span)
+        if t.element == BF16:
+            bits = values.astype(np.float32).view(np.uint32) >> 16
+            buffer = bits.astype(np.uint16)
+        else:
+            buffer = values.astype(dtype)
+    else:
+        low, high = (0, 5) if t.element.kind == "uint" else (-5, 5)
+        buffer = rng.integers(low, high + 1, span).astype(dtype)
+    item = dtype.itemsize
+    return np.lib.stride_tricks.as_strided(
+        buffer, shape=tuple(shape), strides=tuple(s * item for s in stride)
+    )
+
+
+def _argument(t: Any, howmany: int, rng: np.random.Generator, size: int) -> Any:
+    if isinstance(t, ScalarType):
+        return random_scalar(t, rng)
+    if isinstance(t, MemrefType):
+        fill = {t.order - 1: howmany} if t.order and t.shape[-1] is None else {}
+        return random_memref(t, rng, fill, size)
+    assert isinstance(t, GroupType)
+    members = [random_memref(t.memref, rng, {}, size) for _ in range(howmany)]
+    return Group(members, 1 if t.offset is None else t.offset)
+
+
+def clone_arguments(args: list[Any]) -> list[Any]:
+    """Deep copies that keep every array's strides and the gaps between its elements."""
+    return [_clone(a) for a in args]
+
+
+def _clone(arg: Any) -> Any:
+    if isinstance(arg, Group):
+        return Group([_clone(a) for a in arg.arrays], arg.offset)
+    if not isinstance(arg, np.ndarray):
+        return arg
+    owner = arg
+    while True:  # as_strided views hide their array behind a DummyArray's .base
+        base = owner.base
+        base = getattr(base, "base", None) if not isinstance(base, np.ndarray) else base
+        if not isinstance(base, np.ndarray):
+            break
+        owner = base
+    if not (owner.flags.c_contiguous or owner.flags.f_contiguous):
+        return arg.copy(order="F")
+    copy = owner.copy(order="A")
+    start = arg.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    flat = copy.reshape(-1, order="A").view(np.uint8)[start:]
+    typed = flat[: flat.size - flat.size % arg.itemsize].view(arg.dtype)
+    return np.lib.stride_tricks.as_strided(typed, arg.shape, arg.strides)
+
+
+def outputs(func: Function, args: list[Any]) -> list[tuple[np.ndarray, ScalarType]]:
+    """Every array among the arguments (group members included) with its element type."""
+    out: list[tuple[np.ndarray, ScalarType]] = []
+    for p, a in zip(func.params, args):
+        if isinstance(p.type, GroupType):
+            out += [(m, p.type.memref.element) for m in a.arrays]
+        elif isinstance(p.type, MemrefType):
+            out.append((a, p.type.element))
+    return out
+
+
+TOLERANCE = {"f64": 1e-10, "f32": 1e-4, "f16": 1e-2, "bf16": 2e-2}
+
+
+def tolerance(element: ScalarType) -> float:
+    """Accepted max_error: exact for integers, a few units of rounding for floats."""
+    return TOLERANCE.get(element.name, 0.0)
+
+
+def max_error(got: np.ndarray, want: np.ndarray, element: ScalarType) -> float:
+    """Largest error relative to the data's magnitude (0 for exact integer agreement)."""
+    if element == BF16:
+        got, want = ((x.astype(np.uint32) << 16).view(np.float32) for x in (got, want))
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    both_nan = np.isnan(g) & np.isnan(w)
+    diff = np.where(both_nan, 0.0, np.abs(g - w))
+    if diff.size == 0:
+        return 0.0
+    scale = 1.0 + float(np.nanmax(np.abs(w))) if np.isfinite(w).any() else 1.0
+    err = float(np.max(diff)) / scale
+    return err if np.isfinite(err) else float("inf")
