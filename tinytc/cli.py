@@ -98,6 +98,7 @@ def run_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--howmany", type=int, required=True, help="number of work-groups")
     ap.add_argument("--kernel", help="kernel to run (default: every kernel)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--size", type=int, help="value of every '?' size (default: howmany)")
     args = ap.parse_args(argv)
     try:
         text, filename = _read(args.file)
@@ -118,7 +119,7 @@ def run_main(argv: list[str] | None = None) -> int:
         except KeyError:
             print(f"tinytc-run: no kernel @{name}", file=sys.stderr)
             return 1
-        inputs = random_arguments(func, args.howmany, rng)
+        inputs = random_arguments(func, args.howmany, rng, args.size)
         expected = clone_arguments(inputs)
         start = time.perf_counter()
         getattr(kernels, name)(*inputs, howmany=args.howmany)

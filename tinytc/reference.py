@@ -275,7 +275,7 @@ def _subview(f: Frame, inst: ir.SubviewInst) -> Any:
             key.append(slice(o, None))
         else:
             key.append(slice(o, o + int(f.get(inst.operands[size]))))  # type: ignore[index]
-    return arr[tuple(key)]
+    return arr[(*key, ...)]  # the ellipsis keeps a view even when every mode is an index
 
 
 @handles(ir.ExpandInst)

@@ -14,7 +14,17 @@ from typing import Any
 from .. import ir
 from ..errors import CompilationError
 from ..target import CoreInfo
-from ._grammar import BuiltIn, Decoration, ExecutionMode, MemorySemantics, Op, Scope, StorageClass
+from ._grammar import (
+    BuiltIn,
+    Decoration,
+    ExecutionMode,
+    LoopControl,
+    MemorySemantics,
+    Op,
+    Scope,
+    SelectionControl,
+    StorageClass,
+)
 from .function import Block, Builder, Function
 from .instruction import Id, Instruction
 from .module import Module
@@ -184,6 +194,42 @@ class Lowering:
         self.fn.append_block(block)
         self.b.position_at_end(block)
 
+    def loop(
+        self, t: ir.ScalarType, start: Id, stop: Id, step: Id, body: Callable[[Id], None]
+    ) -> None:
+        """for (var = start; var < stop; var += step) body(var), as a structured loop."""
+        rt = self.scalar_type(t)
+        header, check, inner = self.new_block("header"), self.new_block("check"), Block("body")
+        latch, merge = self.new_block("latch"), self.new_block("merge")
+        entry = self.b.block.label  # type: ignore[union-attr]
+        self.b.emit(Op.Branch, header.label)
+        self.start(header)
+        var, next_var = Id("var"), Id("next")
+        self.append(Op.Phi, rt, var, start, entry, next_var, latch.label)
+        self.b.emit(Op.LoopMerge, merge.label, latch.label, LoopControl.None_)
+        self.b.emit(Op.Branch, check.label)
+        self.start(check)
+        less = Op.ULessThan if t.kind == "uint" else Op.SLessThan
+        cond = self.op(less, self.m.type_bool(), var, stop)
+        self.b.emit(Op.BranchConditional, cond, inner.label, merge.label)
+        self.start(inner)
+        body(var)
+        self.b.emit(Op.Branch, latch.label)
+        self.start(latch)
+        self.append(Op.IAdd, rt, next_var, var, step)
+        self.b.emit(Op.Branch, header.label)
+        self.start(merge)
+
+    def if_then(self, cond: Id, then: Callable[[], None]) -> None:
+        """if (cond) then(), as a structured selection."""
+        inner, merge = self.new_block("then"), self.new_block("merge")
+        self.b.emit(Op.SelectionMerge, merge.label, SelectionControl.None_)
+        self.b.emit(Op.BranchConditional, cond, inner.label, merge.label)
+        self.start(inner)
+        then()
+        self.b.emit(Op.Branch, merge.label)
+        self.start(merge)
+
     def region(self, region: ir.Region) -> list[Id]:
         """Lower a region; returns the values its terminating yield gives (if any)."""
         yielded: list[Id] = []
@@ -277,7 +323,7 @@ class Lowering:
 
 def lower(program: ir.Program, target: CoreInfo) -> Module:
     """The SPIR-V module of a program whose passes have run (sizes and stack assigned)."""
-    from . import convert_control, convert_memory, convert_scalar  # noqa: F401  (handlers)
+    from . import convert_control, convert_linalg, convert_memory, convert_scalar  # noqa: F401
 
     lowering = Lowering(target)
     for func in program.functions:

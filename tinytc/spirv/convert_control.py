@@ -4,9 +4,9 @@ group_size. Loops and ifs are structured (merge instructions) with OpPhi for val
 from __future__ import annotations
 
 from .. import ir
-from ._grammar import BuiltIn, LoopControl, Op, SelectionControl
+from ._grammar import BuiltIn, Op, SelectionControl
 from .convert import Lowering, converts
-from .convert_scalar import SIGNED_CMP, UNSIGNED_CMP, convert
+from .convert_scalar import convert
 from .instruction import Id
 
 
@@ -43,31 +43,11 @@ def _if(lo: Lowering, inst: ir.IfInst) -> None:
 
 
 def loop(lo: Lowering, inst: ir.ForInst | ir.ForeachInst, start: Id, step: Id) -> None:
-    """for (var = start; var < stop; var += step) body, as a structured loop."""
-    t = inst.loop_type
-    rt = lo.scalar_type(t)
-    stop = lo.get(inst.operands[1])
-    header, check, body = lo.new_block("header"), lo.new_block("check"), lo.new_block("body")
-    latch, merge = lo.new_block("latch"), lo.new_block("merge")
-    entry = lo.b.block.label  # type: ignore[union-attr]
-    lo.b.emit(Op.Branch, header.label)
-    lo.start(header)
-    var, next_var = Id("var"), Id("next")
-    lo.append(Op.Phi, rt, var, start, entry, next_var, latch.label)
-    lo.b.emit(Op.LoopMerge, merge.label, latch.label, LoopControl.None_)
-    lo.b.emit(Op.Branch, check.label)
-    lo.start(check)
-    less = (UNSIGNED_CMP if t.kind == "uint" else SIGNED_CMP)["lt"]
-    cond = lo.op(less, lo.m.type_bool(), var, stop)
-    lo.b.emit(Op.BranchConditional, cond, body.label, merge.label)
-    lo.start(body)
-    lo.values[inst.var] = var
-    lo.region(inst.body)
-    lo.b.emit(Op.Branch, latch.label)
-    lo.start(latch)
-    lo.append(Op.IAdd, rt, next_var, var, step)
-    lo.b.emit(Op.Branch, header.label)
-    lo.start(merge)
+    def body(var: Id) -> None:
+        lo.values[inst.var] = var
+        lo.region(inst.body)
+
+    lo.loop(inst.loop_type, start, lo.get(inst.operands[1]), step, body)
 
 
 @converts(ir.ForInst)

@@ -75,14 +75,30 @@ def _message(result: subprocess.CompletedProcess[bytes]) -> str:
     return (result.stderr + result.stdout).decode(errors="replace").strip()
 
 
-def validate(binary: bytes, target_env: str = VALIDATION_ENV) -> None:
+def validate(binary: bytes, target_env: str | None = None) -> None:
     """Run ``spirv-val --target-env <target_env>`` on ``binary``.
 
+    The default environment is OpenCL 2.2, or universal SPIR-V 1.2 for a module with 64-bit
+    atomics, which spirv-val's OpenCL 2.2 rules reject although the runtimes accept them.
     Raises SpirvValidationError with spirv-val's message if the module is invalid.
     """
+    if target_env is None:
+        target_env = "spv1.2" if _declares_int64_atomics(binary) else VALIDATION_ENV
     result = _run("spirv-val", ["--target-env", target_env, "-"], binary)
     if result.returncode != 0:
         raise SpirvValidationError(_message(result) or f"spirv-val exit code {result.returncode}")
+
+
+def _declares_int64_atomics(binary: bytes) -> bool:
+    from tinytc.spirv._grammar import Capability, Op  # not at import: spirvgen loads this file
+
+    words = memoryview(binary).cast("I") if len(binary) % 4 == 0 else memoryview(b"")
+    i = 5
+    while i < len(words) and words[i] & 0xFFFF == Op.Capability:
+        if words[i + 1] == Capability.Int64Atomics:
+            return True
+        i += words[i] >> 16
+    return False
 
 
 def disassemble(binary: bytes, *, raw_ids: bool = False) -> str:

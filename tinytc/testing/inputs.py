@@ -11,11 +11,12 @@ from ..ir import BF16, Function, GroupType, MemrefType, ScalarType
 
 
 def random_arguments(
-    func: Function, howmany: int, rng: np.random.Generator, dynamic_size: int = 7
+    func: Function, howmany: int, rng: np.random.Generator, dynamic_size: int | None = None
 ) -> list[Any]:
-    """Arguments for every parameter of ``func``; '?' sizes become ``dynamic_size``, except a
-    trailing dynamic mode, which becomes ``howmany`` (the batch mode of the language)."""
-    return [_argument(p.type, howmany, rng, dynamic_size) for p in func.params]
+    """Arguments for every parameter of ``func``; every '?' size is ``dynamic_size`` (default
+    ``howmany``, so that batch modes match), which keeps dynamic shapes consistent."""
+    size = howmany if dynamic_size is None else dynamic_size
+    return [_argument(p.type, howmany, rng, size) for p in func.params]
 
 
 def random_scalar(t: ScalarType, rng: np.random.Generator) -> Any:
@@ -56,8 +57,7 @@ def _argument(t: Any, howmany: int, rng: np.random.Generator, size: int) -> Any:
     if isinstance(t, ScalarType):
         return random_scalar(t, rng)
     if isinstance(t, MemrefType):
-        fill = {t.order - 1: howmany} if t.order and t.shape[-1] is None else {}
-        return random_memref(t, rng, fill, size)
+        return random_memref(t, rng, {}, size)
     assert isinstance(t, GroupType)
     members = [random_memref(t.memref, rng, {}, size) for _ in range(howmany)]
     return Group(members, 1 if t.offset is None else t.offset)
