@@ -5,6 +5,7 @@ from __future__ import annotations
 from .ir import Program
 from .parser import parse
 from .passes.check_ir import CheckIrPass
+from .passes.insert_barrier import InsertBarrierPass
 from .passes.lifetime import InsertLifetimeStopPass, StackPass
 from .passes.work_group_size import WorkGroupSizePass
 from .spirv.convert import lower
@@ -23,6 +24,7 @@ def run_pipeline(program: Program, target: CoreInfo, opt_level: int = 2) -> Prog
     InsertLifetimeStopPass().run(program)
     WorkGroupSizePass(target).run(program)
     StackPass(target.local_memory_size).run(program)
+    InsertBarrierPass().run(program)
     return program
 
 

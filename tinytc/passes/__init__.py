@@ -7,6 +7,8 @@ from typing import Protocol
 
 from ..ir import Program
 from .check_ir import CheckIrPass
+from .insert_barrier import InsertBarrierPass
+from .lifetime import InsertLifetimeStopPass, StackPass
 
 
 class Pass(Protocol):
@@ -15,7 +17,10 @@ class Pass(Protocol):
     def run(self, program: Program) -> None: ...
 
 
-PASSES: dict[str, type[Pass]] = {cls.name: cls for cls in (CheckIrPass,)}
+# Passes that need no target; work-group-size and stack take the target (see compiler.py).
+PASSES: dict[str, type[Pass]] = {
+    cls.name: cls for cls in (CheckIrPass, InsertBarrierPass, InsertLifetimeStopPass, StackPass)
+}
 
 
 def run_passes(program: Program, names: Sequence[str]) -> Program:

@@ -1,0 +1,130 @@
+"""insert-barrier: a barrier before any access that races with earlier collective work.
+
+Collective work (linalg instructions and foreach loops) spreads its memory accesses over the
+work-items. An access after it that may touch the same memory (read after write, write after
+read, write after write) needs a barrier in between. Memory is identified by its root: the
+kernel parameter or the alloca a memref is a view of; distinct parameters are assumed not to
+overlap, allocas overlap where the stack pass placed them on the same bytes (so it runs
+first). Loops are analysed until the accesses carried into the next iteration are stable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir import (
+    AllocaInst,
+    BarrierInst,
+    ForeachInst,
+    ForInst,
+    IfInst,
+    Inst,
+    LinalgInst,
+    LoadInst,
+    Program,
+    Region,
+    StoreInst,
+    Value,
+)
+from ..ir.instructions.memref import ExpandInst, FuseInst, SubviewInst
+
+
+def root(value: Value) -> Value:
+    """The parameter, group parameter or alloca result a memref value views."""
+    while isinstance(value.owner, SubviewInst | ExpandInst | FuseInst | LoadInst):
+        value = value.owner.operands[0]
+    return value
+
+
+@dataclass
+class Pending:
+    """Memory read and written by collective work since the last barrier."""
+
+    reads: set[Value] = field(default_factory=set)
+    writes: set[Value] = field(default_factory=set)
+
+    def union(self, other: Pending) -> Pending:
+        return Pending(self.reads | other.reads, self.writes | other.writes)
+
+    def conflicts(self, reads: set[Value], writes: set[Value]) -> bool:
+        return overlap(reads, self.writes) or overlap(writes, self.reads | self.writes)
+
+
+def overlap(a: set[Value], b: set[Value]) -> bool:
+    return any(may_alias(x, y) for x in a for y in b)
+
+
+def may_alias(a: Value, b: Value) -> bool:
+    """Same root, or allocas whose stack ranges overlap (memory reused after lifetime_stop)."""
+    if a is b:
+        return True
+    x, y = a.owner, b.owner
+    if isinstance(x, AllocaInst) and isinstance(y, AllocaInst):
+        if x.stack_offset is None or y.stack_offset is None:
+            return True  # not placed yet: assume the worst
+        x_end = x.stack_offset + x.type.size_in_bytes()
+        y_end = y.stack_offset + y.type.size_in_bytes()
+        return x.stack_offset < y_end and y.stack_offset < x_end
+    return False
+
+
+def accesses(inst: Inst) -> tuple[set[Value], set[Value]]:
+    """(read roots, written roots) of an instruction, nested regions included."""
+    if isinstance(inst, LinalgInst):
+        reads = {root(v) for v in inst.operands[1:-2]}
+        if inst.beta.constant != 0 or inst.atomic:
+            reads.add(root(inst.output))
+        return reads, {root(inst.output)}
+    if isinstance(inst, LoadInst) and inst.results[0].type == getattr(
+        inst.operands[0].type, "element", None
+    ):
+        return {root(inst.operands[0])}, set()
+    if isinstance(inst, StoreInst):
+        return set(), {root(inst.operands[1])}
+    reads, writes = set(), set()
+    for region in inst.regions:
+        for child in region.insts:
+            r, w = accesses(child)
+            reads |= r
+            writes |= w
+    return reads, writes
+
+
+class InsertBarrierPass:
+    name = "insert-barrier"
+
+    def run(self, program: Program) -> None:
+        for func in program.functions:
+            self.region(func.body, Pending(), insert=True)
+
+    def region(self, region: Region, pending: Pending, insert: bool) -> Pending:
+        """Walk a mixed region from the state ``pending``; returns the state at its end."""
+        for inst in list(region.insts):
+            if isinstance(inst, BarrierInst):
+                pending = Pending()
+                continue
+            if isinstance(inst, IfInst):
+                pending = self.region(inst.then, pending, insert).union(
+                    self.region(inst.otherwise, pending, insert)
+                )
+                continue
+            if isinstance(inst, ForInst):
+                pending = self.loop(inst.body, pending, insert)
+                continue
+            reads, writes = accesses(inst)
+            if pending.conflicts(reads, writes):
+                if insert:
+                    region.insert_before(inst, BarrierInst(loc=inst.loc))
+                pending = Pending()
+            if isinstance(inst, LinalgInst | ForeachInst):
+                pending = pending.union(Pending(reads, writes))
+        return pending
+
+    def loop(self, body: Region, entry: Pending, insert: bool) -> Pending:
+        state = entry
+        while True:  # the end of one iteration flows into the next
+            carried = entry.union(self.region(body, state, insert=False))
+            if carried == state:
+                break
+            state = carried
+        return entry.union(self.region(body, state, insert))
