@@ -82,7 +82,7 @@ class Frame:
             if isinstance(inst, ir.YieldInst):
                 return out
             if inst.results:
-                values = out if len(inst.results) > 1 or isinstance(inst, ir.IfInst) else [out]
+                values = out if isinstance(inst, ir.IfInst | ir.ForInst) else [out]
                 for r, val in zip(inst.results, values):
                     self.env[r] = val
         return []
@@ -322,12 +322,18 @@ def _yield(f: Frame, inst: ir.YieldInst) -> Any:
 
 @handles(ir.ForInst)
 @handles(ir.ForeachInst)
-def _loop(f: Frame, inst: ir.ForInst) -> None:
-    bounds = [int(f.get(v)) for v in inst.operands]
+def _loop(f: Frame, inst: ir.ForInst) -> list[Any]:
+    carried = inst.init if isinstance(inst, ir.ForInst) else []
+    bounds = [int(f.get(v)) for v in inst.operands[: len(inst.operands) - len(carried)]]
     step = bounds[2] if len(bounds) > 2 else 1
+    values = [f.get(v) for v in carried]
     for i in range(bounds[0], bounds[1], step):
         f.env[inst.var] = scalar(i, inst.loop_type)
-        f.region(inst.body)
+        for param, value in zip(inst.body.params[1:], values):
+            f.env[param] = value
+        yielded = f.region(inst.body)
+        values = yielded if carried else values
+    return values
 
 
 # Collective linear algebra: out := alpha * value + beta * out, out not read when beta == 0

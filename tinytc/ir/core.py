@@ -144,6 +144,9 @@ class Inst:
     def print(self, p: Printer) -> None:
         raise NotImplementedError
 
+    def verify_regions(self) -> None:
+        """Check what the instruction requires of its regions' contents (e.g. yields)."""
+
     def error(self, message: str, operand: int | None = None) -> CompilationError:
         """A diagnostic at the instruction, or at one of its operands where it is written."""
         loc = self.loc

@@ -130,7 +130,11 @@ def _instructions(ctx: Ctx, p: P) -> None:
 # Instructions
 
 
-@rule("instruction : results EQUALS value_instruction", "instruction : results EQUALS if")
+@rule(
+    "instruction : results EQUALS value_instruction",
+    "instruction : results EQUALS if",
+    "instruction : results EQUALS for",
+)
 def _named_instruction(ctx: Ctx, p: P) -> None:
     names, inst = p[0], p[2]
     if len(names) != len(inst.results):
@@ -359,33 +363,70 @@ def _modifiers(ctx: Ctx, p: P) -> list[Token]:
     return p[0] + [p[1]] if p else []
 
 
-@rule("statement : for_header body", "statement : foreach_header body")
+@rule("for : for_header body", "statement : foreach_header body")
 def _loop(ctx: Ctx, p: P) -> Inst:
     ctx.close_region()
     return p[0]
 
 
+@rule("statement : for")
+def _for_statement(ctx: Ctx, p: P) -> Inst:
+    return p[0]
+
+
 @rule(
-    "for_header : FOR LOCAL EQUALS operands loop_type",
+    "for_header : FOR LOCAL EQUALS operands loop_type carried",
     "foreach_header : FOREACH LOCAL EQUALS operands loop_type",
 )
 def _loop_header(ctx: Ctx, p: P) -> Inst:
     loop_type, refs = p[4], p[3]
     is_for = p[0].type == "FOR"
+    carried = p[5] if is_for else ([], [])
     if not 2 <= len(refs) <= (3 if is_for else 2):
         want = "from, to [, step]" if is_for else "from, to"
         raise CompilationError(ctx.loc, f"{p[0].value} takes bounds {want}, got {len(refs)} values")
     bounds = [ctx.value(r, loop_type, check=False) for r in refs]
+    names, init_refs = carried[0], carried[1]
     kw = dict(
         loop_type=loop_type,
         var_name=p[1].value[1:],
         var_loc=p[1].loc,
         loc=ctx.loc,
-        operand_locs=_operand_locs(*refs),
+        operand_locs=_operand_locs(*refs, *init_refs),
     )
-    inst = ForInst(*bounds, **kw) if is_for else ForeachInst(*bounds, **kw)
+    if is_for:
+        step = bounds[2] if len(bounds) > 2 else None
+        init = [ctx.value(r, t) for r, t in zip(init_refs, carried[2])]
+        carried_names = [n.value[1:] for n in names]
+        carried_locs = [n.loc for n in names]
+        inst = ForInst(bounds[0], bounds[1], step, init, carried_names, carried_locs, **kw)
+    else:
+        inst = ForeachInst(*bounds, **kw)
     ctx.open_region(inst.regions[0])
     return inst
+
+
+@rule("carried : ", "carried : INIT LPAREN inits RPAREN ARROW LPAREN types RPAREN")
+def _carried(ctx: Ctx, p: P) -> tuple[list[Token], list[Ref], list[Type]]:
+    if not p:
+        return [], [], []
+    inits, types = p[2], p[6]
+    if len(inits) != len(types):
+        raise CompilationError(ctx.loc, f"init has {len(inits)} values but {len(types)} types")
+    for t in types:
+        if not isinstance(t, ScalarType):
+            raise CompilationError(ctx.loc, f"a loop can only carry scalars, got {t}")
+    return [name for name, _ in inits], [ref for _, ref in inits], types
+
+
+@rule("inits : init", "inits : inits COMMA init")
+def _inits(ctx: Ctx, p: P) -> list[tuple[Token, Ref]]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[2]]
+
+
+@rule("init : LOCAL EQUALS operand")
+def _init(ctx: Ctx, p: P) -> tuple[Token, Ref]:
+    return p[0], p[2]
 
 
 @rule("loop_type : ", "loop_type : COLON scalar_type")

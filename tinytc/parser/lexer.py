@@ -11,7 +11,7 @@ from ..errors import CompilationError, Location, Source
 KEYWORDS = frozenset(
     "func work_group_size subgroup_size memref strided group offset void true false arith cast"
     " cmp alloca expand fuse group_id group_size load size subview if else axpby barrier for"
-    " foreach lifetime_stop gemm gemv ger hadamard_product store sum yield".split()
+    " foreach lifetime_stop gemm gemv ger hadamard_product store sum yield init".split()
 )
 REV1_ARITH = ("add", "sub", "mul", "div", "rem", "neg")  # rev1 spellings without 'arith.'
 

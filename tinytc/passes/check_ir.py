@@ -76,8 +76,7 @@ def check_inst(inst: Inst, in_spmd: bool) -> None:
         )
     if in_spmd and isinstance(inst, BarrierInst):
         raise inst.error("barrier cannot appear inside foreach: work-items would diverge")
-    if isinstance(inst, IfInst):
-        inst.verify_regions()
+    inst.verify_regions()
 
 
 def check_yield(inst: YieldInst, region: Region, last: bool) -> None:
@@ -86,5 +85,3 @@ def check_yield(inst: YieldInst, region: Region, last: bool) -> None:
         raise inst.error("yield can only end the region of an if or a for")
     if not last:
         raise inst.error("yield must be the last instruction of its region")
-    if isinstance(owner, ForInst) and inst.operands:
-        raise inst.error("for has no results: its yield takes no values")

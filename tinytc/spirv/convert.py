@@ -7,7 +7,7 @@ register themselves in ``HANDLERS``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,9 +195,17 @@ class Lowering:
         self.b.position_at_end(block)
 
     def loop(
-        self, t: ir.ScalarType, start: Id, stop: Id, step: Id, body: Callable[[Id], None]
-    ) -> None:
-        """for (var = start; var < stop; var += step) body(var), as a structured loop."""
+        self,
+        t: ir.ScalarType,
+        start: Id,
+        stop: Id,
+        step: Id,
+        body: Callable[[Id, list[Id]], list[Id] | None],
+        carried: Sequence[tuple[Id, Id]] = (),
+    ) -> list[Id]:
+        """for (var = start; var < stop; var += step) carried = body(var, carried), as a
+        structured loop; ``carried`` holds (type, initial value) pairs. Returns the carried
+        values after the loop."""
         rt = self.scalar_type(t)
         header, check, inner = self.new_block("header"), self.new_block("check"), Block("body")
         latch, merge = self.new_block("latch"), self.new_block("merge")
@@ -206,6 +214,10 @@ class Lowering:
         self.start(header)
         var, next_var = Id("var"), Id("next")
         self.append(Op.Phi, rt, var, start, entry, next_var, latch.label)
+        values = [Id("carried") for _ in carried]
+        updated = [Id("updated") for _ in carried]
+        for (ct, init), value, new in zip(carried, values, updated):
+            self.append(Op.Phi, ct, value, init, entry, new, latch.label)
         self.b.emit(Op.LoopMerge, merge.label, latch.label, LoopControl.None_)
         self.b.emit(Op.Branch, check.label)
         self.start(check)
@@ -213,12 +225,15 @@ class Lowering:
         cond = self.op(less, self.m.type_bool(), var, stop)
         self.b.emit(Op.BranchConditional, cond, inner.label, merge.label)
         self.start(inner)
-        body(var)
+        results = body(var, values) or []
         self.b.emit(Op.Branch, latch.label)
         self.start(latch)
         self.append(Op.IAdd, rt, next_var, var, step)
+        for (ct, _), new, result in zip(carried, updated, results):
+            self.append(Op.CopyObject, ct, new, result)  # the phi needs a value of the latch
         self.b.emit(Op.Branch, header.label)
         self.start(merge)
+        return values
 
     def if_then(self, cond: Id, then: Callable[[], None]) -> None:
         """if (cond) then(), as a structured selection."""

@@ -43,17 +43,24 @@ def _if(lo: Lowering, inst: ir.IfInst) -> None:
 
 
 def loop(lo: Lowering, inst: ir.ForInst | ir.ForeachInst, start: Id, step: Id) -> None:
-    def body(var: Id) -> None:
-        lo.values[inst.var] = var
-        lo.region(inst.body)
+    init = inst.init if isinstance(inst, ir.ForInst) else []
+    carried = [(lo.scalar_type(v.type), lo.get(v)) for v in init]  # type: ignore[arg-type]
 
-    lo.loop(inst.loop_type, start, lo.get(inst.operands[1]), step, body)
+    def body(var: Id, values: list[Id]) -> list[Id]:
+        lo.values[inst.var] = var
+        for param, value in zip(inst.body.params[1:], values):
+            lo.values[param] = value
+        return lo.region(inst.body)
+
+    finals = lo.loop(inst.loop_type, start, lo.get(inst.operands[1]), step, body, carried)
+    for result, value in zip(inst.results, finals):
+        lo.values[result] = value
 
 
 @converts(ir.ForInst)
 def _for(lo: Lowering, inst: ir.ForInst) -> None:
     t = inst.loop_type
-    step = lo.get(inst.operands[2]) if len(inst.operands) > 2 else lo.const(t, 1)
+    step = lo.get(inst.operands[2]) if inst.num_bounds > 2 else lo.const(t, 1)
     loop(lo, inst, lo.get(inst.operands[0]), step)
 
 

@@ -164,7 +164,7 @@ def _tile_loop(lo: Lowering, start: Dim, stop: Dim, step: int, body: Callable[[D
         if start < stop:
             body(start)
         return
-    lo.loop(ir.INDEX, lo.as_id(start), lo.as_id(stop), lo.as_id(step), body)
+    lo.loop(ir.INDEX, lo.as_id(start), lo.as_id(stop), lo.as_id(step), lambda v, _: body(v))
 
 
 def tile(
@@ -258,15 +258,21 @@ def _reduce(
         main = depth - depth % unroll
         if main:
             lo.loop(
-                ir.INDEX, lo.as_id(0), lo.as_id(main), lo.as_id(unroll), lambda k: steps(k, unroll)
+                ir.INDEX,
+                lo.as_id(0),
+                lo.as_id(main),
+                lo.as_id(unroll),
+                lambda k, _: steps(k, unroll),
             )
         if depth % unroll:
             steps(main, depth % unroll)
     else:
         rest = lo.op(Op.SRem, lo.i64, depth, lo.as_id(unroll))
         main = lo.sub(depth, rest)
-        lo.loop(ir.INDEX, lo.as_id(0), lo.as_id(main), lo.as_id(unroll), lambda k: steps(k, unroll))
-        lo.loop(ir.INDEX, lo.as_id(main), depth, lo.as_id(1), lambda k: steps(k, 1))
+        lo.loop(
+            ir.INDEX, lo.as_id(0), lo.as_id(main), lo.as_id(unroll), lambda k, _: steps(k, unroll)
+        )
+        lo.loop(ir.INDEX, lo.as_id(main), depth, lo.as_id(1), lambda k, _: steps(k, 1))
     return {rj: lo.op(Op.Load, at, var) for rj, var in variables.items()}
 
 

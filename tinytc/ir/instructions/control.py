@@ -92,16 +92,8 @@ class IfInst(Inst):
 
     def verify_regions(self) -> None:
         """Both regions end in a yield matching the result types (if there are results)."""
-        for region, which in ((self.then, "then"), (self.otherwise, "else")):
-            last = region.insts[-1] if region.insts else None
-            if not isinstance(last, YieldInst):
-                if self.result_types:
-                    raise self.error(f"the {which} region must end with yield: the if has results")
-                continue
-            got = [v.type for v in last.operands]
-            if got != self.result_types:
-                want = ", ".join(map(str, self.result_types)) or "nothing"
-                raise last.error(f"yield gives ({', '.join(map(str, got))}); the if returns {want}")
+        check_yield(self, self.then, "then region", self.result_types)
+        check_yield(self, self.otherwise, "else region", self.result_types)
 
     def print(self, p: Printer) -> None:
         header = f"{p.lhs(self)}if {p.name(self.operands[0])}"
@@ -113,6 +105,20 @@ class IfInst(Inst):
             p.close("} else {")
             p.region(self.otherwise)
         p.close("}")
+
+
+def check_yield(inst: Inst, region: Region, which: str, types: Sequence[Type]) -> None:
+    """The region ends in a yield of ``types``; without results the yield may be absent."""
+    last = region.insts[-1] if region.insts else None
+    if not isinstance(last, YieldInst):
+        if types:
+            raise inst.error(f"the {which} must end with yield: the {inst.mnemonic} has results")
+        return
+    got = [v.type for v in last.operands]
+    if got != list(types):
+        want = ", ".join(map(str, types)) or "nothing"
+        got_text = ", ".join(map(str, got))
+        raise last.error(f"yield gives ({got_text}); the {inst.mnemonic} returns {want}")
 
 
 class _LoopInst(Inst):
@@ -127,8 +133,8 @@ class _LoopInst(Inst):
         **kw: Any,
     ) -> None:
         self.loop_type = loop_type
-        var = Value(loop_type, var_name, var_loc)
-        super().__init__(bounds, [Region([var], spmd=isinstance(self, ForeachInst))], **kw)
+        params = [Value(loop_type, var_name, var_loc), *getattr(self, "carried", [])]
+        super().__init__(bounds, [Region(params, spmd=isinstance(self, ForeachInst))], **kw)
 
     @property
     def body(self) -> Region:
@@ -154,18 +160,64 @@ class _LoopInst(Inst):
 
 
 class ForInst(_LoopInst):
-    """``for %i = from, to [, step] [: T] { ... }``: sequential, mixed region."""
+    """``%r = for %i = from, to [, step] [: T] [init(%a = v) -> (U)] { ... yield %b : U }``:
+    sequential, mixed region; values carried from one iteration to the next are yielded and
+    are the results of the loop."""
 
     mnemonic = "for"
 
-    def __init__(self, start: Value, stop: Value, step: Value | None = None, **kw: Any) -> None:
-        super().__init__([start, stop] + ([step] if step is not None else []), **kw)
+    def __init__(
+        self,
+        start: Value,
+        stop: Value,
+        step: Value | None = None,
+        init: Sequence[Value] = (),
+        carried_names: Sequence[str | None] = (),
+        carried_locs: Sequence[Location] = (),
+        **kw: Any,
+    ) -> None:
+        self.num_bounds = 2 if step is None else 3
+        self.carried_types = [v.type for v in init]
+        names = list(carried_names) + [None] * (len(init) - len(carried_names))
+        locs = list(carried_locs) + [UNKNOWN] * (len(init) - len(carried_locs))
+        self.carried = [Value(t, n, loc) for t, n, loc in zip(self.carried_types, names, locs)]
+        super().__init__([start, stop, *([step] if step else []), *init], **kw)
+
+    @property
+    def bounds(self) -> list[Value]:
+        return self.operands[: self.num_bounds]
+
+    @property
+    def init(self) -> list[Value]:
+        return self.operands[self.num_bounds :]
 
     def infer(self) -> list[Type]:
-        out = super().infer()
-        if len(self.operands) == 3:
+        for i in range(self.num_bounds, len(self.operands)):
+            self.expect_scalar(i, "carried value")
+        count = self.num_bounds
+        types = [v.type for v in self.init]
+        if not self.loop_type.is_integer or self.loop_type.is_bool:
+            raise self.error(f"loop type must be an integer type, got {self.loop_type}")
+        for i in range(count):
+            self.expect_type(i, self.loop_type, "loop bound")
+        if count == 3:
             self.expect_positive(2, "step")
-        return out
+        return types
+
+    def verify_regions(self) -> None:
+        check_yield(self, self.body, "for body", [v.type for v in self.init])
+
+    def print(self, p: Printer) -> None:
+        bounds = p.names(self.bounds)
+        header = f"{p.lhs(self)}for {p.name(self.var)} = {bounds}"
+        if self.loop_type != INDEX:
+            header += f" : {self.loop_type}"
+        if self.init:
+            pairs = ", ".join(f"{p.name(a)} = {p.name(v)}" for a, v in zip(self.carried, self.init))
+            header += f" init({pairs}) -> ({', '.join(str(v.type) for v in self.init)})"
+        p.open(header)
+        p.region(self.body)
+        p.close("}")
 
 
 class ForeachInst(_LoopInst):
