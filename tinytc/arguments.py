@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from . import bf16
 from .ir import BF16, Function, GroupType, MemrefType, ScalarType, Type
 
 
@@ -43,8 +44,21 @@ class BoundMemref:
 
 @dataclass
 class BoundGroup:
+    """A group argument: a list of members, or one array whose last mode counts them."""
+
     members: list[BoundMemref]
     offset: int
+    stacked: BoundMemref | None = None
+
+    @property
+    def count(self) -> int:
+        return self.stacked.shape[-1] if self.stacked else len(self.members)
+
+    def member(self, i: int) -> BoundMemref:
+        if self.stacked is None:
+            return self.members[i]
+        s = self.stacked
+        return BoundMemref(s.array[..., i], s.shape[:-1], s.stride[:-1])
 
 
 class ArgumentError(TypeError):
@@ -68,12 +82,21 @@ def _bind(t: Type, arg: Any, what: str) -> Any:
         return bind_memref(t, arg, what)
     assert isinstance(t, GroupType)
     group = arg if isinstance(arg, Group) else Group(arg)
-    if isinstance(group.arrays, np.ndarray) or not isinstance(group.arrays, Sequence):
-        raise ArgumentError(f"{what}: a group takes a list of arrays, got {type(arg).__name__}")
     if t.offset is not None and group.offset not in (0, t.offset):
         raise ArgumentError(f"{what}: the offset of {t} is fixed, got {group.offset}")
-    members = [bind_memref(t.memref, a, f"{what}[{k}]") for k, a in enumerate(group.arrays)]
-    return BoundGroup(members, group.offset if t.offset is None else t.offset)
+    offset = group.offset if t.offset is None else t.offset
+    mt = t.memref
+    if isinstance(group.arrays, np.ndarray) and group.arrays.ndim == mt.order + 1:
+        # one array holds every member: member i is arrays[..., i]
+        batch = MemrefType(mt.element, (*mt.shape, None), (*mt.stride, None))
+        return BoundGroup([], offset, bind_memref(batch, group.arrays, what))
+    if isinstance(group.arrays, np.ndarray) or not isinstance(group.arrays, Sequence):
+        raise ArgumentError(
+            f"{what}: a group takes a list of arrays or one array with a trailing batch mode"
+            f" ({mt.order + 1} dimensions), got {type(arg).__name__}"
+        )
+    members = [bind_memref(mt, a, f"{what}[{k}]") for k, a in enumerate(group.arrays)]
+    return BoundGroup(members, offset)
 
 
 def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
@@ -86,7 +109,9 @@ def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
         if not low <= int(arg) <= high:
             raise ArgumentError(f"{what}: {arg} is out of range of {t}")
         return np.array(int(arg)).astype(dtype_of(t))[()]
-    return np.asarray(arg, dtype=np.float32 if t == BF16 else dtype_of(t))[()]
+    if t == BF16:
+        return bf16.round_to_bf16(arg)
+    return np.asarray(arg, dtype=dtype_of(t))[()]
 
 
 def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:

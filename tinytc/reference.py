@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import ir
-from .arguments import BoundGroup, BoundMemref, bind, dtype_of
+from . import bf16, ir
+from .arguments import BoundMemref, bind, dtype_of
 from .ir import BF16, Inst, MemrefType, Program, Region, ScalarType, Value
 
 HANDLERS: dict[type[Inst], Callable[[Frame, Any], Any]] = {}
@@ -43,8 +43,6 @@ def run(program: Program, kernel: str, args: Sequence[Any], howmany: int) -> Non
 def _param_value(t: ir.Type, arg: Any) -> Any:
     if isinstance(arg, BoundMemref):
         return _view(arg.array, 0, arg.shape, arg.stride)
-    if isinstance(arg, BoundGroup):
-        return (arg.members, arg.offset)
     return arg
 
 
@@ -91,7 +89,7 @@ class Frame:
 def scalar(value: Any, t: ScalarType) -> Any:
     """A numpy scalar of type t (bf16 values are float32 rounded to bf16)."""
     if t == BF16:
-        return round_bf16(np.float32(value))
+        return bf16.round_to_bf16(np.float32(value))
     if t.is_integer and not t.is_bool:
         bits = int(value) & ((1 << t.bits) - 1)
         if t.kind == "int" and bits >> (t.bits - 1):
@@ -100,43 +98,22 @@ def scalar(value: Any, t: ScalarType) -> Any:
     return dtype_of(t).type(value)
 
 
-def round_bf16(x: Any) -> np.float32:
-    """Round a float32 to the nearest bf16 (ties to even), as a float32."""
-    bits = np.array(x, dtype=np.float32).view(np.uint32)
-    if np.isnan(x):
-        return np.float32(x)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return np.array(rounded, dtype=np.uint32).view(np.float32)[()]
-
-
 def load_elem(arr: np.ndarray, idx: tuple[int, ...], t: ScalarType) -> Any:
     v = arr[idx]
-    if t == BF16:
-        return np.array(np.uint32(v) << 16, dtype=np.uint32).view(np.float32)[()]
-    return v
+    return bf16.from_bits(v)[()] if t == BF16 else v
 
 
 def store_elem(arr: np.ndarray, idx: tuple[int, ...], v: Any, t: ScalarType) -> None:
-    if t == BF16:
-        v = np.array(round_bf16(v), dtype=np.float32).view(np.uint32) >> 16
-    arr[idx] = v
+    arr[idx] = bf16.to_bits(v) if t == BF16 else v
 
 
 def as_compute(arr: np.ndarray, t: ScalarType) -> np.ndarray:
     """An array's values in a type numpy computes with (bf16 -> float32)."""
-    if t == BF16:
-        return (arr.astype(np.uint32) << 16).view(np.float32)
-    return arr
+    return bf16.from_bits(arr) if t == BF16 else arr
 
 
 def write_back(arr: np.ndarray, values: np.ndarray, t: ScalarType) -> None:
-    if t == BF16:
-        f = np.ascontiguousarray(values, dtype=np.float32)
-        bits = f.view(np.uint32)
-        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-        arr[...] = np.where(np.isnan(f), bits >> 16, rounded).astype(np.uint16)
-    else:
-        arr[...] = values.astype(arr.dtype)
+    arr[...] = bf16.to_bits(values) if t == BF16 else values.astype(arr.dtype)
 
 
 # Scalar instructions
@@ -251,8 +228,8 @@ def _indices(f: Frame, values: Sequence[Value]) -> tuple[int, ...]:
 def _load(f: Frame, inst: ir.LoadInst) -> Any:
     src, *idx = inst.operands
     if isinstance(src.type, ir.GroupType):
-        members, _ = f.get(src)  # members are the views the kernel sees, offset applied
-        m = members[_indices(f, idx)[0]]
+        group = f.get(src)  # members are the views the kernel sees, offset applied
+        m = group.member(_indices(f, idx)[0])
         return _view(m.array, 0, m.shape, m.stride)
     return load_elem(f.get(src), _indices(f, idx), src.type.element)  # type: ignore[union-attr]
 

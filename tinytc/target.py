@@ -79,6 +79,9 @@ class CoreInfo:
     subgroup_block_io: bool
     dpas: DpasGeometry | None = None
     dpas_form: DpasForm = "extension"
+    # Batch entries one work-group may run in turn: on the CPU a work-group costs about 90 ns
+    # (perf-cpu.md lesson 3), on GPUs work-groups are what fills the machine.
+    max_entries_per_group: int = 1
 
     def __post_init__(self) -> None:
         if not self.subgroup_sizes or any(size <= 0 for size in self.subgroup_sizes):
@@ -119,6 +122,7 @@ CPU = CoreInfo(
     atomic_add_f64=True,
     subgroup_block_io=True,
     dpas=None,
+    max_entries_per_group=64,
 )
 
 # Intel Data Center GPU Max (Xe-HPC). oneAPI GPU Optimization Guide, "Small Register Mode vs.

@@ -76,3 +76,14 @@ def choose_tiling(
     if rows is not None:
         mb = max(1, min(mb, math.ceil(rows / work_group[0])))
     return Tiling(work_group, mb, nb)
+
+
+WORK_PER_GROUP = 32 * 32 * 32  # multiply-adds that amortize one work-group's start-up
+
+
+def entries_per_group(work_per_entry: int | None, target: CoreInfo) -> int:
+    """Batch entries per work-group: enough to give it about a 32^3 GEMM of work."""
+    if work_per_entry is None or work_per_entry <= 0:
+        return 1
+    wanted = max(1, WORK_PER_GROUP // work_per_entry)
+    return 1 << min(wanted.bit_length() - 1, target.max_entries_per_group.bit_length() - 1)

@@ -201,6 +201,7 @@ class Function:
         self.loc = loc
         self.body = Region(self.params)
         self.stack_size = 0  # bytes of local memory for alloca, set by the stack pass
+        self.batch_per_group = 1  # batch entries one OpenCL work-group runs in turn
 
     def walk(self) -> Iterator[Inst]:
         return self.body.walk()

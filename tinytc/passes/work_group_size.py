@@ -1,10 +1,28 @@
-"""work-group-size: chooses the subgroup and work-group size of kernels that do not say."""
+"""work-group-size: chooses the subgroup size, work-group size and batch entries per
+work-group of kernels that do not say (attributes win when present and valid)."""
 
 from __future__ import annotations
 
+import math
+
+from .. import gemm
 from ..errors import CompilationError
-from ..ir import Function, Program
+from ..ir import ForeachInst, Function, LinalgInst, MemrefType, Program
 from ..target import CoreInfo
+
+
+def _work(inst: LinalgInst) -> int | None:
+    """Multiply-adds of a collective instruction (None if a size is dynamic)."""
+    dims: list[int | None] = []
+    for v in inst.operands[1:]:
+        if isinstance(v.type, MemrefType):
+            dims += list(v.type.shape)
+    if None in dims:
+        return None
+    out = inst.output.type.shape  # type: ignore[union-attr]
+    inputs = [v.type.shape for v in inst.operands[1:-2]]  # type: ignore[union-attr]
+    depth = max((math.prod(s) for s in inputs), default=1) // max(math.prod(out), 1)
+    return math.prod(out) * max(depth, 1)
 
 
 class WorkGroupSizePass:
@@ -18,22 +36,40 @@ class WorkGroupSizePass:
             self.choose(func)
 
     def choose(self, func: Function) -> None:
-        sizes = self.target.subgroup_sizes
+        linalg = [i for i in func.walk() if isinstance(i, LinalgInst)]
         if func.subgroup_size is None:
-            func.subgroup_size = 16 if 16 in sizes else sizes[-1]
-        elif func.subgroup_size not in sizes:
+            func.subgroup_size = self.subgroup_size(linalg)
+        elif func.subgroup_size not in self.target.subgroup_sizes:
             raise CompilationError(
                 func.loc,
                 f"subgroup size {func.subgroup_size} is not supported by {self.target.name} "
-                f"(supported: {', '.join(map(str, sizes))})",
+                f"(supported: {', '.join(map(str, self.target.subgroup_sizes))})",
             )
         if func.work_group_size is None:
             func.work_group_size = (func.subgroup_size, 1)
-        m, n = func.work_group_size
-        if m % func.subgroup_size:
+            if linalg and not any(isinstance(i, ForeachInst) for i in func.walk()):
+                work = [_work(i) for i in linalg]
+                total = None if None in work else sum(work)  # type: ignore[arg-type]
+                func.batch_per_group = gemm.entries_per_group(total, self.target)
+        self.check(func)
+
+    def subgroup_size(self, linalg: list[LinalgInst]) -> int:
+        sizes = self.target.subgroup_sizes
+        if not linalg:
+            return 16 if 16 in sizes else sizes[-1]
+        # The largest output decides; a register holds the most elements of its type.
+        out = max(linalg, key=lambda i: math.prod(s or 64 for s in i.output.type.shape))  # type: ignore[union-attr]
+        mt: MemrefType = out.output.type  # type: ignore[assignment]
+        rows = mt.shape[0] if mt.order else 1
+        return gemm.subgroup_size(rows, mt.element.size, self.target)
+
+    def check(self, func: Function) -> None:
+        m, n = func.work_group_size  # type: ignore[misc]
+        sgs = func.subgroup_size
+        assert sgs is not None
+        if m % sgs:
             raise CompilationError(
-                func.loc,
-                f"work-group size {m} is not a multiple of the subgroup size {func.subgroup_size}",
+                func.loc, f"work-group size {m} is not a multiple of the subgroup size {sgs}"
             )
         if m * n > self.target.max_work_group_size:
             raise CompilationError(

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import bf16
 from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, dtype_of
 from ..compiler import as_program, run_pipeline
 from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
@@ -68,14 +69,18 @@ class Kernel:
         cl_args: list[Any] = []
         for param, arg in zip(self.func.params, bound):
             cl_args += _kernel_args(param.type, arg, keep)
+        batch = self.func.batch_per_group
+        if batch > 1:
+            cl_args.append(np.int64(howmany))  # hidden argument: the body checks the tail
         for i, a in enumerate(cl_args):
             self.cl_kernel.set_arg(i, a)
         if howmany == 0:
             return
         cl = _pyopencl()
         wgs0, wgs1 = self.func.work_group_size  # type: ignore[misc]
+        groups = -(-int(howmany) // batch)
         cl.enqueue_nd_range_kernel(
-            self.owner.queue, self.cl_kernel, (wgs0, wgs1, int(howmany)), (wgs0, wgs1, 1)
+            self.owner.queue, self.cl_kernel, (wgs0, wgs1, groups), (wgs0, wgs1, 1)
         )
         self.owner.queue.finish()
 
@@ -84,7 +89,7 @@ def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
     """The OpenCL arguments of one parameter, following the dope-vector convention."""
     if isinstance(t, ScalarType):
         if t == BF16:
-            return [np.array(arg, dtype=np.float32).view(np.uint32).astype(np.uint16)[()]]
+            return [bf16.to_bits(arg)[()]]
         return [np.uint8(arg) if t.is_bool else arg]
     if isinstance(t, MemrefType):
         assert isinstance(arg, BoundMemref)
@@ -94,18 +99,29 @@ def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
         return out
     assert isinstance(t, GroupType) and isinstance(arg, BoundGroup)
     mt = t.memref
-    back = arg.offset * dtype_of(mt.element).itemsize  # load adds the offset back
-    addresses = np.array([_address(m.array) - back for m in arg.members] or [0], np.uint64)
-    out = [_svm(addresses, keep)]
-    for mode, w in enumerate(mt.shape):
-        if w is None:
-            out.append(_svm(np.array([m.shape[mode] for m in arg.members] or [0], np.int64), keep))
-    for mode, w in enumerate(mt.stride):
-        if w is None:
-            out.append(_svm(np.array([m.stride[mode] for m in arg.members] or [0], np.int64), keep))
+    item = dtype_of(mt.element).itemsize
+    back = arg.offset * item  # load adds the offset back
+    if arg.stacked is not None:
+        s = arg.stacked
+        first = _address(s.array) - back
+        addresses = first + np.arange(arg.count, dtype=np.uint64) * np.uint64(s.stride[-1] * item)
+        shapes = [np.full(arg.count, n, np.int64) for n in s.shape[:-1]]
+        strides = [np.full(arg.count, n, np.int64) for n in s.stride[:-1]]
+    else:
+        members = arg.members
+        addresses = np.array([_address(m.array) - back for m in members], np.uint64)
+        shapes = [np.array([m.shape[i] for m in members], np.int64) for i in range(mt.order)]
+        strides = [np.array([m.stride[i] for m in members], np.int64) for i in range(mt.order)]
+    out = [_svm(_nonempty(addresses), keep)]
+    out += [_svm(_nonempty(shapes[i]), keep) for i, w in enumerate(mt.shape) if w is None]
+    out += [_svm(_nonempty(strides[i]), keep) for i, w in enumerate(mt.stride) if w is None]
     if t.offset is None:
         out.append(np.int64(arg.offset))
     return out
+
+
+def _nonempty(values: np.ndarray) -> np.ndarray:
+    return values if values.size else np.zeros(1, values.dtype)
 
 
 def _pointer(array: Any, keep: list[Any]) -> Any:

@@ -76,6 +76,8 @@ class Lowering:
         self.fn: Function | None = None
         self.func: ir.Function | None = None
         self.stack: Id | None = None
+        self.group_id: Id | None = None
+        self.group_size: Id | None = None
 
     # Types
 
@@ -271,6 +273,9 @@ class Lowering:
             types, bind = self.parameter(p)
             param_types += types
             binders.append(bind)
+        batch = func.batch_per_group
+        if batch > 1:
+            param_types.append(self.i64)  # hidden last argument: howmany
         self.fn = self.m.kernel(func.name, param_types)
         args = list(self.fn.parameters)
         self.start(self.new_block("entry"))
@@ -287,8 +292,27 @@ class Lowering:
             array = self.m.type_array(u8, func.stack_size)
             self.stack = self.m.variable(self.m.type_pointer(StorageClass.Workgroup, array))
             self.m.decorate(self.stack, Decoration.Alignment, 64)
-        self.region(func.body)
+        group = self.builtin_component(BuiltIn.WorkgroupId, 2)
+        if batch == 1:
+            self.group_id = group
+            self.group_size = self.builtin_component(BuiltIn.NumWorkgroups, 2)
+            self.region(func.body)
+        else:
+            self.group_size = args.pop(0)
+            self.batch_loop(func, batch, group)
         self.b.emit(Op.Return)
+
+    def batch_loop(self, func: ir.Function, batch: int, group: Id) -> None:
+        """Run the body for ``batch`` entries in turn (perf-cpu.md lesson 3: an OpenCL
+        work-group costs about 90 ns, too much for one small entry)."""
+        first = self.op(Op.IMul, self.i64, group, self.as_id(batch))
+
+        def entry(b: Id, _: list[Id]) -> None:
+            self.group_id = self.op(Op.IAdd, self.i64, first, b)
+            inside = self.op(Op.SLessThan, self.m.type_bool(), self.group_id, self.group_size)
+            self.if_then(inside, lambda: self.region(func.body))
+
+        self.loop(ir.INDEX, self.as_id(0), self.as_id(batch), self.as_id(1), entry)
 
     def parameter(self, p: ir.Value) -> tuple[list[Id], Callable[[list[Id]], None]]:
         """Kernel argument types of a parameter and a function binding them (in order)."""

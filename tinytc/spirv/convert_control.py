@@ -12,12 +12,12 @@ from .instruction import Id
 
 @converts(ir.GroupIdInst)
 def _group_id(lo: Lowering, inst: ir.Inst) -> None:
-    lo.values[inst.result] = lo.builtin_component(BuiltIn.WorkgroupId, 2)
+    lo.values[inst.result] = lo.group_id
 
 
 @converts(ir.GroupSizeInst)
 def _group_size(lo: Lowering, inst: ir.Inst) -> None:
-    lo.values[inst.result] = lo.builtin_component(BuiltIn.NumWorkgroups, 2)
+    lo.values[inst.result] = lo.group_size
 
 
 @converts(ir.BarrierInst)

@@ -44,7 +44,7 @@ class Matrix:
         return shape[mode] if mode < len(shape) else 1
 
 
-Term = Callable[["Step", Dim, Dim, Dim], Id]
+Term = Callable[["Step", Dim, Dim, Dim], "Id | Product"]
 
 
 @dataclass
@@ -72,9 +72,30 @@ class Step:
             self.loaded[key] = convert(lo, value, x.m.type.element, self.acc)
         return self.loaded[key]
 
-    def mul(self, a: Id, b: Id) -> Id:
+    def mul(self, a: Id, b: Id) -> Product:
+        return Product(a, b)
+
+    def value(self, term: Id | Product) -> Id:
+        if not isinstance(term, Product):
+            return term
         op = Op.FMul if self.acc.is_float else Op.IMul
-        return self.lo.op(op, self.lo.scalar_type(self.acc), a, b)
+        return self.lo.op(op, self.lo.scalar_type(self.acc), term.a, term.b)
+
+    def accumulate(self, total: Id, term: Id | Product) -> Id:
+        """total + term; float products fuse into one fma, as BLAS kernels do."""
+        at = self.lo.scalar_type(self.acc)
+        if isinstance(term, Product) and self.acc.is_float:
+            return self.lo.b.ext_inst(at, OpenCLStd.fma, term.a, term.b, total)
+        add = Op.FAdd if self.acc.is_float else Op.IAdd
+        return self.lo.op(add, at, total, self.value(term))
+
+
+@dataclass
+class Product:
+    """A term a * b, kept apart so that accumulation can fuse it."""
+
+    a: Id
+    b: Id
 
 
 def _key(d: Dim) -> object:
@@ -184,7 +205,7 @@ def tile(
     block = [(r, j) for r in range(len(rows)) for j in range(len(cols))]
     if c.depth is None:
         step = Step(lo, acc)
-        sums = {rj: c.term(step, safe_rows[rj[0]], safe_cols[rj[1]], 0) for rj in block}
+        sums = {rj: step.value(c.term(step, safe_rows[rj[0]], safe_cols[rj[1]], 0)) for rj in block}
     else:
         sums = _reduce(lo, c, tiling, acc, safe_rows, safe_cols, block)
     for r, j in block:
@@ -238,10 +259,10 @@ def _reduce(
     zero = lo.const(acc, 0)
     for var in variables.values():
         lo.b.emit(Op.Store, var, zero)
-    add = Op.FAdd if acc.is_float else Op.IAdd
 
     def steps(k0: Dim, count: int) -> None:
         terms = {}
+        step = Step(lo, acc)
         for u in range(count):
             step = Step(lo, acc)
             k = lo.add(k0, u)
@@ -250,7 +271,7 @@ def _reduce(
         for rj in block:
             total = lo.op(Op.Load, at, variables[rj])
             for u in range(count):
-                total = lo.op(add, at, total, terms[(rj, u)])
+                total = step.accumulate(total, terms[(rj, u)])
             lo.b.emit(Op.Store, variables[rj], total)
 
     unroll, depth = tiling.k_unroll, c.depth

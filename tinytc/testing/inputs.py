@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import bf16
 from ..arguments import Group, dtype_of
 from ..ir import BF16, Function, GroupType, MemrefType, ScalarType
 
@@ -40,8 +41,7 @@ def random_memref(
     if t.element.is_float:
         values = rng.uniform(-1, 1, span)
         if t.element == BF16:
-            bits = values.astype(np.float32).view(np.uint32) >> 16
-            buffer = bits.astype(np.uint16)
+            buffer = bf16.to_bits(values.astype(np.float32))
         else:
             buffer = values.astype(dtype)
     else:
@@ -111,7 +111,7 @@ def tolerance(element: ScalarType) -> float:
 def max_error(got: np.ndarray, want: np.ndarray, element: ScalarType) -> float:
     """Largest error relative to the data's magnitude (0 for exact integer agreement)."""
     if element == BF16:
-        got, want = ((x.astype(np.uint32) << 16).view(np.float32) for x in (got, want))
+        got, want = bf16.from_bits(got), bf16.from_bits(want)
     g, w = got.astype(np.float64), want.astype(np.float64)
     both_nan = np.isnan(g) & np.isnan(w)
     diff = np.where(both_nan, 0.0, np.abs(g - w))
