@@ -7,22 +7,19 @@ import math
 
 from .. import gemm
 from ..errors import CompilationError
-from ..ir import ForeachInst, Function, LinalgInst, MemrefType, Program
+from ..ir import ForeachInst, Function, GemmInst, LinalgInst, MemrefType, Program
 from ..target import CoreInfo
 
 
 def _work(inst: LinalgInst) -> int | None:
     """Multiply-adds of a collective instruction (None if a size is dynamic)."""
-    dims: list[int | None] = []
-    for v in inst.operands[1:]:
-        if isinstance(v.type, MemrefType):
-            dims += list(v.type.shape)
-    if None in dims:
+    sizes = [v.type.shape for v in inst.operands if isinstance(v.type, MemrefType)]
+    if any(None in shape for shape in sizes):
         return None
-    out = inst.output.type.shape  # type: ignore[union-attr]
-    inputs = [v.type.shape for v in inst.operands[1:-2]]  # type: ignore[union-attr]
-    depth = max((math.prod(s) for s in inputs), default=1) // max(math.prod(out), 1)
-    return math.prod(out) * max(depth, 1)
+    largest = max(math.prod(shape) for shape in sizes)  # type: ignore[arg-type]
+    if isinstance(inst, GemmInst):  # M x N x K: A's size times C's columns
+        return math.prod(sizes[0]) * sizes[2][1]  # type: ignore[arg-type]
+    return largest
 
 
 class WorkGroupSizePass:

@@ -109,6 +109,14 @@ def _needs(instruction: Instruction, definition: Definition) -> list[Need]:
     return needs
 
 
+def _key(instruction: Instruction) -> tuple[object, ...] | None:
+    """Instructions with equal keys need the same capabilities (None: look at each)."""
+    opcode = instruction.opcode
+    if opcode in _WIDTH_OPERAND or opcode in _FLOAT_ATOMICS or opcode in _INT_ATOMICS:
+        return None
+    return (opcode, *instruction.enumerants())
+
+
 def implied(capabilities: Iterable[Capability]) -> set[Capability]:
     """Return ``capabilities`` plus every capability they implicitly declare."""
     result: set[Capability] = set()
@@ -132,8 +140,13 @@ def infer_capabilities(
     Raises ValueError when an ambiguous requirement is left unmet.
     """
     needs = [("require_capability", (capability,)) for capability in explicit]
+    seen: set[tuple[object, ...]] = set()
     for instruction in instructions:
-        needs += _needs(instruction, definition)
+        key = _key(instruction)
+        if key is None or key not in seen:
+            needs += _needs(instruction, definition)
+            if key is not None:
+                seen.add(key)
     chosen = {options[0] for _, options in needs if len(options) == 1}
     declared = implied(chosen)
     for user, options in needs:
@@ -156,7 +169,8 @@ def infer_extensions(
     An item needs an extension when it is not core in ``version``. Raises ValueError for
     an item that needs a later SPIR-V version or an unmet ambiguous extension choice.
     """
-    used = [entry for instruction in instructions for entry in uses(instruction)]
+    keys = {(i.opcode, *i.enumerants()): i for i in instructions}
+    used = [entry for instruction in keys.values() for entry in uses(instruction)]
     for capability in capabilities:
         info = ENUMERANTS[Capability].get(capability, DEFAULT_ENUMERANT_INFO)
         used.append((f"Capability.{capability.name}", info))

@@ -62,6 +62,8 @@ class Instruction:
         """Return the grammar enumerants among the operands, a flag split into its bits."""
         found: list[IntEnum] = []
         for value in self.operands:
+            if type(value) in _PLAIN:
+                continue
             if isinstance(value, IntFlag):
                 found += [type(value)(bit) for bit in _bits(int(value))] or [value]
             elif isinstance(value, _GRAMMAR_ENUMS):
@@ -99,10 +101,30 @@ def _encode_value(value: Value, number: Mapping[Id, int]) -> list[int]:
     return [int(value)]
 
 
+_PLAIN = (Id, int, str, tuple)  # operand types that are never enumerants
+_CHECKED: set[tuple[object, ...]] = set()  # operand layouts already found to fit the grammar
+
+
 def check_instruction(
     opcode: Op, result_type: Id | None, result: Id | None, operands: Sequence[Value]
 ) -> None:
-    """Raise TypeError unless the result and operands fit the grammar of ``opcode``."""
+    """Raise TypeError unless the result and operands fit the grammar of ``opcode``.
+
+    A layout (opcode, result presence, operand types) is checked in full once; later
+    instructions with the same layout only have their literal words range-checked.
+    """
+    layout = (opcode, result_type is None, result is None, *map(type, operands))
+    if layout in _CHECKED and all(
+        0 <= value < WORD_LIMIT for value in operands if type(value) is int
+    ):
+        return
+    _check_instruction(opcode, result_type, result, operands)
+    _CHECKED.add(layout)
+
+
+def _check_instruction(
+    opcode: Op, result_type: Id | None, result: Id | None, operands: Sequence[Value]
+) -> None:
     if not isinstance(opcode, Op):
         raise TypeError(f"opcode must be an Op, not {opcode!r}")
     slots = INSTRUCTIONS[opcode].operands
