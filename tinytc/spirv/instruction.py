@@ -113,7 +113,9 @@ def check_instruction(
     A layout (opcode, result presence, operand types) is checked in full once; later
     instructions with the same layout only have their literal words range-checked.
     """
-    layout = (opcode, result_type is None, result is None, *map(type, operands))
+    # Enumerants stay in the key by value: their parameters are operands too.
+    shape = (v if type(v) not in _PLAIN else type(v) for v in operands)
+    layout = (opcode, result_type is None, result is None, *shape)
     if layout in _CHECKED and all(
         0 <= value < WORD_LIMIT for value in operands if type(value) is int
     ):
