@@ -173,7 +173,7 @@ def contract(lo: Lowering, inst: ir.LinalgInst, c: Contraction) -> None:
 
     def row_tile(mt: Dim) -> None:
         def col_tile(nt: Dim) -> None:
-            tile(lo, inst, c, tiling, lo.add(mt, lane), nt)
+            tile(lo, inst, c, tiling, mt, lane, nt)
 
         _tile_loop(lo, col_start, cols, tiling.cols_per_tile, col_tile)
 
@@ -188,19 +188,60 @@ def _tile_loop(lo: Lowering, start: Dim, stop: Dim, step: int, body: Callable[[D
     lo.loop(ir.INDEX, lo.as_id(start), lo.as_id(stop), lo.as_id(step), lambda v, _: body(v))
 
 
+def row_blocks(
+    lo: Lowering, tiling: Tiling, tile_start: Dim, lane: Id, end: Dim
+) -> tuple[list[Dim], list[Dim], list[Id | None]]:
+    """Rows of each block of a work-item: (rows to load, rows to store, store guards).
+
+    Lanes always read consecutive rows (perf-cpu.md lesson 1): a block that would run past
+    the end is moved back to end there, and its rows that the previous block already holds
+    are not stored. Only a dynamic size shorter than the subgroup clamps row indices.
+    """
+    lanes = tiling.work_group[0]
+    starts = [lo.add(tile_start, r * lanes) for r in range(tiling.rows_per_item)]
+    boolean = lo.m.type_bool()
+    if not _needs_guard(end, tiling.rows_per_tile, False):
+        rows = [lo.add(s, lane) for s in starts]
+        return rows, rows, [None] * len(rows)
+    if isinstance(end, int) and end >= lanes:
+        rows, guards = [], []
+        for start in starts:
+            moved = _min(lo, start, end - lanes)
+            rows.append(lo.add(moved, lane))
+            shift = lo.sub(start, moved)
+            new = (
+                None if shift == 0 else lo.op(Op.SGreaterThanEqual, boolean, lane, lo.as_id(shift))
+            )
+            guards.append(new)
+        return rows, rows, guards
+    rows = [lo.add(s, lane) for s in starts]
+    inside = [lo.op(Op.SLessThan, boolean, lo.as_id(r), lo.as_id(end)) for r in rows]
+    return [_clamp(lo, r, end) for r in rows], rows, inside  # type: ignore[misc]
+
+
+def _min(lo: Lowering, a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    return lo.b.ext_inst(lo.i64, OpenCLStd.s_min, lo.as_id(a), lo.as_id(b))
+
+
 def tile(
-    lo: Lowering, inst: ir.LinalgInst, c: Contraction, tiling: Tiling, row0: Dim, col0: Dim
+    lo: Lowering,
+    inst: ir.LinalgInst,
+    c: Contraction,
+    tiling: Tiling,
+    tile_row: Dim,
+    lane: Id,
+    col0: Dim,
 ) -> None:
-    """One work-item's register block with rows row0 + r * lanes and columns col0 + j."""
+    """One work-item's register block: rows_per_item blocks of rows (one per lane) times
+    cols_per_item adjacent columns from col0."""
     out_el = c.out.m.type.element
     acc = accumulator(out_el)
-    lanes = tiling.work_group[0]
-    rows = [lo.add(row0, r * lanes) for r in range(tiling.rows_per_item)]
     cols = [lo.add(col0, j) for j in range(tiling.cols_per_item)]
     row_end, col_end = c.out.extent(0), c.out.extent(1)
-    row_clamp = _needs_guard(row_end, tiling.rows_per_tile, False)
+    safe_rows, rows, row_guards = row_blocks(lo, tiling, tile_row, lane, row_end)
     col_clamp = _needs_guard(col_end, tiling.cols_per_tile, tiling.work_group[1] > 1)
-    safe_rows = [_clamp(lo, r, row_end) if row_clamp else r for r in rows]
     safe_cols = [_clamp(lo, j, col_end) if col_clamp else j for j in cols]
     block = [(r, j) for r in range(len(rows)) for j in range(len(cols))]
     if c.depth is None:
@@ -209,11 +250,7 @@ def tile(
     else:
         sums = _reduce(lo, c, tiling, acc, safe_rows, safe_cols, block)
     for r, j in block:
-        guards = []
-        if row_clamp:
-            guards.append(
-                lo.op(Op.SLessThan, lo.m.type_bool(), lo.as_id(rows[r]), lo.as_id(row_end))
-            )
+        guards = [row_guards[r]] if row_guards[r] is not None else []
         if col_clamp:
             guards.append(
                 lo.op(Op.SLessThan, lo.m.type_bool(), lo.as_id(cols[j]), lo.as_id(col_end))
@@ -236,10 +273,7 @@ def _needs_guard(extent: Dim, per_tile: int, spread: bool) -> bool:
 
 
 def _clamp(lo: Lowering, index: Dim, extent: Dim) -> Dim:
-    last = lo.sub(extent, 1)
-    if isinstance(index, int) and isinstance(last, int):
-        return min(index, last)
-    return lo.b.ext_inst(lo.i64, OpenCLStd.s_min, lo.as_id(index), lo.as_id(last))
+    return _min(lo, index, lo.sub(extent, 1))
 
 
 def _reduce(
