@@ -264,7 +264,19 @@ class Lowering:
 
     # Kernels
 
+    def check_types(self, func: ir.Function) -> None:
+        """Every floating type the kernel uses must exist on the target."""
+        missing = {ir.F64: not self.target.fp64, ir.F16: not self.target.fp16}
+        values = [*func.params] + [r for inst in func.walk() for r in inst.results]
+        values += [v for inst in func.walk() for v in inst.operands]
+        for v in values:
+            t = v.type
+            el = t.memref.element if isinstance(t, ir.GroupType) else getattr(t, "element", t)
+            if missing.get(el):
+                raise CompilationError(v.loc, f"{el} is not supported by target {self.target.name}")
+
     def kernel(self, func: ir.Function) -> None:
+        self.check_types(func)
         self.func = func
         self.values = {}
         param_types: list[Id] = []
