@@ -80,8 +80,11 @@ def _arith_unary(lo: Lowering, inst: ir.ArithUnaryInst) -> None:
     t: ir.ScalarType = inst.result.type  # type: ignore[assignment]
     a = lo.get(inst.operands[0])
     rt = lo.scalar_type(t)
-    if inst.op == "not":
-        result = lo.op(Op.LogicalNot if t.is_bool else Op.Not, rt, a)
+    if inst.op == "not" and t.is_bool:
+        # not a == (a == false); OpLogicalNot crashes Debian's IGC 1.0.12504 (ocloc)
+        result = lo.op(Op.LogicalEqual, rt, a, lo.const(t, 0))
+    elif inst.op == "not":
+        result = lo.op(Op.Not, rt, a)
     else:
         result = lo.op(Op.FNegate if t.is_float else Op.SNegate, rt, a)
     lo.values[inst.result] = result
