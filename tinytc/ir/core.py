@@ -199,6 +199,7 @@ class Function:
         self.work_group_size = work_group_size
         self.subgroup_size = subgroup_size
         self.loc = loc
+        self.attribute_locs: dict[str, Location] = {}  # where each attribute is written
         self.body = Region(self.params)
         self.stack_size = 0  # bytes of local memory for alloca, set by the stack pass
         self.batch_per_group = 1  # batch entries one OpenCL work-group runs in turn

@@ -71,8 +71,12 @@ class Printer:
             self.indent += 1
 
     def region(self, region: Region) -> None:
+        # Names defined in a region (its parameters included) are free again after it, so
+        # that sibling regions keep their own names.
+        outside = self.used - {self._names.get(v) for v in region.params}
         for inst in region.insts:
             inst.print(self)
+        self.used = outside
 
     def function(self, func: Function) -> None:
         # Reserve user names first so that numbering of unnamed values never clashes.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import Location, Source
+from ..errors import CompilationError, Location, Source
 from ..ir import Program
 from . import grammar  # noqa: F401  (registers the productions)
 from .context import ParseContext
@@ -17,7 +17,12 @@ def parse(text: str, filename: str | None = None) -> Program:
     source = Source(text, filename or "<input>")
     ctx = ParseContext(source)
     end = Location(source, len(text), len(text))
-    program = run(tokenize(source), ctx, end)
-    program.source = source
-    CheckIrPass().run(program)
+    try:
+        program = run(tokenize(source), ctx, end)
+        program.source = source
+        CheckIrPass().run(program)
+    except RecursionError:
+        raise CompilationError(
+            Location(source, 0, 1), "regions nest too deeply for tinytc (about 300 levels)"
+        ) from None
     return program

@@ -113,6 +113,7 @@ def run(tokens: Iterator[Token], ctx: Span, end: Location) -> Any:
 
 def _syntax_error(token: Token, expected: dict[str, int]) -> CompilationError:
     got = "end of input" if token.type == "$end" else f"'{token.value}'"
-    options = sorted({describe(t) for t in expected})
+    # punctuation first: a missing '}' or ')' is the likeliest fix
+    options = sorted({describe(t) for t in expected}, key=lambda d: (d[1:2].isalnum(), d))
     listing = ", ".join(options[:8]) + ", ..." if len(options) > 8 else " or ".join(options)
     return CompilationError(token.loc, f"unexpected {got}, expected {listing}")

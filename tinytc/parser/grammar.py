@@ -82,6 +82,7 @@ def _function_header(ctx: Ctx, p: P) -> None:
             raise CompilationError(loc, f"{name} is given twice")
         attrs[name] = value
     func = Function(p[1].value[1:], params, loc=ctx.loc, **attrs)
+    func.attribute_locs = {name: loc for name, _, loc in p[5]}
     ctx.builder.program.functions.append(func)
     ctx.scopes, ctx.left_scope = [], {}
     ctx.open_region(func.body)
@@ -340,12 +341,10 @@ def _linalg(ctx: Ctx, p: P) -> Inst:
     flags = [m.value for m in modifiers]
     atomic = flags[transposes:] == [".atomic"]
     if any(f not in (".n", ".t") for f in flags[:transposes]) or len(flags) - atomic != transposes:
-        want = ".n or .t " * transposes
         loc = modifiers[0].loc.to(modifiers[-1].loc) if modifiers else p[0].loc
+        want = f"{transposes} transpose modifier(s), .n or .t," if transposes else "no transpose"
         raise CompilationError(
-            loc,
-            f"{name} takes {transposes} transpose modifier(s) ({want.strip() or 'none'}) "
-            f"and optionally .atomic, got '{''.join(flags)}'",
+            loc, f"{name} takes {want} then optionally .atomic; got '{''.join(flags)}'"
         )
     arity = 4 if cls in (AxpbyInst, SumInst) else 5
     if len(refs) != arity or len(types) != arity:
@@ -381,6 +380,8 @@ def _for_statement(ctx: Ctx, p: P) -> Inst:
 def _loop_header(ctx: Ctx, p: P) -> Inst:
     loop_type, refs = p[4], p[3]
     is_for = p[0].type == "FOR"
+    if not loop_type.is_integer or loop_type.is_bool:
+        raise CompilationError(ctx.loc, f"loop type must be an integer type, got {loop_type}")
     carried = p[5] if is_for else ([], [])
     if not 2 <= len(refs) <= (3 if is_for else 2):
         want = "from, to [, step]" if is_for else "from, to"

@@ -41,14 +41,16 @@ def check_function(func: Function) -> None:
         if isinstance(param.type, ScalarType) and param.type.is_bool:
             raise CompilationError(param.loc, "i1 (bool) cannot be a kernel parameter")
     sgs, wgs = func.subgroup_size, func.work_group_size
+    sgs_loc = func.attribute_locs.get("subgroup_size", func.loc)
+    wgs_loc = func.attribute_locs.get("work_group_size", func.loc)
     if sgs is not None and (sgs < 1 or sgs & (sgs - 1)):
-        raise CompilationError(func.loc, f"subgroup size must be a power of two, got {sgs}")
+        raise CompilationError(sgs_loc, f"subgroup size must be a power of two, got {sgs}")
     if wgs is not None:
         if min(wgs) < 1:
-            raise CompilationError(func.loc, f"work-group size must be positive, got {wgs}")
+            raise CompilationError(wgs_loc, f"work-group size must be positive, got {wgs}")
         if sgs is not None and wgs[0] % sgs:
             raise CompilationError(
-                func.loc,
+                wgs_loc,
                 f"the first work-group size mode ({wgs[0]}) must be a multiple of the "
                 f"subgroup size ({sgs})",
             )

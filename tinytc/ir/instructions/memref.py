@@ -158,6 +158,11 @@ class SubviewInst(Inst):
             elif kind == "rest":
                 known = None not in (extent, offset)
                 length = extent - offset if known else DYNAMIC  # type: ignore[operator]
+                if length is not None and length <= 0:
+                    raise self.error(
+                        f"slice {offset}:? of mode {mode} is empty: the mode has size {extent}",
+                        off,
+                    )
             else:
                 assert size is not None
                 self.expect_type(size, INDEX, "size")
@@ -243,7 +248,7 @@ class ExpandInst(Inst):
     def print(self, p: Printer) -> None:
         src = self.operands[0]
         parts = ["?" if i is None else p.name(self.operands[i]) for i in self.entries()]
-        text = f"expand {p.name(src)}[{self.mode}->{'x'.join(parts)}] : {src.type}"
+        text = f"expand {p.name(src)}[{self.mode}->{' x '.join(parts)}] : {src.type}"
         p.line(p.lhs(self) + text)
 
 
