@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .. import ir
 from ..errors import CompilationError
 from ..gemm import Tiling, choose_tiling
-from ._grammar import BuiltIn, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
+from ._grammar import BuiltIn, MemoryAccess, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
 from .convert import Dim, Lowering, Memref, converts
 from .convert_memory import load_scalar, store_scalar
 from .convert_scalar import convert
@@ -110,20 +110,63 @@ def _operands(lo: Lowering, inst: ir.LinalgInst) -> list[Matrix]:
     return [Matrix(lo.get(v)) for v in inst.operands[1:-2]]
 
 
+def staged(lo: Lowering, inst: ir.LinalgInst, x: Matrix) -> Matrix:
+    """op(A) copied into local memory at the stack pass's scratch offset, so that the
+    product reads it with lanes on consecutive rows. Barriers guard the scratch bytes
+    against the work before and after."""
+    if inst.scratch_offset is None:
+        return x
+    assert lo.func is not None and lo.func.work_group_size is not None and lo.stack is not None
+    el = x.m.type.element
+    rows, depth = x.extent(0), x.extent(1)
+    assert isinstance(rows, int) and isinstance(depth, int)
+    wg = StorageClass.Workgroup
+    u8 = lo.m.type_pointer(wg, lo.m.type_int(8))
+    start = lo.op(Op.InBoundsAccessChain, u8, lo.stack, lo.as_id(inst.scratch_offset))
+    pointer = lo.op(Op.Bitcast, lo.pointer_type(wg, el), start)
+    scratch = Matrix(
+        Memref(ir.MemrefType.make(el, (rows, depth)), pointer, wg, [rows, depth], [1, rows])
+    )
+    wgs = lo.func.work_group_size
+    lanes = wgs[0]
+    copy = Tiling(wgs, -(-rows // lanes), 1)
+    lane = lo.builtin_component(BuiltIn.LocalInvocationId, 0)
+    first_k = lo.builtin_component(BuiltIn.LocalInvocationId, 1)
+    lo.barrier()
+    safe_rows, _, _ = row_blocks(lo, copy, 0, lane, rows)
+
+    def column(k: Id, _: list[Id]) -> None:
+        for row in safe_rows:  # a moved-back or clamped row writes the value it already has
+            source = lo.offset_pointer(x.m.pointer, x.m.space, el, x.offset(lo, row, k))
+            value = lo.op(Op.Load, lo.storage_type(el), source, MemoryAccess.Aligned, el.size)
+            target = lo.offset_pointer(pointer, wg, el, scratch.offset(lo, row, k))
+            lo.b.emit(Op.Store, target, value, MemoryAccess.Aligned, el.size)
+
+    lo.loop(ir.INDEX, first_k, lo.as_id(depth), lo.as_id(wgs[1]), column)
+    lo.barrier()
+    return scratch
+
+
 @converts(ir.GemmInst)
 def _gemm(lo: Lowering, inst: ir.GemmInst) -> None:
     a, b = _operands(lo, inst)
     a.transposed, b.transposed = inst.trans_a, inst.trans_b
+    a = staged(lo, inst, a)
     term: Term = lambda s, i, j, k: s.mul(s.load(a, i, k), s.load(b, k, j))  # noqa: E731
     contract(lo, inst, Contraction(Matrix(lo.get(inst.output)), a.extent(1), term))
+    if inst.scratch_offset is not None:
+        lo.barrier()  # later stack users may reuse the scratch bytes
 
 
 @converts(ir.GemvInst)
 def _gemv(lo: Lowering, inst: ir.GemvInst) -> None:
     a, b = _operands(lo, inst)
     a.transposed = inst.trans_a
+    a = staged(lo, inst, a)
     term: Term = lambda s, i, j, k: s.mul(s.load(a, i, k), s.load(b, k, 0))  # noqa: E731
     contract(lo, inst, Contraction(Matrix(lo.get(inst.output)), a.extent(1), term))
+    if inst.scratch_offset is not None:
+        lo.barrier()  # later stack users may reuse the scratch bytes
 
 
 @converts(ir.GerInst)

@@ -34,6 +34,7 @@ class LinalgInst(Inst):
 
     def __init__(self, *operands: Value, atomic: bool = False, **kw: Any) -> None:
         self.atomic = atomic
+        self.scratch_offset: int | None = None  # local memory for a transposed A (stack pass)
         super().__init__(operands, **kw)
 
     @property
