@@ -1,78 +1,95 @@
-"""Command-line entry points."""
+"""Command-line entry points: tinytc-opt, tinytc-oc, tinytc-run."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+import time
+from collections.abc import Callable
 
 from .errors import CompilationError
+from .ir import Program
 from .parser import parse
 from .passes import PASSES, run_passes
 
+Main = Callable[[list[str] | None], int]
 
-def _read(path: str) -> tuple[str, str]:
+
+class UsageError(Exception):
+    """A command-line mistake, reported as 'tool: message' with exit status 1."""
+
+
+def tool(prog: str) -> Callable[[Callable[[argparse.Namespace], int]], Main]:
+    """Turn ``body(args)`` into a main: diagnostics and I/O errors become exit status 1."""
+
+    def wrap(body: Callable[[argparse.Namespace], int]) -> Main:
+        @functools.wraps(body)
+        def main(argv: list[str] | None = None) -> int:
+            args = PARSERS[prog].parse_args(argv)
+            try:
+                return body(args)
+            except CompilationError as e:
+                print(e, file=sys.stderr)
+            except (OSError, UnicodeDecodeError, UsageError) as e:
+                print(f"{prog}: {e}", file=sys.stderr)
+            return 1
+
+        return main
+
+    return wrap
+
+
+def read_program(path: str) -> Program:
+    """Parse a file, or standard input for '-'."""
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        return parse(sys.stdin.read(), "<stdin>")
     with open(path, encoding="utf-8") as f:
-        return f.read(), path
+        return parse(f.read(), path)
 
 
-def opt_main(argv: list[str] | None = None) -> int:
-    """tinytc-opt FILE.ir [-p PASS,...]: print the program after the passes."""
-    ap = argparse.ArgumentParser(prog="tinytc-opt", description="Check and transform a program.")
+def _arguments(prog: str, description: str) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=prog, description=description)
     ap.add_argument("file", help="tensor language source, or - for standard input")
-    ap.add_argument(
-        "-p", "--passes", default="check-ir", help=f"comma-separated passes ({', '.join(PASSES)})"
-    )
-    args = ap.parse_args(argv)
+    return ap
+
+
+PARSERS = {
+    "tinytc-opt": _arguments("tinytc-opt", "Check and transform a program."),
+    "tinytc-oc": _arguments("tinytc-oc", "Compile a program to SPIR-V."),
+    "tinytc-run": _arguments("tinytc-run", "Run kernels on random data and check them."),
+}
+PARSERS["tinytc-opt"].add_argument(
+    "-p", "--passes", default="check-ir", help=f"comma-separated passes ({', '.join(PASSES)})"
+)
+PARSERS["tinytc-oc"].add_argument("-o", "--output", required=True, help="file (- for stdout)")
+PARSERS["tinytc-oc"].add_argument("--target", default="cpu", choices=["cpu", "pvc", "dg2"])
+PARSERS["tinytc-oc"].add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
+PARSERS["tinytc-oc"].add_argument("-S", dest="assembly", action="store_true", help="assembly")
+PARSERS["tinytc-run"].add_argument("--howmany", type=int, required=True, help="work-groups")
+PARSERS["tinytc-run"].add_argument("--kernel", help="kernel to run (default: every kernel)")
+PARSERS["tinytc-run"].add_argument("--seed", type=int, default=0)
+PARSERS["tinytc-run"].add_argument("--size", type=int, help="every '?' size (default: howmany)")
+
+
+@tool("tinytc-opt")
+def opt_main(args: argparse.Namespace) -> int:
+    """tinytc-opt FILE.ir [-p PASS,...]: print the program after the passes."""
     names = [n for n in args.passes.split(",") if n]
     unknown = [n for n in names if n not in PASSES]
     if unknown:
-        print(
-            f"tinytc-opt: unknown pass '{unknown[0]}'; known passes: {', '.join(PASSES)}",
-            file=sys.stderr,
-        )
-        return 1
-    try:
-        text, filename = _read(args.file)
-        program = run_passes(parse(text, filename), names)
-    except CompilationError as e:
-        print(e, file=sys.stderr)
-        return 1
-    except (OSError, UnicodeDecodeError) as e:
-        print(f"tinytc-opt: {e}", file=sys.stderr)
-        return 1
-    sys.stdout.write(str(program))
+        raise UsageError(f"unknown pass '{unknown[0]}'; known passes: {', '.join(PASSES)}")
+    sys.stdout.write(str(run_passes(read_program(args.file), names)))
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(opt_main())
-
-
-def oc_main(argv: list[str] | None = None) -> int:
+@tool("tinytc-oc")
+def oc_main(args: argparse.Namespace) -> int:
     """tinytc-oc FILE.ir -o OUT.spv [--target T] [-O0|-O1|-O2] [-S]: compile to SPIR-V."""
     from .compiler import compile
     from .spirv.tools import disassemble
 
-    ap = argparse.ArgumentParser(prog="tinytc-oc", description="Compile a program to SPIR-V.")
-    ap.add_argument("file", help="tensor language source, or - for standard input")
-    ap.add_argument("-o", "--output", required=True, help="output file (- for stdout)")
-    ap.add_argument("--target", default="cpu", choices=["cpu", "pvc", "dg2"])
-    ap.add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
-    ap.add_argument("-S", dest="assembly", action="store_true", help="write SPIR-V assembly")
-    args = ap.parse_args(argv)
-    try:
-        text, filename = _read(args.file)
-        from .parser import parse
-
-        binary = compile(parse(text, filename), args.target, args.opt_level)
-    except CompilationError as e:
-        print(e, file=sys.stderr)
-        return 1
-    except (OSError, UnicodeDecodeError) as e:
-        print(f"tinytc-oc: {e}", file=sys.stderr)
-        return 1
+    binary = compile(read_program(args.file), args.target, args.opt_level)
     data = disassemble(binary).encode() if args.assembly else binary
     if args.output == "-":
         sys.stdout.buffer.write(data)
@@ -82,54 +99,35 @@ def oc_main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run_main(argv: list[str] | None = None) -> int:
+@tool("tinytc-run")
+def run_main(args: argparse.Namespace) -> int:
     """tinytc-run FILE.ir --howmany N [--kernel NAME] [--seed S]: run on random data on the
     CPU runtime and compare with the reference interpreter; exit 1 on mismatch."""
-    import time
-
     import numpy as np
 
     from . import reference
     from .runtime.jit import jit
     from .testing.inputs import clone_arguments, max_error, outputs, random_arguments, tolerance
 
-    ap = argparse.ArgumentParser(prog="tinytc-run", description="Run kernels on random data.")
-    ap.add_argument("file", help="tensor language source, or - for standard input")
-    ap.add_argument("--howmany", type=int, required=True, help="number of work-groups")
-    ap.add_argument("--kernel", help="kernel to run (default: every kernel)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--size", type=int, help="value of every '?' size (default: howmany)")
-    args = ap.parse_args(argv)
-    try:
-        text, filename = _read(args.file)
-        program = parse(text, filename)
-        kernels = jit(program)
-    except CompilationError as e:
-        print(e, file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"tinytc-run: {e}", file=sys.stderr)
-        return 1
+    program = read_program(args.file)
     names = [args.kernel] if args.kernel else [f.name for f in program.functions]
+    if args.kernel and args.kernel not in {f.name for f in program.functions}:
+        raise UsageError(f"no kernel @{args.kernel}")
+    kernels = jit(program)
     status = 0
     rng = np.random.default_rng(args.seed)
     for name in names:
-        try:
-            func = program.function(name)
-        except KeyError:
-            print(f"tinytc-run: no kernel @{name}", file=sys.stderr)
-            return 1
+        func = program.function(name)
         inputs = random_arguments(func, args.howmany, rng, args.size)
         expected = clone_arguments(inputs)
         start = time.perf_counter()
         getattr(kernels, name)(*inputs, howmany=args.howmany)
         elapsed = time.perf_counter() - start
         reference.run(program, name, expected, args.howmany)
-        worst, ok = 0.0, True
-        for (got, element), (want, _) in zip(outputs(func, inputs), outputs(func, expected)):
-            err = max_error(got, want, element)
-            worst = max(worst, err)
-            ok &= err <= tolerance(element)
+        pairs = zip(outputs(func, inputs), outputs(func, expected))
+        errors = [(max_error(got, want, el), tolerance(el)) for (got, el), (want, _) in pairs]
+        ok = all(err <= tol for err, tol in errors)
+        worst = max((err for err, _ in errors), default=0.0)
         verdict = "ok" if ok else "MISMATCH"
         print(
             f"@{name}: howmany={args.howmany} max error {worst:.3g} "
@@ -137,3 +135,7 @@ def run_main(argv: list[str] | None = None) -> int:
         )
         status |= 0 if ok else 1
     return status
+
+
+if __name__ == "__main__":
+    sys.exit(opt_main())

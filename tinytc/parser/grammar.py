@@ -33,6 +33,7 @@ from ..ir import (
     IfInst,
     Inst,
     LifetimeStopInst,
+    LinalgInst,
     LoadInst,
     MemrefType,
     ScalarType,
@@ -323,21 +324,17 @@ def _lifetime_stop(ctx: Ctx, p: P) -> Inst:
     return LifetimeStopInst(value, loc=ctx.loc, operand_locs=[p[1].loc])
 
 
-# Collective linear algebra: (class, number of transpose modifiers)
-LINALG = {
-    "gemm": (GemmInst, 2),
-    "gemv": (GemvInst, 1),
-    "ger": (GerInst, 0),
-    "hadamard_product": (HadamardProductInst, 0),
-    "axpby": (AxpbyInst, 1),
-    "sum": (SumInst, 1),
+LINALG: dict[str, type[LinalgInst]] = {
+    cls.mnemonic: cls
+    for cls in (GemmInst, GemvInst, GerInst, HadamardProductInst, AxpbyInst, SumInst)
 }
 
 
 @rule(*(f"statement : {name.upper()} modifiers operands COLON types" for name in LINALG))
 def _linalg(ctx: Ctx, p: P) -> Inst:
     name, modifiers, refs, types = p[0].value, p[1], p[2], p[4]
-    cls, transposes = LINALG[name]
+    cls = LINALG[name]
+    transposes = cls.num_transposes
     flags = [m.value for m in modifiers]
     atomic = flags[transposes:] == [".atomic"]
     if any(f not in (".n", ".t") for f in flags[:transposes]) or len(flags) - atomic != transposes:

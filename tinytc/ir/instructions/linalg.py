@@ -29,17 +29,29 @@ class LinalgInst(Inst):
     """Operands in textual order: alpha, inputs..., beta, output."""
 
     collective = True
-    inputs: ClassVar[int] = 1
+    num_transposes: ClassVar[int] = 0  # leading .n/.t modifiers (A's, then B's)
     mixed_precision: ClassVar[bool] = False
 
-    def __init__(self, *operands: Value, atomic: bool = False, **kw: Any) -> None:
+    def __init__(self, *args: Any, atomic: bool = False, **kw: Any) -> None:
+        """``args``: one bool per transpose modifier (True for .t), then the operands."""
+        n = self.num_transposes
+        self.transposes: list[bool] = [bool(t) for t in args[:n]]
         self.atomic = atomic
         self.scratch_offset: int | None = None  # local memory for a transposed A (stack pass)
-        super().__init__(operands, **kw)
+        super().__init__(args[n:], **kw)
+
+    @property
+    def trans_a(self) -> bool:
+        return bool(self.transposes) and self.transposes[0]
+
+    @property
+    def trans_b(self) -> bool:
+        return len(self.transposes) > 1 and self.transposes[1]
 
     @property
     def modifiers(self) -> str:
-        return ".atomic" if self.atomic else ""
+        flags = "".join(".t" if t else ".n" for t in self.transposes)
+        return flags + (".atomic" if self.atomic else "")
 
     @property
     def alpha(self) -> Value:
@@ -86,24 +98,12 @@ class LinalgInst(Inst):
         p.line(f"{self.mnemonic}{self.modifiers} {values} : {types}")
 
 
-def _t(flag: bool) -> str:
-    return ".t" if flag else ".n"
-
-
 class GemmInst(LinalgInst):
     """``gemm.TA.TB alpha, A, B, beta, C``: C := alpha op(A) op(B) + beta C."""
 
     mnemonic = "gemm"
-    inputs = 2
+    num_transposes = 2
     mixed_precision = True
-
-    def __init__(self, trans_a: bool, trans_b: bool, *operands: Value, **kw: Any) -> None:
-        self.trans_a, self.trans_b = trans_a, trans_b
-        super().__init__(*operands, **kw)
-
-    @property
-    def modifiers(self) -> str:
-        return _t(self.trans_a) + _t(self.trans_b) + super().modifiers
 
     def infer(self) -> list[Type]:
         a = self.expect_memref(1, "A", (2,))
@@ -121,16 +121,8 @@ class GemvInst(LinalgInst):
     """``gemv.TA alpha, A, b, beta, c``: c := alpha op(A) b + beta c."""
 
     mnemonic = "gemv"
-    inputs = 2
+    num_transposes = 1
     mixed_precision = True
-
-    def __init__(self, trans_a: bool, *operands: Value, **kw: Any) -> None:
-        self.trans_a = trans_a
-        super().__init__(*operands, **kw)
-
-    @property
-    def modifiers(self) -> str:
-        return _t(self.trans_a) + super().modifiers
 
     def infer(self) -> list[Type]:
         a = self.expect_memref(1, "A", (2,))
@@ -147,7 +139,6 @@ class GerInst(LinalgInst):
     """``ger alpha, a, b, beta, C``: C := alpha a b^T + beta C."""
 
     mnemonic = "ger"
-    inputs = 2
     mixed_precision = True
 
     def infer(self) -> list[Type]:
@@ -163,7 +154,6 @@ class HadamardProductInst(LinalgInst):
     """``hadamard_product alpha, a, b, beta, c``: c := alpha a * b + beta c (elementwise)."""
 
     mnemonic = "hadamard_product"
-    inputs = 2
 
     def infer(self) -> list[Type]:
         a = self.expect_memref(1, "a", (1,))
@@ -179,14 +169,7 @@ class AxpbyInst(LinalgInst):
     """``axpby.T alpha, A, beta, B``: B := alpha op(A) + beta B."""
 
     mnemonic = "axpby"
-
-    def __init__(self, trans_a: bool, *operands: Value, **kw: Any) -> None:
-        self.trans_a = trans_a
-        super().__init__(*operands, **kw)
-
-    @property
-    def modifiers(self) -> str:
-        return _t(self.trans_a) + super().modifiers
+    num_transposes = 1
 
     def infer(self) -> list[Type]:
         a = self.expect_memref(1, "A", (0, 1, 2))
@@ -200,14 +183,7 @@ class SumInst(LinalgInst):
     """``sum.T alpha, A, beta, B``: B := alpha op(A) 1 + beta B (row sums, or a vector's sum)."""
 
     mnemonic = "sum"
-
-    def __init__(self, trans_a: bool, *operands: Value, **kw: Any) -> None:
-        self.trans_a = trans_a
-        super().__init__(*operands, **kw)
-
-    @property
-    def modifiers(self) -> str:
-        return _t(self.trans_a) + super().modifiers
+    num_transposes = 1
 
     def infer(self) -> list[Type]:
         a = self.expect_memref(1, "A", (1, 2))
