@@ -80,8 +80,9 @@ class StackPass:
 
     name = "stack"
 
-    def __init__(self, local_memory_size: int | None = None) -> None:
+    def __init__(self, local_memory_size: int | None = None, staging: bool = True) -> None:
         self.local_memory_size = local_memory_size
+        self.staging = staging
 
     def run(self, program: Program) -> None:
         for func in program.functions:
@@ -99,7 +100,7 @@ class StackPass:
                 high = max(high, offset + size)
             elif isinstance(inst, LifetimeStopInst):
                 live.pop(inst.operands[0], None)
-            elif (size := staged_bytes(inst)) is not None:  # scratch, free right after
+            elif self.staging and (size := staged_bytes(inst)) is not None:  # freed right after
                 inst.scratch_offset = _first_fit(sorted(live.values()), size)
                 high = max(high, inst.scratch_offset + size)
         func.stack_size = high

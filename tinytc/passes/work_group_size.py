@@ -25,8 +25,9 @@ def _work(inst: LinalgInst) -> int | None:
 class WorkGroupSizePass:
     name = "work-group-size"
 
-    def __init__(self, target: CoreInfo) -> None:
+    def __init__(self, target: CoreInfo, batching: bool = True) -> None:
         self.target = target
+        self.batching = batching
 
     def run(self, program: Program) -> None:
         for func in program.functions:
@@ -44,7 +45,8 @@ class WorkGroupSizePass:
             )
         if func.work_group_size is None:
             func.work_group_size = (func.subgroup_size, 1)
-            if linalg and not any(isinstance(i, ForeachInst) for i in func.walk()):
+            foreach = any(isinstance(i, ForeachInst) for i in func.walk())
+            if self.batching and linalg and not foreach:
                 work = [_work(i) for i in linalg]
                 total = None if None in work else sum(work)  # type: ignore[arg-type]
                 func.batch_per_group = gemm.entries_per_group(total, self.target)

@@ -209,7 +209,7 @@ def contract(lo: Lowering, inst: ir.LinalgInst, c: Contraction) -> None:
     assert lo.func is not None and lo.func.work_group_size is not None
     rows, cols = c.out.extent(0), c.out.extent(1)
     static = [d if isinstance(d, int) else None for d in (rows, cols)]
-    tiling = choose_tiling(static[0], static[1], lo.func.work_group_size, lo.target)
+    tiling = inst.tiling or choose_tiling(static[0], static[1], lo.func.work_group_size, lo.target)
     lane = lo.builtin_component(BuiltIn.LocalInvocationId, 0)
     column_group = lo.builtin_component(BuiltIn.LocalInvocationId, 1)
     col_start = lo.mul(column_group, tiling.cols_per_item)

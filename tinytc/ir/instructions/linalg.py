@@ -11,6 +11,7 @@ from ..core import Inst, Value
 from ..types import BF16, F16, F32, I8, I32, Dim, ScalarType, Type
 
 if TYPE_CHECKING:
+    from ...gemm import Tiling
     from ..printer import Printer
 
 # (A and B element type) -> accumulator types beyond the plain "all types equal" rule.
@@ -38,6 +39,7 @@ class LinalgInst(Inst):
         self.transposes: list[bool] = [bool(t) for t in args[:n]]
         self.atomic = atomic
         self.scratch_offset: int | None = None  # local memory for a transposed A (stack pass)
+        self.tiling: Tiling | None = None  # register blocking, set by the tile-linalg pass
         super().__init__(args[n:], **kw)
 
     @property
