@@ -125,10 +125,15 @@ def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
         raise ArgumentError(f"{what}: {t} takes an array of {t.order} dimensions, got {shape}")
     item = arr.dtype.itemsize
     stride = tuple(int(s) // item for s in arr.strides)
-    if any(s % item for s in arr.strides) or any(s < 1 for s in stride):
-        raise ArgumentError(f"{what}: strides {arr.strides} are not positive element strides")
     if any(w is not None and w != s for w, s in zip(t.shape, shape)):
         raise ArgumentError(f"{what}: {t} takes shape {_dims(t.shape)}, got {shape}")
+    if 0 in shape:  # no element, so no stride matters (numpy gives empty arrays 0)
+        packed = _fill_degenerate(stride, tuple(0 for _ in shape))
+        return BoundMemref(arr, shape, tuple(w or s for w, s in zip(t.stride, packed)))
+    # A mode of size 1 says nothing about its stride either.
+    if any(s % item or s < item for s, n in zip(arr.strides, shape) if n > 1):
+        raise ArgumentError(f"{what}: strides {arr.strides} are not positive element strides")
+    stride = _fill_degenerate(stride, shape)
     # Dynamic strides ('?') are taken from the array; static ones must match.
     if any(w is not None and w != s and n > 1 for w, s, n in zip(t.stride, stride, shape)):
         raise ArgumentError(
@@ -138,6 +143,15 @@ def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
     return BoundMemref(
         arr, shape, tuple(w if w is not None else s for w, s in zip(t.stride, stride))
     )
+
+
+def _fill_degenerate(stride: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Strides of modes with at most one element replaced by packed ones."""
+    out: list[int] = []
+    for i, (s, n) in enumerate(zip(stride, shape)):
+        packed = out[i - 1] * max(shape[i - 1], 1) if i else 1
+        out.append(s if n > 1 else packed)
+    return tuple(out)
 
 
 def _dims(dims: Sequence[int | None]) -> str:

@@ -220,8 +220,13 @@ def _nothing(f: Frame, inst: Inst) -> None:
     return None
 
 
-def _indices(f: Frame, values: Sequence[Value]) -> tuple[int, ...]:
-    return tuple(int(f.get(v)) for v in values)
+def _indices(f: Frame, values: Sequence[Value], shape: Sequence[int]) -> tuple[int, ...]:
+    """Indices, checked: a kernel would read or write outside the memref (undefined)."""
+    out = tuple(int(f.get(v)) for v in values)
+    for i, n in zip(out, shape):
+        if not 0 <= i < n:
+            raise IndexError(f"index {i} is out of bounds for a mode of size {n}")
+    return out
 
 
 @handles(ir.LoadInst)
@@ -229,15 +234,17 @@ def _load(f: Frame, inst: ir.LoadInst) -> Any:
     src, *idx = inst.operands
     if isinstance(src.type, ir.GroupType):
         group = f.get(src)  # members are the views the kernel sees, offset applied
-        m = group.member(_indices(f, idx)[0])
+        m = group.member(_indices(f, idx, [group.count])[0])
         return _view(m.array, 0, m.shape, m.stride)
-    return load_elem(f.get(src), _indices(f, idx), src.type.element)  # type: ignore[union-attr]
+    arr = f.get(src)
+    return load_elem(arr, _indices(f, idx, arr.shape), src.type.element)  # type: ignore[union-attr]
 
 
 @handles(ir.StoreInst)
 def _store(f: Frame, inst: ir.StoreInst) -> None:
     v, m, *idx = inst.operands
-    store_elem(f.get(m), _indices(f, idx), f.get(v), m.type.element)  # type: ignore[union-attr]
+    arr = f.get(m)
+    store_elem(arr, _indices(f, idx, arr.shape), f.get(v), m.type.element)  # type: ignore[union-attr]
 
 
 @handles(ir.SubviewInst)

@@ -59,13 +59,13 @@ def register_block(
     and one B value per column, fits in the vector registers (lesson 7: past the register
     file, throughput collapses)."""
     budget = target.num_registers - RESERVED_REGISTERS
-    mb = math.ceil(rows / lanes) if rows is not None else 2
+    mb = max(math.ceil(rows / lanes), 1) if rows is not None else 2
     mb = max(1, min(mb, budget // 2 - 1))
     nb_max = max(1, min(MAX_COLS_PER_ITEM, (budget - mb) // (mb + 1)))
     if cols is None:
         return mb, nb_max
-    tiles = math.ceil(cols / nb_max)
-    return mb, math.ceil(cols / tiles)  # as wide as allowed, with little waste in the last
+    tiles = max(math.ceil(cols / nb_max), 1)
+    return mb, max(math.ceil(cols / tiles), 1)  # as wide as allowed, little waste at the end
 
 
 def choose_tiling(

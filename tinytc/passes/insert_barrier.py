@@ -10,7 +10,7 @@ first). Loops are analysed until the accesses carried into the next iteration ar
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..ir import (
     AllocaInst,
@@ -36,18 +36,35 @@ def root(value: Value) -> Value:
     return value
 
 
-@dataclass
+@dataclass(frozen=True)
 class Pending:
-    """Memory read and written by collective work since the last barrier."""
+    """Memory accessed since the last barrier: by collective work (spread over work-items)
+    and by replicated instructions (every work-item the same). Any access can race with
+    earlier collective work; only collective work can race with earlier replicated work."""
 
-    reads: set[Value] = field(default_factory=set)
-    writes: set[Value] = field(default_factory=set)
+    reads: frozenset[Value] = frozenset()
+    writes: frozenset[Value] = frozenset()
+    plain_reads: frozenset[Value] = frozenset()
+    plain_writes: frozenset[Value] = frozenset()
 
     def union(self, other: Pending) -> Pending:
-        return Pending(self.reads | other.reads, self.writes | other.writes)
+        return Pending(
+            self.reads | other.reads,
+            self.writes | other.writes,
+            self.plain_reads | other.plain_reads,
+            self.plain_writes | other.plain_writes,
+        )
 
-    def conflicts(self, reads: set[Value], writes: set[Value]) -> bool:
-        return overlap(reads, self.writes) or overlap(writes, self.reads | self.writes)
+    def conflicts(self, reads: set[Value], writes: set[Value], collective: bool) -> bool:
+        if overlap(reads, self.writes) or overlap(writes, self.reads | self.writes):
+            return True
+        plain = self.plain_reads | self.plain_writes
+        return collective and (overlap(reads, self.plain_writes) or overlap(writes, plain))
+
+    def add(self, reads: set[Value], writes: set[Value], collective: bool) -> Pending:
+        if collective:
+            return self.union(Pending(frozenset(reads), frozenset(writes)))
+        return self.union(Pending(plain_reads=frozenset(reads), plain_writes=frozenset(writes)))
 
 
 def overlap(a: set[Value], b: set[Value]) -> bool:
@@ -112,12 +129,12 @@ class InsertBarrierPass:
                 pending = self.loop(inst.body, pending, insert)
                 continue
             reads, writes = accesses(inst)
-            if pending.conflicts(reads, writes):
+            collective = isinstance(inst, LinalgInst | ForeachInst)
+            if pending.conflicts(reads, writes, collective):
                 if insert:
                     region.insert_before(inst, BarrierInst(loc=inst.loc))
                 pending = Pending()
-            if isinstance(inst, LinalgInst | ForeachInst):
-                pending = pending.union(Pending(reads, writes))
+            pending = pending.add(reads, writes, collective)
         return pending
 
     def loop(self, body: Region, entry: Pending, insert: bool) -> Pending:

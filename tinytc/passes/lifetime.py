@@ -101,8 +101,10 @@ class StackPass:
             elif isinstance(inst, LifetimeStopInst):
                 live.pop(inst.operands[0], None)
             elif self.staging and (size := staged_bytes(inst)) is not None:  # freed right after
-                inst.scratch_offset = _first_fit(sorted(live.values()), size)
-                high = max(high, inst.scratch_offset + size)
+                offset = _first_fit(sorted(live.values()), size)
+                if self.local_memory_size is None or offset + size <= self.local_memory_size:
+                    inst.scratch_offset = offset  # else A is read in place
+                    high = max(high, offset + size)
         func.stack_size = high
         if self.local_memory_size is not None and high > self.local_memory_size:
             raise CompilationError(

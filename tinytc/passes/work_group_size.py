@@ -37,6 +37,13 @@ class WorkGroupSizePass:
         linalg = [i for i in func.walk() if isinstance(i, LinalgInst)]
         if func.subgroup_size is None:
             func.subgroup_size = self.subgroup_size(linalg)
+            if func.work_group_size is not None:  # the first mode must be a multiple of it
+                fitting = [
+                    s for s in self.target.subgroup_sizes if func.work_group_size[0] % s == 0
+                ]
+                smaller = [s for s in fitting if s <= func.subgroup_size]
+                if func.subgroup_size not in fitting and fitting:
+                    func.subgroup_size = (smaller or fitting)[-1]
         elif func.subgroup_size not in self.target.subgroup_sizes:
             raise CompilationError(
                 func.loc,

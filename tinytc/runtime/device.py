@@ -316,6 +316,7 @@ def core_info_from_device(device: cl.Device) -> CoreInfo:
     extensions = set(device.extensions.split())
     sizes = subgroup_sizes(device)
     is_cpu = bool(device.type & cl.device_type.CPU)
+    is_cpu = bool(device.type & _pyopencl().device_type.CPU)
     dpas = None
     if "cl_intel_subgroup_matrix_multiply_accumulate" in extensions:
         dpas = DpasGeometry(execution_size=sizes[0], systolic_depth=8)
@@ -337,4 +338,5 @@ def core_info_from_device(device: cl.Device) -> CoreInfo:
         ),
         subgroup_block_io="cl_intel_subgroups" in extensions,
         dpas=dpas,
+        max_entries_per_group=CPU.max_entries_per_group if is_cpu else 1,
     )

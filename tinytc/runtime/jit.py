@@ -55,7 +55,7 @@ class Kernel:
     def __init__(self, owner: Kernels, name: str) -> None:
         self.owner = owner
         self.func = owner.program.function(name)
-        self.cl_kernel = getattr(owner.cl_program, name)
+        self.cl_kernel = _pyopencl().Kernel(owner.cl_program, name)
 
     def __call__(self, *args: Any, howmany: int | None = None) -> None:
         if howmany is None:

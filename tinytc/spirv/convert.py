@@ -207,35 +207,48 @@ class Lowering:
     ) -> list[Id]:
         """for (var = start; var < stop; var += step) carried = body(var, carried), as a
         structured loop; ``carried`` holds (type, initial value) pairs. Returns the carried
-        values after the loop."""
-        rt = self.scalar_type(t)
-        header, check, inner = self.new_block("header"), self.new_block("check"), Block("body")
-        latch, merge = self.new_block("latch"), self.new_block("merge")
-        entry = self.b.block.label  # type: ignore[union-attr]
+        values after the loop.
+
+        The loop goes on while step < stop - var (unsigned), which never overflows: var +
+        step is only used when it stays below stop, so ranges reaching the end of the loop
+        type stop where they should.
+        """
+        rt, boolean = self.scalar_type(t), self.m.type_bool()
+        less = Op.ULessThan if t.kind == "uint" else Op.SLessThan
+        before = self.b.block.label  # type: ignore[union-attr]
+        enter, header, inner = self.new_block("enter"), self.new_block("header"), Block("body")
+        latch, leave, done = self.new_block("latch"), self.new_block("leave"), Block("done")
+        first = self.op(less, boolean, start, stop)
+        self.b.emit(Op.SelectionMerge, done.label, SelectionControl.None_)
+        self.b.emit(Op.BranchConditional, first, enter.label, done.label)
+        self.start(enter)
         self.b.emit(Op.Branch, header.label)
         self.start(header)
         var, next_var = Id("var"), Id("next")
-        self.append(Op.Phi, rt, var, start, entry, next_var, latch.label)
+        self.append(Op.Phi, rt, var, start, enter.label, next_var, latch.label)
         values = [Id("carried") for _ in carried]
         updated = [Id("updated") for _ in carried]
         for (ct, init), value, new in zip(carried, values, updated):
-            self.append(Op.Phi, ct, value, init, entry, new, latch.label)
-        self.b.emit(Op.LoopMerge, merge.label, latch.label, LoopControl.None_)
-        self.b.emit(Op.Branch, check.label)
-        self.start(check)
-        less = Op.ULessThan if t.kind == "uint" else Op.SLessThan
-        cond = self.op(less, self.m.type_bool(), var, stop)
-        self.b.emit(Op.BranchConditional, cond, inner.label, merge.label)
+            self.append(Op.Phi, ct, value, init, enter.label, new, latch.label)
+        self.b.emit(Op.LoopMerge, leave.label, latch.label, LoopControl.None_)
+        self.b.emit(Op.Branch, inner.label)
         self.start(inner)
         results = body(var, values) or []
         self.b.emit(Op.Branch, latch.label)
         self.start(latch)
-        self.append(Op.IAdd, rt, next_var, var, step)
         for (ct, _), new, result in zip(carried, updated, results):
             self.append(Op.CopyObject, ct, new, result)  # the phi needs a value of the latch
-        self.b.emit(Op.Branch, header.label)
-        self.start(merge)
-        return values
+        room = self.op(Op.ISub, rt, stop, var)
+        more = self.op(Op.ULessThan, boolean, step, room)
+        self.append(Op.IAdd, rt, next_var, var, step)
+        self.b.emit(Op.BranchConditional, more, header.label, leave.label)
+        self.start(leave)
+        self.b.emit(Op.Branch, done.label)
+        self.start(done)
+        finals = []
+        for (ct, init), new in zip(carried, updated):
+            finals.append(self.op(Op.Phi, ct, init, before, new, leave.label))
+        return finals
 
     def if_then(self, cond: Id, then: Callable[[], None]) -> None:
         """if (cond) then(), as a structured selection."""

@@ -70,7 +70,9 @@ def clone_arguments(args: list[Any]) -> list[Any]:
 
 def _clone(arg: Any) -> Any:
     if isinstance(arg, Group):
-        return Group([_clone(a) for a in arg.arrays], arg.offset)
+        return Group(_clone(arg.arrays), arg.offset)
+    if isinstance(arg, list | tuple):
+        return [_clone(a) for a in arg]
     if not isinstance(arg, np.ndarray):
         return arg
     owner = arg

@@ -1,0 +1,260 @@
+"""The passes that prepare a program for the SPIR-V lowering: insert-lifetime-stop, the
+local-memory stack, and work-group-size."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import tinytc
+from tinytc.ir import AllocaInst, Function, LifetimeStopInst, Program
+from tinytc.passes.lifetime import InsertLifetimeStopPass, StackPass
+from tinytc.passes.work_group_size import WorkGroupSizePass
+from tinytc.target import get_target
+
+
+def lines_after(text: str, passes: list[object]) -> list[str]:
+    program = tinytc.parse(text)
+    for p in passes:
+        p.run(program)  # type: ignore[attr-defined]
+    return [line.strip() for line in str(program).splitlines()]
+
+
+def stops(program: Program) -> list[str]:
+    return [
+        i.operands[0].name or "" for f in program.functions for i in f.walk()
+        if isinstance(i, LifetimeStopInst)
+    ]  # fmt: skip
+
+
+LIFETIMES = """
+func @k(%x: memref<f32x16>, %n: index, %c: i32) {
+  %t = alloca -> memref<f32x16>
+  %u = alloca -> memref<f32x4x4>
+  %v = subview %t[0:8] : memref<f32x16>
+  %unused = alloca -> memref<i8x3>
+  for %i = 0, %n {
+    foreach %j = 0, 8 {
+      %a = load %v[%j] : memref<f32x8>
+      store %a, %x[%j] : memref<f32x16>
+    }
+  }
+  %f = fuse %u[0,1] : memref<f32x4x4>
+  %e = expand %f[0->2x?] : memref<f32x16>
+  %gid = group_id
+  %p = cmp.gt %c, 0 : i32
+  if %p {
+    foreach %j = 0, 2 {
+      %b = load %e[%j, 1] : memref<f32x2x8>
+      store %b, %x[%j] : memref<f32x16>
+    }
+  }
+  %after = group_size
+  for %k = 0, 2 {
+    %s = alloca -> memref<i8x3>
+    foreach %q = 0, 1 {
+      store 1, %s[0] : memref<i8x3>
+    }
+    %g = group_id
+  }
+}
+"""
+
+
+def test_lifetime_stop_after_the_last_use() -> None:
+    lines = lines_after(LIFETIMES, [InsertLifetimeStopPass()])
+
+    def at(prefix: str) -> int:
+        word = re.compile(re.escape(prefix) + r"(?!\w)")  # %u must not match %unused
+        return next(k for k, line in enumerate(lines) if word.match(line))
+
+    # %t is used through the view %v inside nested loops: after the outer loop ends
+    assert lines[at("lifetime_stop %t") - 1] == "}" and at("lifetime_stop %t") < at("%f = fuse")
+    assert at("lifetime_stop %t") > at("store %a")
+    # %u is used through fuse and expand inside an if: after the if
+    assert at("%p = cmp.gt") < at("lifetime_stop %u") < at("%after = group_size")
+    assert at("lifetime_stop %u") > at("store %b")
+    # an unused alloca ends right away; one in a loop body ends in that body
+    assert at("lifetime_stop %unused") == at("%unused = alloca") + 1
+    assert at("store 1") < at("lifetime_stop %s") < at("%g = group_id")
+    assert lines[at("lifetime_stop %s") - 1] == "}"
+    assert sorted(stops(tinytc.parse("\n".join(lines)))) == ["s", "t", "u", "unused"]
+
+
+def test_no_second_lifetime_stop() -> None:
+    text = """
+func @k(%x: memref<f32x4>) {
+  %t = alloca -> memref<f32x4>
+  %v = subview %t[1:2] : memref<f32x4>
+  lifetime_stop %t
+  %w = alloca -> memref<f32x4>
+  foreach %i = 0, 4 {
+    %a = load %w[%i] : memref<f32x4>
+    store %a, %x[%i] : memref<f32x4>
+  }
+  lifetime_stop %w
+  %z = group_id
+}
+"""
+    program = tinytc.parse(text)
+    InsertLifetimeStopPass().run(program)
+    assert stops(program) == ["t", "w"]
+    InsertLifetimeStopPass().run(program)
+    assert stops(program) == ["t", "w"], "running twice changes nothing"
+
+
+def allocas(func: Function) -> dict[str, AllocaInst]:
+    return {i.result.name: i for i in func.walk() if isinstance(i, AllocaInst)}  # type: ignore[misc]
+
+
+STACK = """
+func @k(%x: memref<f32x16>) {
+  %a = alloca -> memref<f32x16>
+  %b = alloca -> memref<i8x3>
+  %c = alloca -> memref<f64x2x3>
+  lifetime_stop %a
+  %d = alloca -> memref<f32x8>
+  %e = alloca -> memref<f64x20>
+  lifetime_stop %b
+  lifetime_stop %c
+  lifetime_stop %d
+  %f = alloca -> memref<i16x96>
+  lifetime_stop %e
+  lifetime_stop %f
+  %g = alloca -> memref<f32>
+}
+"""
+
+
+def test_stack_reuses_memory_and_aligns_to_64_bytes() -> None:
+    program = tinytc.parse(STACK)
+    StackPass().run(program)
+    func = program.functions[0]
+    a = {name: (i.stack_offset, i.type.size_in_bytes()) for name, i in allocas(func).items()}
+    assert all(offset % 64 == 0 for offset, _ in a.values())
+    assert a["a"] == (0, 64) and a["b"] == (64, 3) and a["c"] == (128, 48)
+    assert a["d"][0] == 0, "d reuses the bytes of a, stopped before it"
+    assert a["e"] == (192, 160)
+    assert a["f"] == (0, 192), "f fits where a..d were"
+    assert a["g"][0] == 0
+    assert func.stack_size == 352
+
+
+def live_ranges_overlap(func: Function) -> list[tuple[str, str]]:
+    """Pairs of allocas that are live at the same time and share bytes."""
+    live: dict[str, AllocaInst] = {}
+    bad = []
+    for inst in func.walk():
+        if isinstance(inst, AllocaInst):
+            lo, hi = inst.stack_offset, inst.stack_offset + inst.type.size_in_bytes()  # type: ignore[operator]
+            for name, other in live.items():
+                o_lo = other.stack_offset
+                o_hi = o_lo + other.type.size_in_bytes()  # type: ignore[operator]
+                if lo < o_hi and o_lo < hi:
+                    bad.append((name, inst.result.name))
+            live[inst.result.name] = inst  # type: ignore[index]
+        elif isinstance(inst, LifetimeStopInst):
+            live.pop(inst.operands[0].name, None)  # type: ignore[arg-type]
+    return bad  # type: ignore[return-value]
+
+
+def test_live_allocas_never_share_bytes() -> None:
+    program = tinytc.parse(LIFETIMES)
+    InsertLifetimeStopPass().run(program)
+    StackPass().run(program)
+    func = program.functions[0]
+    assert live_ranges_overlap(func) == []
+    assert allocas(func)["s"].stack_offset == 0, "%s starts after all others ended"
+
+
+def big_allocas(count: int, size_kib: int) -> str:
+    n = size_kib * 1024 // 4
+    body = "\n".join(f"  %t{k} = alloca -> memref<f32x{n}>" for k in range(count))
+    uses = "\n".join(
+        f"  foreach %i{k} = 0, 1 {{\n    store 1.0, %t{k}[0] : memref<f32x{n}>\n  }}"
+        for k in range(count)
+    )
+    return f"func @k() {{\n{body}\n{uses}\n}}\n"
+
+
+@pytest.mark.parametrize(
+    ("target", "count", "size_kib", "fits"),
+    [("cpu", 2, 128, True), ("cpu", 3, 128, False), ("pvc", 1, 128, True),
+     ("pvc", 2, 64, True), ("pvc", 3, 64, False), ("dg2", 1, 64, True), ("dg2", 1, 80, False)],
+)  # fmt: skip
+def test_too_much_local_memory(target: str, count: int, size_kib: int, fits: bool) -> None:
+    text = big_allocas(count, size_kib)
+    if fits:
+        tinytc.compile(text, target)
+        return
+    with pytest.raises(tinytc.CompilationError, match="local memory"):
+        tinytc.compile(text, target)
+
+
+def test_stack_pass_checks_the_given_limit() -> None:
+    program = tinytc.parse(STACK)
+    with pytest.raises(tinytc.CompilationError, match="needs 352 bytes"):
+        StackPass(351).run(program)
+    StackPass(352).run(tinytc.parse(STACK))
+
+
+def kernel(attributes: str) -> Program:
+    return tinytc.parse(f"func @k(%x: memref<f32x64>) {attributes} {{\n}}\n")
+
+
+@pytest.mark.parametrize(
+    ("target", "attributes", "wgs", "sgs"),
+    [("cpu", "work_group_size(32,2) subgroup_size(16)", (32, 2), 16),
+     ("cpu", "work_group_size(4,1) subgroup_size(4)", (4, 1), 4),
+     ("cpu", "work_group_size(128,1) subgroup_size(64)", (128, 1), 64),
+     ("pvc", "work_group_size(64,4) subgroup_size(32)", (64, 4), 32),
+     ("pvc", "subgroup_size(16)", None, 16),
+     ("dg2", "work_group_size(16,4) subgroup_size(8)", (16, 4), 8),
+     ("dg2", "work_group_size(1024,1) subgroup_size(32)", (1024, 1), 32)],
+)  # fmt: skip
+def test_work_group_size_keeps_valid_attributes(
+    target: str, attributes: str, wgs: tuple[int, int] | None, sgs: int
+) -> None:
+    program = kernel(attributes)
+    WorkGroupSizePass(get_target(target)).run(program)
+    func = program.functions[0]
+    assert func.subgroup_size == sgs
+    if wgs is not None:
+        assert func.work_group_size == wgs
+    assert func.work_group_size is not None and func.work_group_size[0] % sgs == 0
+
+
+@pytest.mark.parametrize("target", ["cpu", "pvc", "dg2"])
+@pytest.mark.parametrize("attributes", ["", "work_group_size(32,2)", "work_group_size(8,2)"])
+def test_work_group_size_chooses_what_is_missing(target: str, attributes: str) -> None:
+    core = get_target(target)
+    program = kernel(attributes)
+    if attributes == "work_group_size(8,2)" and target == "pvc":
+        with pytest.raises(tinytc.CompilationError, match="subgroup"):
+            WorkGroupSizePass(core).run(program)
+        return  # pvc has no subgroup size that divides 8
+    WorkGroupSizePass(core).run(program)
+    func = program.functions[0]
+    assert func.subgroup_size in core.subgroup_sizes
+    m, n = func.work_group_size  # type: ignore[misc]
+    assert m % func.subgroup_size == 0 and m * n <= core.max_work_group_size
+    if attributes:
+        assert attributes == f"work_group_size({m},{n})", "a given work-group size is kept"
+
+
+@pytest.mark.parametrize(
+    ("target", "attributes", "message"),
+    [("pvc", "subgroup_size(8)", "subgroup size 8 is not supported by pvc"),
+     ("pvc", "work_group_size(32,1) subgroup_size(4)", "subgroup size 4 is not supported"),
+     ("dg2", "subgroup_size(64)", "subgroup size 64 is not supported by dg2"),
+     ("cpu", "subgroup_size(128)", "subgroup size 128 is not supported by cpu"),
+     ("pvc", "work_group_size(1024,2) subgroup_size(16)", "exceeds the maximum 1024"),
+     ("cpu", "work_group_size(8192,2) subgroup_size(16)", "exceeds the maximum 8192"),
+     ("dg2", "work_group_size(24,1) subgroup_size(16)", "multiple of the subgroup size")],
+)  # fmt: skip
+def test_work_group_size_rejects(target: str, attributes: str, message: str) -> None:
+    with pytest.raises(tinytc.CompilationError, match=message):
+        WorkGroupSizePass(get_target(target)).run(kernel(attributes))
+    with pytest.raises(tinytc.CompilationError):
+        tinytc.compile(kernel(attributes), target)

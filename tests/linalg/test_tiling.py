@@ -1,0 +1,223 @@
+"""The pure tiling math of tinytc.gemm, and the work-group-size pass that uses it."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+import tinytc
+from tinytc.compiler import run_pipeline
+from tinytc.gemm import (
+    MAX_COLS_PER_ITEM,
+    RESERVED_REGISTERS,
+    WORK_PER_GROUP,
+    Tiling,
+    choose_tiling,
+    entries_per_group,
+    lanes_per_register,
+    register_block,
+    subgroup_size,
+)
+from tinytc.target import CPU, DG2, PVC, CoreInfo
+
+TARGETS = [CPU, PVC, DG2]
+# Small and large register files around the real ones (7 registers is the least that holds a
+# 1 x 1 block with its A and B values besides the reserved ones).
+REGISTER_FILES = [7, 8, 12, 16, 20, 32, 64, 128, 256]
+ROWS = [None, 1, 2, 5, 8, 15, 16, 17, 31, 56, 64, 65, 100, 128, 1000]
+COLS = [None, 1, 2, 3, 5, 8, 9, 16, 17, 31, 33, 64, 100, 1000]
+
+
+def fits(mb: int, nb: int, target: CoreInfo) -> bool:
+    """mb x nb accumulators plus one A value per row and one B value per column."""
+    return mb * nb + mb + nb <= target.num_registers - RESERVED_REGISTERS
+
+
+@pytest.mark.parametrize("registers", REGISTER_FILES)
+def test_register_block_respects_the_register_budget(registers: int) -> None:
+    target = dataclasses.replace(CPU, num_registers=registers)
+    for rows in ROWS:
+        for cols in COLS:
+            for lanes in target.subgroup_sizes:
+                mb, nb = register_block(rows, cols, lanes, target)
+                assert mb >= 1 and 1 <= nb <= MAX_COLS_PER_ITEM, (rows, cols, lanes, mb, nb)
+                assert fits(mb, nb, target), (registers, rows, cols, lanes, mb, nb)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
+def test_choose_tiling_respects_the_budget_and_does_not_overshoot_rows(target: CoreInfo) -> None:
+    for rows in ROWS:
+        for cols in COLS:
+            for sgs in target.subgroup_sizes:
+                for columns_of_subgroups in (1, 2, 3):
+                    wg = (sgs, columns_of_subgroups)
+                    t = choose_tiling(rows, cols, wg, target)
+                    assert t.work_group == wg
+                    assert fits(t.rows_per_item, t.cols_per_item, target)
+                    assert t.rows_per_tile == sgs * t.rows_per_item
+                    assert t.cols_per_tile == columns_of_subgroups * t.cols_per_item
+                    if rows is not None:  # no block of rows that no lane can use
+                        assert t.rows_per_item <= max(1, math.ceil(rows / sgs)), (rows, t)
+
+
+def test_register_block_covers_the_rows_when_they_fit() -> None:
+    """A 64-row f32 output on the CPU: 4 blocks of 16 lanes, the whole column strip."""
+    assert register_block(64, 64, 16, CPU)[0] == 4
+    assert register_block(17, 3, 16, CPU)[0] == 2
+    assert register_block(16, 16, 16, CPU)[0] == 1
+    assert choose_tiling(5, 3, (16, 1), CPU).rows_per_item == 1
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
+def test_cols_per_item_spreads_columns_with_little_waste(target: CoreInfo) -> None:
+    """The widest block allowed sets the number of column tiles; the block is then as narrow
+    as that number allows, so the last tile wastes less than one column per tile."""
+    for rows in ROWS:
+        for lanes in target.subgroup_sizes:
+            widest = register_block(rows, None, lanes, target)[1]
+            for cols in range(1, 130):
+                nb = register_block(rows, cols, lanes, target)[1]
+                tiles = math.ceil(cols / nb)
+                assert nb <= widest
+                assert tiles == math.ceil(cols / widest), (rows, cols, nb, widest)
+                assert tiles * nb - cols < tiles, (rows, cols, nb)
+
+
+def test_cols_per_item_examples_on_the_cpu() -> None:
+    assert register_block(64, 9, 16, CPU) == (4, 3)  # 3 tiles of 3, not 4 + 4 + 1
+    assert register_block(64, 1, 16, CPU) == (4, 1)
+    assert register_block(16, 8, 16, CPU) == (1, 8)
+    assert register_block(16, 17, 16, CPU) == (1, 6)  # 6 + 6 + 5
+
+
+def test_dynamic_sizes_get_a_default_block() -> None:
+    assert register_block(None, None, 16, CPU) == (2, 8)  # 2 * 8 + 2 + 8 = 26 <= 28
+    assert register_block(None, 9, 16, CPU)[0] == 2
+    assert register_block(64, None, 16, CPU)[1] == register_block(64, 1000, 16, CPU)[1]
+    t = choose_tiling(None, None, (16, 2), CPU)
+    assert fits(t.rows_per_item, t.cols_per_item, CPU) and t.rows_per_item == 2
+
+
+def test_empty_output_gets_a_block() -> None:
+    """Size 0 is a valid static size: no division by zero, a block that fits."""
+    for rows, cols in ((0, 5), (5, 0), (0, 0)):
+        mb, nb = register_block(rows, cols, 16, CPU)
+        assert mb >= 1 and nb >= 1 and fits(mb, nb, CPU)
+        choose_tiling(rows, cols, (16, 1), CPU)
+
+
+def test_k_unroll_is_four() -> None:
+    """perf-cpu.md lesson 5: unroll K by 4, not 8."""
+    assert choose_tiling(64, 64, (16, 1), CPU).k_unroll == 4
+    assert Tiling((16, 1), 1, 1).k_unroll == 4
+
+
+# Subgroup sizes: the one that fills a register (perf-cpu.md lesson 7).
+
+
+@pytest.mark.parametrize(
+    ("target", "element_size", "lanes"),
+    [(CPU, 1, 64), (CPU, 2, 32), (CPU, 4, 16), (CPU, 8, 8),
+     (PVC, 2, 32), (PVC, 4, 16), (PVC, 8, 16),  # no subgroups of 8 on pvc
+     (DG2, 2, 16), (DG2, 4, 8), (DG2, 8, 8)],
+    ids=str,
+)  # fmt: skip
+def test_lanes_per_register(target: CoreInfo, element_size: int, lanes: int) -> None:
+    assert lanes_per_register(element_size, target) == lanes
+    assert lanes in target.subgroup_sizes
+
+
+@pytest.mark.parametrize(
+    ("rows", "element_size", "target", "want"),
+    [(None, 4, CPU, 16), (None, 8, CPU, 8), (64, 4, CPU, 16), (64, 8, CPU, 8),
+     (8, 4, CPU, 8), (8, 8, CPU, 8), (5, 4, CPU, 8), (1, 4, CPU, 4), (17, 4, CPU, 16),
+     (16, 2, CPU, 16), (1, 8, PVC, 16), (8, 4, PVC, 16), (None, 4, PVC, 16),
+     (1, 4, DG2, 8), (None, 4, DG2, 8), (16, 2, DG2, 16)],
+    ids=str,
+)  # fmt: skip
+def test_subgroup_size(rows: int | None, element_size: int, target: CoreInfo, want: int) -> None:
+    assert subgroup_size(rows, element_size, target) == want
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
+def test_subgroup_size_is_always_supported(target: CoreInfo) -> None:
+    for rows in ROWS:
+        for size in (1, 2, 4, 8):
+            lanes = subgroup_size(rows, size, target)
+            assert lanes in target.subgroup_sizes
+            assert lanes <= lanes_per_register(size, target)
+
+
+# Batch entries per work-group (perf-cpu.md lesson 3).
+
+
+def test_entries_per_group_on_the_cpu() -> None:
+    assert entries_per_group(8 * 8 * 8, CPU) == 64  # tiny GEMMs: the most the target takes
+    assert entries_per_group(1, CPU) == 64
+    assert entries_per_group(16 * 16 * 16, CPU) == 8
+    assert entries_per_group(32 * 32 * 32, CPU) == 1
+    assert entries_per_group(64 * 64 * 64, CPU) == 1
+    assert entries_per_group(None, CPU) == 1  # dynamic sizes: unknown work
+    assert entries_per_group(0, CPU) == 1
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
+def test_entries_per_group_is_a_bounded_power_of_two(target: CoreInfo) -> None:
+    previous = None
+    for work in range(1, 70000, 97):
+        n = entries_per_group(work, target)
+        assert n & (n - 1) == 0 and 1 <= n <= max(1, target.max_entries_per_group)
+        assert n == 1 or n * work <= WORK_PER_GROUP
+        assert previous is None or n <= previous  # more work, fewer entries
+        previous = n
+
+
+@pytest.mark.parametrize("target", [PVC, DG2], ids=lambda t: t.name)
+def test_gpus_run_one_entry_per_group(target: CoreInfo) -> None:
+    assert entries_per_group(8 * 8 * 8, target) == 1
+
+
+# The work-group-size pass.
+
+
+def chosen(text: str, target: CoreInfo) -> tuple[int | None, tuple[int, int] | None, int]:
+    func = run_pipeline(tinytc.parse(text), target).functions[0]
+    return func.subgroup_size, func.work_group_size, func.batch_per_group
+
+
+def gemm_kernel(t: str, m: int, n: int, k: int, attrs: str = "") -> str:
+    a, b, c = (f"memref<{t}x{x}x{y}>" for x, y in ((m, k), (k, n), (m, n)))
+    return (f"func @k(%a: {a}, %b: {b}, %c: {c}){attrs} {{\n"
+            f"  gemm.n.n 1.0, %a, %b, 0.0, %c : {t}, {a}, {b}, {t}, {c}\n}}")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "target", "want"),
+    [(gemm_kernel("f32", 64, 64, 64), CPU, (16, (16, 1), 1)),
+     (gemm_kernel("f64", 64, 64, 64), CPU, (8, (8, 1), 1)),
+     (gemm_kernel("f32", 8, 8, 8), CPU, (8, (8, 1), 64)),
+     (gemm_kernel("f32", 16, 16, 16), CPU, (16, (16, 1), 8)),
+     (gemm_kernel("f32", 8, 8, 8), PVC, (16, (16, 1), 1)),
+     (gemm_kernel("f32", 64, 64, 64), DG2, (8, (8, 1), 1)),
+     (gemm_kernel("f32", 8, 8, 8, " work_group_size(32,2) subgroup_size(16)"), CPU,
+      (16, (32, 2), 1)),
+     (gemm_kernel("f32", 8, 8, 8, " subgroup_size(32)"), CPU, (32, (32, 1), 64))],
+    ids=["f32-64", "f64-64", "f32-8", "f32-16", "pvc-8", "dg2-64", "attrs", "subgroup-attr"],
+)  # fmt: skip
+def test_work_group_size_pass(text: str, target: CoreInfo, want: tuple) -> None:
+    assert chosen(text, target) == want
+
+
+@pytest.mark.parametrize(
+    ("attrs", "target", "message"),
+    [(" subgroup_size(8)", PVC, "subgroup size 8 is not supported by pvc"),
+     (" subgroup_size(128)", CPU, "subgroup size 128 is not supported by cpu"),
+     (" work_group_size(24,1) subgroup_size(16)", CPU, "multiple of the subgroup size"),
+     (" work_group_size(8,1)", PVC, "8 is not a multiple of the subgroup size 16"),
+     (" work_group_size(64,32) subgroup_size(16)", PVC, "exceeds the maximum 1024")],
+)  # fmt: skip
+def test_work_group_size_attributes_are_checked(attrs: str, target: CoreInfo, message: str) -> None:
+    with pytest.raises(tinytc.CompilationError, match=message):
+        chosen(gemm_kernel("f32", 8, 8, 8, attrs), target)
