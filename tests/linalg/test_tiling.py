@@ -10,8 +10,9 @@ import pytest
 import tinytc
 from tinytc.compiler import run_pipeline
 from tinytc.gemm import (
+    ACCUMULATORS,
     MAX_COLS_PER_ITEM,
-    RESERVED_REGISTERS,
+    MAX_ROW_BLOCKS,
     WORK_PER_GROUP,
     Tiling,
     choose_tiling,
@@ -23,16 +24,17 @@ from tinytc.gemm import (
 from tinytc.target import CPU, DG2, PVC, CoreInfo
 
 TARGETS = [CPU, PVC, DG2]
-# Small and large register files around the real ones (7 registers is the least that holds a
-# 1 x 1 block with its A and B values besides the reserved ones).
-REGISTER_FILES = [7, 8, 12, 16, 20, 32, 64, 128, 256]
+# Small and large register files around the real ones (2 registers hold a 1 x 1 block).
+REGISTER_FILES = [2, 7, 8, 12, 16, 20, 32, 64, 128, 256]
 ROWS = [None, 1, 2, 5, 8, 15, 16, 17, 31, 56, 64, 65, 100, 128, 1000]
 COLS = [None, 1, 2, 3, 5, 8, 9, 16, 17, 31, 33, 64, 100, 1000]
 
 
 def fits(mb: int, nb: int, target: CoreInfo) -> bool:
-    """mb x nb accumulators plus one A value per row and one B value per column."""
-    return mb * nb + mb + nb <= target.num_registers - RESERVED_REGISTERS
+    """At most ACCUMULATORS block entries, half the register file at most (the other half
+    holds the A and B values of the unrolled K steps), and at most MAX_ROW_BLOCKS rows."""
+    limit = min(ACCUMULATORS, target.num_registers // 2)
+    return mb * nb <= limit and mb <= MAX_ROW_BLOCKS
 
 
 @pytest.mark.parametrize("registers", REGISTER_FILES)
@@ -71,31 +73,32 @@ def test_register_block_covers_the_rows_when_they_fit() -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
-def test_cols_per_item_spreads_columns_with_little_waste(target: CoreInfo) -> None:
-    """The widest block allowed sets the number of column tiles; the block is then as narrow
-    as that number allows, so the last tile wastes less than one column per tile."""
+def test_cols_per_item_divides_the_columns(target: CoreInfo) -> None:
+    """No ragged last column tile (its guards cost 2-6x): the block width divides a static
+    column count, and is the widest such width the budget allows."""
     for rows in ROWS:
         for lanes in target.subgroup_sizes:
             widest = register_block(rows, None, lanes, target)[1]
             for cols in range(1, 130):
                 nb = register_block(rows, cols, lanes, target)[1]
-                tiles = math.ceil(cols / nb)
-                assert nb <= widest
-                assert tiles == math.ceil(cols / widest), (rows, cols, nb, widest)
-                assert tiles * nb - cols < tiles, (rows, cols, nb)
+                assert cols % nb == 0 and nb <= widest, (rows, cols, nb)
+                wider = [d for d in range(nb + 1, widest + 1) if cols % d == 0]
+                assert not wider, (rows, cols, nb, wider)
 
 
 def test_cols_per_item_examples_on_the_cpu() -> None:
     assert register_block(64, 9, 16, CPU) == (4, 3)  # 3 tiles of 3, not 4 + 4 + 1
+    assert register_block(64, 64, 16, CPU) == (4, 2)
+    assert register_block(32, 32, 16, CPU) == (2, 4)
     assert register_block(64, 1, 16, CPU) == (4, 1)
     assert register_block(16, 8, 16, CPU) == (1, 8)
-    assert register_block(16, 17, 16, CPU) == (1, 6)  # 6 + 6 + 5
+    assert register_block(16, 17, 16, CPU) == (1, 1)  # 17 is prime: 17 tiles of 1
 
 
 def test_dynamic_sizes_get_a_default_block() -> None:
-    assert register_block(None, None, 16, CPU) == (2, 8)  # 2 * 8 + 2 + 8 = 26 <= 28
-    assert register_block(None, 9, 16, CPU)[0] == 2
-    assert register_block(64, None, 16, CPU)[1] == register_block(64, 1000, 16, CPU)[1]
+    assert register_block(None, None, 16, CPU) == (2, 6)
+    assert register_block(None, 9, 16, CPU) == (2, 3)
+    assert register_block(64, None, 16, CPU)[1] == 3
     t = choose_tiling(None, None, (16, 2), CPU)
     assert fits(t.rows_per_item, t.cols_per_item, CPU) and t.rows_per_item == 2
 
@@ -131,7 +134,8 @@ def test_lanes_per_register(target: CoreInfo, element_size: int, lanes: int) -> 
 
 @pytest.mark.parametrize(
     ("rows", "element_size", "target", "want"),
-    [(None, 4, CPU, 16), (None, 8, CPU, 8), (64, 4, CPU, 16), (64, 8, CPU, 8),
+    [(None, 4, CPU, 16), (None, 8, CPU, 8), (64, 4, CPU, 16), (64, 8, CPU, 16),
+     (32, 8, CPU, 8), (56, 8, CPU, 16), (100, 4, CPU, 32),
      (8, 4, CPU, 8), (8, 8, CPU, 8), (5, 4, CPU, 8), (1, 4, CPU, 4), (17, 4, CPU, 16),
      (16, 2, CPU, 16), (1, 8, PVC, 16), (8, 4, PVC, 16), (None, 4, PVC, 16),
      (1, 4, DG2, 8), (None, 4, DG2, 8), (16, 2, DG2, 16)],
@@ -147,7 +151,10 @@ def test_subgroup_size_is_always_supported(target: CoreInfo) -> None:
         for size in (1, 2, 4, 8):
             lanes = subgroup_size(rows, size, target)
             assert lanes in target.subgroup_sizes
-            assert lanes <= lanes_per_register(size, target)
+            # twice a register at most, and only to keep a column within MAX_ROW_BLOCKS
+            assert lanes <= 2 * lanes_per_register(size, target)
+            if lanes > lanes_per_register(size, target):
+                assert rows is not None and rows > MAX_ROW_BLOCKS * lanes_per_register(size, target)
 
 
 # Batch entries per work-group (perf-cpu.md lesson 3).
@@ -196,11 +203,11 @@ def gemm_kernel(t: str, m: int, n: int, k: int, attrs: str = "") -> str:
 @pytest.mark.parametrize(
     ("text", "target", "want"),
     [(gemm_kernel("f32", 64, 64, 64), CPU, (16, (16, 1), 1)),
-     (gemm_kernel("f64", 64, 64, 64), CPU, (8, (8, 1), 1)),
+     (gemm_kernel("f64", 64, 64, 64), CPU, (16, (16, 1), 1)),
      (gemm_kernel("f32", 8, 8, 8), CPU, (8, (8, 1), 64)),
      (gemm_kernel("f32", 16, 16, 16), CPU, (16, (16, 1), 8)),
      (gemm_kernel("f32", 8, 8, 8), PVC, (16, (16, 1), 1)),
-     (gemm_kernel("f32", 64, 64, 64), DG2, (8, (8, 1), 1)),
+     (gemm_kernel("f32", 64, 64, 64), DG2, (16, (16, 1), 1)),
      (gemm_kernel("f32", 8, 8, 8, " work_group_size(32,2) subgroup_size(16)"), CPU,
       (16, (32, 2), 1)),
      (gemm_kernel("f32", 8, 8, 8, " subgroup_size(32)"), CPU, (32, (32, 1), 64))],

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from ..target import CoreInfo
 
-RESERVED_REGISTERS = 4  # addresses, loop counters and temporaries besides the block
+ACCUMULATORS = 12  # register-block entries per lane
+MAX_ROW_BLOCKS = 4
 MAX_COLS_PER_ITEM = 8
 
 
@@ -43,29 +44,40 @@ def lanes_per_register(element_size: int, target: CoreInfo) -> int:
 
 
 def subgroup_size(rows: int | None, element_size: int, target: CoreInfo) -> int:
-    """Lanes that fill a register, fewer for short columns (no idle lanes at n=8)."""
+    """Lanes that fill a register; fewer for short columns (no idle lanes at n=8), twice as
+    many when the column would need more than MAX_ROW_BLOCKS blocks of rows (f64 at n=64:
+    measured 119 against 83 GFLOP/s), since a row loop costs more than wider registers."""
     lanes = lanes_per_register(element_size, target)
-    if rows is not None:
-        fitting = [s for s in target.subgroup_sizes if s >= rows]
-        if fitting and fitting[0] < lanes:
-            lanes = fitting[0]
+    if rows is None:
+        return lanes
+    fitting = [s for s in target.subgroup_sizes if s >= rows]
+    if fitting and fitting[0] < lanes:
+        return fitting[0]
+    wider = [s for s in target.subgroup_sizes if lanes < s <= 2 * lanes]
+    if math.ceil(rows / lanes) > MAX_ROW_BLOCKS and wider:
+        return wider[0]
     return lanes
 
 
 def register_block(
     rows: int | None, cols: int | None, lanes: int, target: CoreInfo
 ) -> tuple[int, int]:
-    """(rows_per_item, cols_per_item): a block of accumulators that, with one A value per row
-    and one B value per column, fits in the vector registers (lesson 7: past the register
-    file, throughput collapses)."""
-    budget = target.num_registers - RESERVED_REGISTERS
+    """(rows_per_item, cols_per_item): at most ACCUMULATORS values per lane in at most
+    MAX_ROW_BLOCKS blocks of rows, and a number of columns that divides a static column
+    count, so that no tile is ragged.
+
+    Measured on the CPU (n = 8..64 and the tutorial chain, f32 and f64): 2x4, 4x2, 4x3 and
+    1x8 blocks run best; a ragged last column tile (guards around every store) or a row
+    loop (more than MAX_ROW_BLOCKS blocks) costs 2-6x, and wider blocks spill once the K
+    unroll keeps their A and B values live (perf-cpu.md lesson 7).
+    """
+    accumulators = min(ACCUMULATORS, max(target.num_registers // 2, 1))
     mb = max(math.ceil(rows / lanes), 1) if rows is not None else 2
-    mb = max(1, min(mb, budget // 2 - 1))
-    nb_max = max(1, min(MAX_COLS_PER_ITEM, (budget - mb) // (mb + 1)))
-    if cols is None:
+    mb = min(mb, MAX_ROW_BLOCKS, accumulators)
+    nb_max = max(1, min(MAX_COLS_PER_ITEM, accumulators // mb))
+    if cols is None or cols == 0:
         return mb, nb_max
-    tiles = max(math.ceil(cols / nb_max), 1)
-    return mb, max(math.ceil(cols / tiles), 1)  # as wide as allowed, little waste at the end
+    return mb, max(d for d in range(1, min(nb_max, cols) + 1) if cols % d == 0)
 
 
 def choose_tiling(
