@@ -26,7 +26,7 @@ from ..ir.instructions.memref import ExpandInst, FuseInst, SubviewInst
 
 VIEWS = (SubviewInst, ExpandInst, FuseInst)
 STACK_ALIGNMENT = 64  # bytes; enough for any vector or block access
-STAGE_MIN_ROWS = 32  # measured: below, the copy and its barriers cost more than gathers
+STAGE_MIN_ROWS = 16  # measured: below, the copy and its barriers cost more than gathers
 
 
 def _derived(value: Value) -> set[Value]:
