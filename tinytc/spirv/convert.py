@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import ir
+import numpy as np
+
+from .. import bf16, ir
 from ..errors import CompilationError
 from ..target import CoreInfo
 from ._grammar import (
@@ -103,6 +105,8 @@ class Lowering:
     def const(self, t: ir.ScalarType, value: int | float) -> Id:
         if t.is_bool:
             return self.m.constant(self.m.type_bool(), bool(value))
+        if t == ir.BF16:  # computed in f32, but the constant has bf16's precision
+            value = float(bf16.round_to_bf16(np.float32(value)))
         return self.m.constant(self.scalar_type(t), value)
 
     def u32(self, value: int) -> Id:

@@ -66,13 +66,28 @@ def _for(lo: Lowering, inst: ir.ForInst) -> None:
 
 @converts(ir.ForeachInst)
 def _foreach(lo: Lowering, inst: ir.ForeachInst) -> None:
-    """Iterations are dealt round-robin to the work-items of the work-group."""
-    t = inst.loop_type
+    """Iterations are dealt round-robin to the work-items of the work-group. A work-item
+    enters only when its first iteration lies in the range, so from + local id never wraps
+    around the loop type; a step the type cannot hold becomes its largest unsigned value,
+    which leaves one iteration per work-item (the loop goes on while step < stop - var)."""
+    t, boolean = inst.loop_type, lo.m.type_bool()
+    rt = lo.scalar_type(t)
     assert lo.func is not None and lo.func.work_group_size is not None
     wgs0, wgs1 = lo.func.work_group_size
     x = lo.builtin_component(BuiltIn.LocalInvocationId, 0)
     y = lo.builtin_component(BuiltIn.LocalInvocationId, 1)
-    linear = lo.add(x, lo.mul(y, wgs0))
-    local = convert(lo, lo.as_id(linear), ir.U64, t) if t.bits != 64 else lo.as_id(linear)
-    start = lo.op(Op.IAdd, lo.scalar_type(t), lo.get(inst.operands[0]), local)
-    loop(lo, inst, start, lo.const(t, wgs0 * wgs1))
+    linear = lo.as_id(lo.add(x, lo.mul(y, wgs0)))
+    first, stop = lo.get(inst.operands[0]), lo.get(inst.operands[1])
+    count = lo.op(Op.ISub, rt, stop, first)  # exact, read as unsigned, when first < stop
+    if t.bits != 64:
+        count = lo.op(Op.UConvert, lo.i64, count)
+    less = Op.ULessThan if t.kind == "uint" else Op.SLessThan
+    nonempty = lo.op(less, boolean, first, stop)
+    enters = lo.op(Op.LogicalAnd, boolean, nonempty, lo.op(Op.ULessThan, boolean, linear, count))
+    step = lo.const(t, min(wgs0 * wgs1, 2**t.bits - 1))
+
+    def deal() -> None:
+        local = convert(lo, linear, ir.U64, t) if t.bits != 64 else linear
+        loop(lo, inst, lo.op(Op.IAdd, rt, first, local), step)
+
+    lo.if_then(enters, deal)

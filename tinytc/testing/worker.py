@@ -1,4 +1,4 @@
-"""Crash-isolated execution, and the differential checks of generated cases.
+"""Crash-isolated execution of kernels.
 
 The CPU runtime kills its host process on some inputs (runtime-cpu.md section 3), so kernels
 run in a worker: a child process (``python -m tinytc.testing.worker``) that serves requests
@@ -8,37 +8,26 @@ over a socket until it dies. ``Worker.run`` sends a program and its calls and re
 'timeout' (killed after ``timeout`` seconds). A worker is reused across programs and
 restarted after a crash, a timeout or ``restart_every`` programs.
 
-``check_static`` and ``check_execution`` are the differential properties of the fuzzer;
-each raises ``FuzzFailure`` (one subclass per kind of failure, so that hypothesis keeps the
-kind while it shrinks) with the program text in its message.
+The differential checks that use a worker are in ``tinytc.testing.checks``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-import numpy as np
-
-from .. import bf16
-from ..errors import CompilationError
-from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
-from ..target import CoreInfo, get_target
-from .strategies import ArrayArg, Argument, Case, GroupArg, call_arguments, tolerance
-
-TARGETS = ("cpu", "pvc", "dg2")
+from .case import Argument, call_arguments
+from .checks import compile_case
 
 
 @dataclass
@@ -72,6 +61,7 @@ class Worker:
         self.close()
 
     def start(self) -> None:
+        """Start a child process (with a cache directory of its own) and connect to it."""
         parent, child = socket.socketpair()
         self.home = tempfile.mkdtemp(prefix="tinytc-worker-")
         self.stderr = open(os.path.join(self.home, "stderr"), "w+b")  # noqa: SIM115
@@ -131,9 +121,13 @@ class Worker:
             return Outcome("ok", results=payload)
         return Outcome("error", message=payload)
 
-    def run(self, text: str, calls: Sequence[Call]) -> Outcome:
-        """Compile ``text`` with tinytc.jit and call kernels: (name, arguments, howmany)."""
-        return self.request({"op": "run", "text": text, "calls": [tuple(c) for c in calls]})
+    def run(
+        self, text: str, calls: Sequence[Call], opt_level: int = 2, tiling: int | None = None
+    ) -> Outcome:
+        """Compile ``text`` as tinytc.jit does (at ``opt_level``, with random tilings if
+        ``tiling`` is a seed) and call kernels: (name, arguments, howmany)."""
+        message = {"op": "run", "text": text, "calls": [tuple(c) for c in calls]}
+        return self.request(message | {"opt_level": opt_level, "tiling": tiling})
 
     def build(self, binary: bytes) -> Outcome:
         """Hand a SPIR-V module to the runtime as it is (unvalidated: it may kill the worker)."""
@@ -142,7 +136,6 @@ class Worker:
 
 def serve(conn: Connection) -> None:
     """The worker's loop: answer requests until the parent closes the connection."""
-    import tinytc
     from tinytc.runtime import cache, default_context, default_device
 
     queue = None
@@ -155,210 +148,44 @@ def serve(conn: Connection) -> None:
             if queue is None:
                 cl = __import__("pyopencl")
                 queue = cl.CommandQueue(default_context(), default_device())
-            if message["op"] == "run":
-                kernels = tinytc.jit(message["text"], queue)
-                results = []
-                for name, args, howmany in message["calls"]:
-                    getattr(kernels, name)(*call_arguments(args), howmany=howmany)
-                    results.append(list(args))
-                conn.send(("ok", results))
-            elif message["op"] == "build":
-                cl = __import__("pyopencl")
-                cl.Program(queue.context, message["binary"]).build()
-                conn.send(("ok", []))
-            else:
-                conn.send(("error", f"unknown request {message['op']!r}"))
+            conn.send(_answer(message, queue))
         except Exception as e:  # reported to the parent, which decides
             conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
         finally:
             cache._memory.clear()  # programs are not reused: keep the worker's memory flat
 
 
-# Differential checks
+def _answer(message: dict[str, Any], queue: Any) -> tuple[str, Any]:
+    """Carry out one request: ('ok', the arguments after each call) or ('error', why)."""
+    if message["op"] == "run":
+        opt_level, tiling = message.get("opt_level", 2), message.get("tiling")
+        kernels = _load(message["text"], queue, opt_level, tiling)
+        results = []
+        for name, args, howmany in message["calls"]:
+            getattr(kernels, name)(*call_arguments(args), howmany=howmany)
+            results.append(list(args))
+        return ("ok", results)
+    if message["op"] == "build":
+        cl = __import__("pyopencl")
+        cl.Program(queue.context, message["binary"]).build()
+        return ("ok", [])
+    return ("error", f"unknown request {message['op']!r}")
 
 
-class FuzzFailure(AssertionError):
-    """A property of a generated case does not hold; ``kind`` says which."""
-
-    kind = "failure"
-
-    def __init__(self, message: str, text: str = "") -> None:
-        self.message = message
-        self.text = text
-        super().__init__(f"[{self.kind}] {message}" + (f"\n--- program ---\n{text}" if text else ""))
-
-
-_KINDS: dict[str, type[FuzzFailure]] = {}
-
-
-def failure(kind: str, message: str, text: str = "") -> FuzzFailure:
-    """A FuzzFailure of a class of its own per kind."""
-    if kind not in _KINDS:
-        name = "Fuzz_" + re.sub(r"\W", "_", kind)
-        _KINDS[kind] = type(name, (FuzzFailure,), {"kind": kind})
-    return _KINDS[kind](message, text)
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float, what: str, text: str = "") -> Iterator[None]:
-    """Raise a 'hang' failure when the block takes longer (main thread only)."""
-
-    def expired(signum: int, frame: Any) -> None:
-        raise failure("hang", f"{what} took longer than {seconds} s", text)
-
-    if seconds <= 0 or os.name != "posix":
-        yield
-        return
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def uses_f64(text: str) -> bool:
-    return "f64" in text
-
-
-def expected_error(program: Program, text: str, target: CoreInfo) -> str | None:
-    """A pattern of the CompilationError the target must give, or None if it must compile."""
-    patterns = []
-    if not target.fp64 and uses_f64(text):
-        patterns.append(r"f64|fp64|double")
-    for func in program.functions:
-        sgs, wgs = func.subgroup_size, func.work_group_size
-        if sgs is not None and sgs not in target.subgroup_sizes:
-            patterns.append(r"subgroup size")
-        if wgs is not None and sgs is None and not any(wgs[0] % s == 0 for s in target.subgroup_sizes):
-            patterns.append(r"multiple of the subgroup size")
-        if wgs is not None and wgs[0] * wgs[1] > target.max_work_group_size:
-            patterns.append(r"exceeds")
-    return "|".join(patterns) or None
-
-
-def check_static(case: Case, targets: Sequence[str] = TARGETS, seconds: float = 60.0) -> None:
-    """check-ir accepts the program, it prints back to the same text, it compiles for every
-    target (or fails as the target must) to modules spirv-val accepts, the same each time."""
+def _load(text: str, queue: Any, opt_level: int, tiling: int | None) -> Any:
+    """tinytc.jit at an optimization level (and with random tilings)."""
     import tinytc
-    from tinytc.spirv.tools import SpirvValidationError, validate
+    from tinytc.runtime.device import core_info_from_device
+    from tinytc.runtime.jit import Kernels
 
-    text = case.text
-    try:
-        program = tinytc.parse(text)
-    except CompilationError as e:
-        raise failure("check-ir", str(e), text) from None
-    printed = str(program)
-    if printed != text:
-        raise failure("round-trip", f"parse and print gives\n{printed}", text)
-    for name in targets:
-        target = get_target(name)
-        expected = expected_error(program, text, target)
-        try:
-            with time_limit(seconds, f"compiling for {name}", text):
-                binary = tinytc.compile(text, target)
-                again = tinytc.compile(tinytc.parse(text), target)
-        except CompilationError as e:
-            if expected is None or not re.search(expected, e.message):
-                raise failure(f"compile-{name}", str(e), text) from None
-            continue
-        except FuzzFailure:
-            raise
-        except Exception as e:
-            raise failure(f"exception-{name}", _exception(e), text) from None
-        if expected is not None:
-            raise failure(f"expected-error-{name}", f"no error matching /{expected}/", text)
-        if binary != again:
-            raise failure(f"nondeterministic-{name}", "two compilations differ", text)
-        try:
-            validate(binary)
-        except SpirvValidationError as e:
-            raise failure(f"spirv-val-{name}", str(e), text) from None
-
-
-def _exception(e: BaseException) -> str:
-    frames = traceback.extract_tb(e.__traceback__)
-    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-    return f"{type(e).__name__}{where}: {e}"
-
-
-def check_execution(case: Case, worker: Worker) -> None:
-    """Every kernel run on the CPU runtime (in the worker) writes what tinytc.reference
-    writes, integers exactly and floats within the tolerance of their type and work."""
-    import tinytc
-    from tinytc import reference
-
-    text = case.text
-    program = tinytc.parse(text)
-    if expected_error(program, text, get_target("cpu")) is not None:
-        return
-    calls = [(k.name, k.arguments(), k.howmany) for k in case.kernels]
-    outcome = worker.run(text, calls)
-    if outcome.status != "ok":
-        raise failure(outcome.status, outcome.message, text)
-    assert outcome.results is not None
-    for k, got in zip(case.kernels, outcome.results):
-        want = k.arguments()
-        try:
-            reference.run(program, k.name, call_arguments(want), k.howmany)
-        except Exception as e:
-            raise failure("reference", _exception(e), text) from None
-        func = program.function(k.name)
-        for param, g, w in zip(func.params, got, want):
-            for i, (gb, wb) in enumerate(_buffers(g, w)):
-                problem = compare(gb, wb, _element(param.type), k.work)
-                if problem:
-                    where = f"@{k.name} %{param.name}" + (f"[{i}]" if isinstance(g, GroupArg) else "")
-                    raise failure("mismatch", f"{where}: {problem}", text)
-
-
-def _buffers(got: Argument, want: Argument) -> list[tuple[np.ndarray, np.ndarray]]:
-    if isinstance(got, ArrayArg) and isinstance(want, ArrayArg):
-        return [(got.buffer, want.buffer)]
-    if isinstance(got, GroupArg) and isinstance(want, GroupArg):
-        return [(g.buffer, w.buffer) for g, w in zip(got.members, want.members)]
-    return []
-
-
-def _element(t: Any) -> ScalarType:
-    if isinstance(t, GroupType):
-        return t.memref.element
-    return t.element if isinstance(t, MemrefType) else t
-
-
-def compare(got: np.ndarray, want: np.ndarray, element: ScalarType, work: float) -> str:
-    """Why got differs from want ('' if it does not): integers must be equal, floats must
-    have NaN and infinities where want has them and be within tolerance(element, work)
-    relative to 1 + the largest magnitude of want."""
-    if not element.is_float:
-        bad = np.flatnonzero(got != want)
-        if bad.size:
-            return f"{element} differs at {bad[:8].tolist()}: got {got[bad[:8]]}, want {want[bad[:8]]}"
-        return ""
-    if element == BF16:
-        got, want = bf16.from_bits(got), bf16.from_bits(want)
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    special = ~np.isfinite(w) | ~np.isfinite(g)
-    if not np.array_equal(np.isnan(g), np.isnan(w)) or not np.array_equal(
-        g[np.isinf(g) | np.isinf(w)], w[np.isinf(g) | np.isinf(w)]
-    ):
-        where = np.flatnonzero(special)[:8]
-        return f"NaN or infinity differ at {where.tolist()}: got {g[where]}, want {w[where]}"
-    finite = ~special
-    if not finite.any():
-        return ""
-    scale = 1.0 + float(np.max(np.abs(w[finite])))
-    diff = np.abs(g - w) * finite
-    err = float(np.max(diff)) / scale
-    limit = tolerance(element, work)
-    if err > limit:
-        at = np.flatnonzero(diff > limit * scale)[:8]
-        return f"{element} error {err:.3g} > {limit:.3g} at {at.tolist()}: got {g[at]}, want {w[at]}"
-    return ""
+    if opt_level == 2 and tiling is None:
+        return tinytc.jit(text, queue)
+    program, binary = compile_case(text, core_info_from_device(queue.device), opt_level, tiling)
+    return Kernels(program, binary, queue)
 
 
 def main(argv: Sequence[str]) -> None:
+    """The child process: serve the socket whose file descriptor is argv[0]."""
     fd = int(argv[0])
     sock = socket.socket(fileno=fd)
     serve(Connection(sock.detach()))

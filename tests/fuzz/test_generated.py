@@ -1,0 +1,25 @@
+"""Differential properties of generated programs: check-ir accepts them, they print back to
+the same text, every target compiles them (or refuses as it must) to modules spirv-val accepts,
+twice to the same bytes, and the CPU runtime computes what tinytc.reference computes."""
+
+from __future__ import annotations
+
+from fuzz_support import CI_LIMITS, ci_settings
+from hypothesis import given
+
+from tinytc.testing.case import Case
+from tinytc.testing.checks import check_execution, check_static
+from tinytc.testing.strategies import cases
+from tinytc.testing.worker import Worker
+
+
+@ci_settings(300)
+@given(cases(CI_LIMITS))
+def test_generated_programs_compile_for_every_target(case: Case) -> None:
+    check_static(case)
+
+
+@ci_settings(1200)
+@given(case=cases(CI_LIMITS))
+def test_generated_programs_run_as_the_reference(worker: Worker, case: Case) -> None:
+    check_execution(case, worker)

@@ -1,0 +1,305 @@
+"""The differential checks of generated cases and malformed input.
+
+``check_static`` (the compile-time properties of a case on every target), ``check_malformed``
+(any text compiles or is diagnosed inside the text) and ``check_execution`` (the CPU runtime
+computes what ``tinytc.reference`` computes, run in a crash-isolated ``Worker``) each raise
+``FuzzFailure`` (one subclass per kind of failure, so that hypothesis keeps the kind while it
+shrinks) with the program text in its message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import traceback
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import bf16
+from ..errors import CompilationError
+from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
+from ..target import CoreInfo, get_target
+from .case import Argument, ArrayArg, Case, GroupArg, KernelCase, call_arguments
+from .intervals import tolerance
+
+if TYPE_CHECKING:
+    from .worker import Worker
+
+TARGETS = ("cpu", "pvc", "dg2")
+
+
+class FuzzFailure(AssertionError):
+    """A property of a generated case does not hold; ``kind`` says which."""
+
+    kind = "failure"
+
+    def __init__(self, message: str, text: str = "") -> None:
+        self.message = message
+        self.text = text
+        super().__init__(
+            f"[{self.kind}] {message}" + (f"\n--- program ---\n{text}" if text else "")
+        )
+
+
+_KINDS: dict[str, type[FuzzFailure]] = {}
+
+
+def failure(kind: str, message: str, text: str = "") -> FuzzFailure:
+    """A FuzzFailure of a class of its own per kind."""
+    if kind not in _KINDS:
+        name = "Fuzz_" + re.sub(r"\W", "_", kind)
+        _KINDS[kind] = type(name, (FuzzFailure,), {"kind": kind})
+    return _KINDS[kind](message, text)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str, text: str = "") -> Iterator[None]:
+    """Raise a 'hang' failure when the block takes longer (main thread only)."""
+
+    def expired(signum: int, frame: Any) -> None:
+        raise failure("hang", f"{what} took longer than {seconds} s", text)
+
+    if seconds <= 0 or os.name != "posix":
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def retile(program: Program, seed: int) -> None:
+    """Give every collective instruction a random tiling (as an autotuner may, between the
+    tile-linalg pass and the lowering)."""
+    import random
+
+    from tinytc.gemm import Tiling
+    from tinytc.ir import LinalgInst
+
+    rng = random.Random(seed)
+    for func in program.functions:
+        assert func.work_group_size is not None
+        for inst in func.walk():
+            if isinstance(inst, LinalgInst):
+                rows, cols, k = rng.randint(1, 4), rng.randint(1, 8), rng.choice([1, 2, 3, 4])
+                inst.tiling = Tiling(func.work_group_size, rows, cols, k)
+
+
+def compile_case(
+    text: str, target: CoreInfo, opt_level: int = 2, tiling: int | None = None
+) -> tuple[Program, bytes]:
+    """The pipeline of tinytc.compile, with random tilings when ``tiling`` is a seed."""
+    import tinytc
+    from tinytc.compiler import run_pipeline
+    from tinytc.spirv.convert import lower
+
+    program = run_pipeline(tinytc.parse(text), target, opt_level)
+    if tiling is not None:
+        retile(program, tiling)
+    return program, lower(program, target).assemble()
+
+
+def expected_error(program: Program, text: str, target: CoreInfo) -> str | None:
+    """A pattern of the CompilationError the target must give, or None if it must compile."""
+    patterns = []
+    if not target.fp64 and "f64" in text:
+        patterns.append(r"f64|fp64|double")
+    for func in program.functions:
+        sgs, wgs = func.subgroup_size, func.work_group_size
+        if sgs is not None and sgs not in target.subgroup_sizes:
+            patterns.append(r"subgroup size")
+        if (
+            wgs is not None
+            and sgs is None
+            and not any(wgs[0] % s == 0 for s in target.subgroup_sizes)
+        ):
+            patterns.append(r"multiple of the subgroup size")
+        if wgs is not None and wgs[0] * wgs[1] > target.max_work_group_size:
+            patterns.append(r"exceeds")
+    return "|".join(patterns) or None
+
+
+def check_static(case: Case, targets: Sequence[str] = TARGETS, seconds: float = 60.0) -> None:
+    """check-ir accepts the program, it prints back to the same text, it compiles for every
+    target (or fails as the target must) to modules spirv-val accepts, the same each time."""
+    program = _check_printing(case)
+    for name in targets:
+        _check_target(case, program, name, seconds)
+
+
+def _check_printing(case: Case) -> Program:
+    """The program, once check-ir accepts it and printing gives its text (generated text is
+    printed text) and is a fixed point."""
+    import tinytc
+
+    text = case.text
+    try:
+        program = tinytc.parse(text)
+    except CompilationError as e:
+        raise failure("check-ir", str(e), text) from None
+    printed = str(program)
+    if case.program is not None and printed != text:
+        raise failure("round-trip", f"parse and print gives\n{printed}", text)
+    reprinted = str(tinytc.parse(printed))
+    if reprinted != printed:
+        raise failure("round-trip", f"printing is not a fixed point:\n{reprinted}", text)
+    return program
+
+
+def _check_target(case: Case, program: Program, name: str, seconds: float) -> None:
+    """Two compilations for one target give the same module, which spirv-val accepts, or the
+    error the target must give."""
+    from tinytc.spirv.tools import SpirvValidationError, validate
+
+    text = case.text
+    target = get_target(name)
+    expected = expected_error(program, text, target)
+    try:
+        with time_limit(seconds, f"compiling for {name}", text):
+            binary = compile_case(text, target, case.opt_level, case.tiling)[1]
+            again = compile_case(text, target, case.opt_level, case.tiling)[1]
+    except CompilationError as e:
+        if expected is None or not re.search(expected, e.message):
+            raise failure(f"compile-{name}", str(e), text) from None
+        return
+    except FuzzFailure:
+        raise
+    except Exception as e:
+        raise failure(f"exception-{name}", _exception(e), text) from None
+    if expected is not None:
+        raise failure(f"expected-error-{name}", f"no error matching /{expected}/", text)
+    if binary != again:
+        raise failure(f"nondeterministic-{name}", "two compilations differ", text)
+    try:
+        validate(binary)
+    except SpirvValidationError as e:
+        raise failure(f"spirv-val-{name}", str(e), text) from None
+
+
+def check_malformed(text: str, target: str = "cpu", seconds: float = 20.0) -> None:
+    """Any text compiles (to a module spirv-val accepts) or raises a CompilationError whose
+    location lies inside the text; never another exception, never a hang."""
+    import tinytc
+    from tinytc.spirv.tools import SpirvValidationError, validate
+
+    try:
+        with time_limit(seconds, f"compiling for {target}", text):
+            binary = tinytc.compile(text, target)
+    except CompilationError as e:
+        loc = e.location
+        if loc.source is None or loc.source.text != text:
+            raise failure("diagnostic-location", f"no location in the text: {e}", text) from None
+        if not 0 <= loc.start <= loc.end <= len(text):
+            where = f"{loc.start}-{loc.end} of {len(text)}"
+            raise failure("diagnostic-location", f"location {where}: {e}", text) from None
+        return
+    except FuzzFailure:
+        raise
+    except Exception as e:
+        raise failure(f"exception-{target}", _exception(e), text) from None
+    try:
+        validate(binary)
+    except SpirvValidationError as e:
+        raise failure(f"spirv-val-{target}", str(e), text) from None
+
+
+def _exception(e: BaseException) -> str:
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return f"{type(e).__name__}{where}: {e}"
+
+
+def check_execution(case: Case, worker: Worker) -> None:
+    """Every kernel run on the CPU runtime (in the worker) writes what tinytc.reference
+    writes, integers exactly and floats within the tolerance of their type and work."""
+    import tinytc
+
+    text = case.text
+    program = tinytc.parse(text)
+    if expected_error(program, text, get_target("cpu")) is not None:
+        return
+    calls = [(k.name, k.arguments(), k.howmany) for k in case.kernels]
+    outcome = worker.run(text, calls, case.opt_level, case.tiling)
+    if outcome.status != "ok":
+        raise failure(outcome.status, outcome.message, text)
+    assert outcome.results is not None
+    for k, got in zip(case.kernels, outcome.results):
+        _check_kernel(program, k, got, text)
+
+
+def _check_kernel(program: Program, k: KernelCase, got: list[Argument], text: str) -> None:
+    """The arguments of one kernel after the device's call are those after the reference's."""
+    from tinytc import reference
+
+    want = k.arguments()
+    try:
+        reference.run(program, k.name, call_arguments(want), k.howmany)
+    except Exception as e:
+        raise failure("reference", _exception(e), text) from None
+    func = program.function(k.name)
+    for param, g, w in zip(func.params, got, want):
+        for i, (gb, wb) in enumerate(_buffers(g, w)):
+            problem = compare(gb, wb, _element(param.type), k.work)
+            if problem:
+                where = f"@{k.name} %{param.name}" + (f"[{i}]" if isinstance(g, GroupArg) else "")
+                raise failure("mismatch", f"{where}: {problem}", text)
+
+
+def _buffers(got: Argument, want: Argument) -> list[tuple[np.ndarray, np.ndarray]]:
+    if isinstance(got, ArrayArg) and isinstance(want, ArrayArg):
+        return [(got.buffer, want.buffer)]
+    if isinstance(got, GroupArg) and isinstance(want, GroupArg):
+        return [(g.buffer, w.buffer) for g, w in zip(got.members, want.members)]
+    return []
+
+
+def _element(t: Any) -> ScalarType:
+    if isinstance(t, GroupType):
+        return t.memref.element
+    return t.element if isinstance(t, MemrefType) else t
+
+
+def compare(got: np.ndarray, want: np.ndarray, element: ScalarType, work: float) -> str:
+    """Why got differs from want ('' if it does not): integers must be equal, floats must
+    have NaN and infinities where want has them and be within tolerance(element, work)
+    relative to 1 + the largest magnitude of want."""
+    if not element.is_float:
+        bad = np.flatnonzero(got != want)
+        if bad.size:
+            return (
+                f"{element} differs at {bad[:8].tolist()}: got {got[bad[:8]]}, want {want[bad[:8]]}"
+            )
+        return ""
+    if element == BF16:
+        got, want = bf16.from_bits(got), bf16.from_bits(want)
+    return _float_difference(got.astype(np.float64), want.astype(np.float64), element, work)
+
+
+def _float_difference(g: np.ndarray, w: np.ndarray, element: ScalarType, work: float) -> str:
+    special = ~np.isfinite(w) | ~np.isfinite(g)
+    if not np.array_equal(np.isnan(g), np.isnan(w)) or not np.array_equal(
+        g[np.isinf(g) | np.isinf(w)], w[np.isinf(g) | np.isinf(w)]
+    ):
+        where = np.flatnonzero(special)[:8]
+        return f"NaN or infinity differ at {where.tolist()}: got {g[where]}, want {w[where]}"
+    finite = ~special
+    if not finite.any():
+        return ""
+    scale = 1.0 + float(np.max(np.abs(w[finite])))
+    # only finite entries (a NaN difference would hide the others from max)
+    diff = np.abs(np.where(finite, g, 0.0) - np.where(finite, w, 0.0))
+    err = float(np.max(diff)) / scale
+    limit = tolerance(element, work)
+    if err > limit:
+        at = np.flatnonzero(diff > limit * scale)[:8]
+        return (
+            f"{element} error {err:.3g} > {limit:.3g} at {at.tolist()}: got {g[at]}, want {w[at]}"
+        )
+    return ""

@@ -1,0 +1,105 @@
+"""Scalars, memory and views as the generator knows them: values with intervals, the memory
+behind views, scopes, and what a foreach or the enclosing statements allow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...ir import ScalarType, Value
+
+
+@dataclass
+class Scalar:
+    """A scalar value with an interval that holds for every work-item, group and iteration."""
+
+    value: Value
+    lo: float
+    hi: float
+    exact: bool = True  # the device computes the same bits as numpy (always for integers)
+    bounded: bool = True  # floats: the interval is sound (else only ``mag`` estimates it)
+    mag: float = 0.0  # estimate of the magnitude of a float
+    affine: tuple[int, int] | None = None  # (foreach id, c): the loop variable plus c
+    uses: int = 0  # by operands the generator picked (unused values are preferred)
+
+    @property
+    def type(self) -> ScalarType:
+        """The type of the value."""
+        return self.value.type  # type: ignore[return-value]
+
+
+@dataclass(eq=False)
+class Root:
+    """Memory: a parameter ('in' read-only, 'out' per group, 'shared' atomic only) or an
+    alloca. Float roots that are ``exact`` only ever hold exact values."""
+
+    kind: str
+    element: ScalarType
+    exact: bool = True
+    mag: float = 1.0
+    init: Scope | None = None  # allocas: written in full in this scope (None: not yet)
+    plain: bool = False  # accessed outside foreach (by every work-item alike)
+    alive: bool = True
+    alloca: Value | None = None
+
+
+@dataclass(eq=False)
+class View:
+    """A memref value with its extents (and strides where known) at run time."""
+
+    value: Value
+    root: Root
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    serial: int = 0  # creation order (a foreach may only write views made before it)
+
+    @property
+    def order(self) -> int:
+        """The number of modes."""
+        return len(self.shape)
+
+
+@dataclass(eq=False)
+class GroupValue:
+    """A group parameter with the extents and strides of its members."""
+
+    value: Value
+    root: Root
+    count: int
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+
+
+@dataclass
+class Scope:
+    """What a region (and the regions nested in it) can use: values, views and allocas."""
+
+    scalars: list[Scalar] = field(default_factory=list)
+    views: list[View] = field(default_factory=list)
+    allocas: list[Root] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Foreach:
+    """What the iterations of a foreach may touch: per root 'read' (any element, no writes)
+    or (view, mode, c): only elements whose index in that mode is the variable plus c."""
+
+    ident: int
+    lo: int  # smallest value of the loop variable
+    hi: int  # largest value of the loop variable
+    single: bool  # exactly one iteration
+    var: Scalar
+    serial: int  # of the last view made before the foreach (only those can be written)
+    access: dict[int, Any] = field(default_factory=dict)  # by id of the root
+    stores: int = 0
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Where a statement is drawn: in a foreach (spmd), how deep, how often it runs."""
+
+    spmd: bool = False
+    depth: int = 0
+    trips: int = 1  # product of the trip counts of the enclosing for loops
+    foreach: Foreach | None = None
+    loop: bool = False  # inside a for loop
