@@ -91,11 +91,16 @@ def scalar(value: Any, t: ScalarType) -> Any:
     if t == BF16:
         return bf16.round_to_bf16(np.float32(value))
     if t.is_integer and not t.is_bool:
-        bits = int(value) & ((1 << t.bits) - 1)
-        if t.kind == "int" and bits >> (t.bits - 1):
-            bits -= 1 << t.bits
-        return dtype_of(t).type(bits)
+        return dtype_of(t).type(wrap_int(int(value), t))
     return dtype_of(t).type(value)
+
+
+def wrap_int(value: int, t: ScalarType) -> int:
+    """An integer reduced to the values of t (two's complement for signless types)."""
+    bits = value & ((1 << t.bits) - 1)
+    if t.kind == "int" and bits >> (t.bits - 1):
+        bits -= 1 << t.bits
+    return bits
 
 
 def load_elem(arr: np.ndarray, idx: tuple[int, ...], t: ScalarType) -> Any:
@@ -141,7 +146,12 @@ def _arith(f: Frame, inst: ir.ArithInst) -> Any:
             "rem": lambda: np.fmod(a32, b32),
         }[op]()
         return scalar(r, t)
-    x, y = int(a), int(b)
+    r = int_arith(op, int(a), int(b), t)
+    return np.bool_(r) if t.is_bool else scalar(r, t)
+
+
+def int_arith(op: str, x: int, y: int, t: ScalarType) -> int:
+    """The integer arith.OP of x and y in type t (division by zero gives 0)."""
     if op in ("shl", "shr"):
         y &= t.bits - 1  # shift amounts wrap as in OpenCL C
     r = {
@@ -156,7 +166,7 @@ def _arith(f: Frame, inst: ir.ArithInst) -> Any:
         "or": lambda: x | y,
         "xor": lambda: x ^ y,
     }[op]()
-    return np.bool_(r) if t.is_bool else scalar(r, t)
+    return wrap_int(r, t)
 
 
 @handles(ir.ArithUnaryInst)

@@ -14,9 +14,10 @@ from hypothesis import given
 import tinytc
 from tinytc.arguments import bind
 from tinytc.ir import I8, I16, U8, U16, GroupType, MemrefType
+from tinytc.reference import int_arith as eval_int
 from tinytc.testing.case import Case, call_arguments, load_case, save_case
 from tinytc.testing.generator import Limits, Scalar
-from tinytc.testing.intervals import eval_int, int_interval, value_range
+from tinytc.testing.intervals import int_interval, value_range
 from tinytc.testing.strategies import cases, group_types, memref_types
 
 

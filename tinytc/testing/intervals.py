@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..ir import ScalarType
+from ..reference import int_arith
 
 # Largest magnitude a float value may reach (an estimate for reductions), far from overflow.
 MAG_LIMIT = {"f16": 2.0e3, "bf16": 1.0e6, "f32": 1.0e6, "f64": 1.0e6}
@@ -43,29 +44,6 @@ def tolerance(element: ScalarType, work: float = 0.0) -> float:
     return EPSILON[element.name] * (4.0 + work) if element.is_float else 0.0
 
 
-def _wrap(x: int, t: ScalarType) -> int:
-    bits = x & ((1 << t.bits) - 1)
-    if t.kind == "int" and bits >> (t.bits - 1):
-        bits -= 1 << t.bits
-    return bits
-
-
-def eval_int(op: str, x: int, y: int, t: ScalarType) -> int:
-    """The reference's result of an integer arith.OP (division by zero gives 0)."""
-    if op in ("shl", "shr"):
-        y &= t.bits - 1
-    if op in ("div", "rem"):
-        if y == 0:
-            return 0
-        q = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
-        return _wrap(x - y * q if op == "rem" else q, t)
-    r = {
-        "add": x + y, "sub": x - y, "mul": x * y, "and": x & y, "or": x | y, "xor": x ^ y,
-        "shl": x << y if op == "shl" else 0, "shr": x >> y if op == "shr" else 0,
-    }[op]  # fmt: skip
-    return _wrap(r, t)
-
-
 def int_interval(op: str, a: Interval, b: Interval, t: ScalarType) -> tuple[int, int]:
     """Bounds of the integer arith.OP of a value in a and a value in b (exact for small
     intervals, else sound but possibly the whole type)."""
@@ -74,7 +52,7 @@ def int_interval(op: str, a: Interval, b: Interval, t: ScalarType) -> tuple[int,
         return 0, 1
     alo, ahi, blo, bhi = int(a.lo), int(a.hi), int(b.lo), int(b.hi)
     if (ahi - alo + 1) * (bhi - blo + 1) <= 512:
-        values = [eval_int(op, x, y, t) for x in range(alo, ahi + 1) for y in range(blo, bhi + 1)]
+        values = [int_arith(op, x, y, t) for x in range(alo, ahi + 1) for y in range(blo, bhi + 1)]
         return min(values), max(values)
     big = max(abs(alo), abs(ahi))
     if op in ("add", "sub", "mul"):

@@ -53,7 +53,7 @@ from .case import (
     save_case,
 )
 from .generator import FEATURES, FLOAT_TYPES, INT_TYPES, KernelGenerator, Limits, Scalar
-from .intervals import eval_int, int_interval, tolerance, value_range
+from .intervals import int_interval, tolerance, value_range
 from .malformed import malformed_texts
 
 __all__ = [
@@ -68,7 +68,6 @@ __all__ = [
     "arguments_of",
     "call_arguments",
     "cases",
-    "eval_int",
     "group_types",
     "int_interval",
     "load_case",
