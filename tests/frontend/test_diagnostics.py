@@ -518,13 +518,13 @@ REGIONS = [
     case(
         "yield-in-function",
         func("  yield %a : i32", "%a: i32"),
-        "yield can only end the region of an if or a for",
+        "yield can only end the region of an if, a for or a cooperative_matrix_apply",
         "<input>:2.3-16",
     ),
     case(
         "yield-in-foreach",
         func("  foreach %i = 0, 4 {\n    yield :\n  }"),
-        "yield can only end the region of an if or a for",
+        "yield can only end the region of an if, a for or a cooperative_matrix_apply",
         "<input>:3.5-11",
     ),
     case(

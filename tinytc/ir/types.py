@@ -188,4 +188,53 @@ class VoidType:
         return "void"
 
 
-Type = ScalarType | MemrefType | GroupType | VoidType
+MATRIX_USES = ("matrix_a", "matrix_b", "matrix_acc")
+
+
+@dataclass(frozen=True)
+class CoopMatrixType:
+    """``coopmatrix<T x R x C, use>``: an R x C matrix distributed over a subgroup's work-items.
+
+    The documented layout (docs/language.md, "Cooperative matrices"): with subgroup size S,
+    work-item ``lane`` holds ``components(S)`` values; component v is entry
+    (lane + S * (v mod B), v div B) with B = ceil(R / S) row blocks. Rows from R up to B * S
+    are padding: they read as zero and are never stored.
+    """
+
+    element: ScalarType
+    rows: int
+    cols: int
+    use: str
+
+    def __post_init__(self) -> None:
+        if self.element.is_bool:
+            raise ValueError("coopmatrix of i1 is not supported")
+        if self.rows < 1 or self.cols < 1:
+            raise ValueError(f"coopmatrix shape must be positive, got {self.rows}x{self.cols}")
+        if self.use not in MATRIX_USES:
+            raise ValueError(f"unknown matrix use {self.use!r}, expected {', '.join(MATRIX_USES)}")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.rows, self.cols)
+
+    def row_blocks(self, subgroup_size: int) -> int:
+        return -(-self.rows // subgroup_size)
+
+    def components(self, subgroup_size: int) -> int:
+        """Values each work-item holds."""
+        return self.row_blocks(subgroup_size) * self.cols
+
+    def entry(self, subgroup_size: int, lane: int, component: int) -> tuple[int, int]:
+        """(row, column) of a work-item's component; a row >= rows is padding."""
+        blocks = self.row_blocks(subgroup_size)
+        return lane + subgroup_size * (component % blocks), component // blocks
+
+    def with_shape(self, rows: int, cols: int) -> CoopMatrixType:
+        return CoopMatrixType(self.element, rows, cols, self.use)
+
+    def __str__(self) -> str:
+        return f"coopmatrix<{self.element}x{self.rows}x{self.cols},{self.use}>"
+
+
+Type = ScalarType | MemrefType | GroupType | CoopMatrixType | VoidType

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from ..errors import CompilationError
 from ..ir import (
+    COOPMATRIX_INSTS,
     BarrierInst,
+    CoopMatrixApplyInst,
+    CoopMatrixType,
+    ParallelInst,
+    SubgroupBuiltinInst,
     ForeachInst,
     ForInst,
     Function,
@@ -40,6 +45,8 @@ def check_function(func: Function) -> None:
             raise CompilationError(param.loc, f"parameter %{param.name} cannot have type void")
         if isinstance(param.type, ScalarType) and param.type.is_bool:
             raise CompilationError(param.loc, "i1 (bool) cannot be a kernel parameter")
+        if isinstance(param.type, CoopMatrixType):
+            raise CompilationError(param.loc, "a coopmatrix cannot be a kernel parameter")
     sgs, wgs = func.subgroup_size, func.work_group_size
     sgs_loc = func.attribute_locs.get("subgroup_size", func.loc)
     wgs_loc = func.attribute_locs.get("work_group_size", func.loc)
@@ -54,36 +61,67 @@ def check_function(func: Function) -> None:
                 f"the first work-group size mode ({wgs[0]}) must be a multiple of the "
                 f"subgroup size ({sgs})",
             )
-    check_region(func.body, in_spmd=False)
+    check_region(func.body, COLLECTIVE)
 
 
-def check_region(region: Region, in_spmd: bool) -> None:
+# The kind of region an instruction sits in: the whole work-group runs it (collective), or
+# each work-item runs it: a foreach, a parallel region, or the region of cooperative_matrix_apply.
+COLLECTIVE, FOREACH, PARALLEL, APPLY = "collective", "foreach", "parallel", "apply"
+
+
+def region_kind(inst: Inst, outer: str) -> str:
+    if isinstance(inst, ForeachInst):
+        return FOREACH
+    if isinstance(inst, ParallelInst):
+        return PARALLEL
+    if isinstance(inst, CoopMatrixApplyInst):
+        return APPLY
+    return outer
+
+
+def check_region(region: Region, kind: str) -> None:
     for index, inst in enumerate(region.insts):
-        check_inst(inst, in_spmd)
+        check_inst(inst, kind)
         if isinstance(inst, YieldInst):
             check_yield(inst, region, last=index == len(region.insts) - 1)
         for child in inst.regions:
-            check_region(child, in_spmd or child.spmd)
+            check_region(child, region_kind(inst, kind))
 
 
-def check_inst(inst: Inst, in_spmd: bool) -> None:
+def uses_coopmatrix(inst: Inst) -> bool:
+    values = [*inst.operands, *inst.results]
+    return isinstance(inst, COOPMATRIX_INSTS) or any(
+        isinstance(v.type, CoopMatrixType) for v in values
+    )
+
+
+def check_inst(inst: Inst, kind: str) -> None:
     types = inst.infer()
     if types != [r.type for r in inst.results]:
         raise inst.error(f"{inst.mnemonic}: operands changed the result types to {types}")
-    if in_spmd and isinstance(inst, ForeachInst):
-        raise inst.error("foreach cannot be nested in foreach: spmd regions do not nest")
-    if in_spmd and inst.collective:
+    spmd = kind != COLLECTIVE
+    where = {FOREACH: "foreach", PARALLEL: "parallel", APPLY: "cooperative_matrix_apply"}.get(kind)
+    if spmd and isinstance(inst, ForeachInst | ParallelInst):
+        raise inst.error(f"{inst.mnemonic} cannot be nested in {where}: spmd regions do not nest")
+    if spmd and inst.collective:
         raise inst.error(
-            f"{inst.mnemonic} is a collective instruction and cannot appear inside foreach"
+            f"{inst.mnemonic} is a collective instruction and cannot appear inside {where}"
         )
-    if in_spmd and isinstance(inst, BarrierInst):
-        raise inst.error("barrier cannot appear inside foreach: work-items would diverge")
+    if isinstance(inst, BarrierInst) and kind in (FOREACH, APPLY):
+        raise inst.error(f"barrier cannot appear inside {where}: work-items would diverge")
+    if isinstance(inst, SubgroupBuiltinInst) and inst.spmd_only and not spmd:
+        raise inst.error(f"{inst.mnemonic} differs between work-items: use it in an spmd region")
+    if uses_coopmatrix(inst) and kind != PARALLEL:
+        raise inst.error(
+            f"{inst.mnemonic} on cooperative matrices must be in a parallel region"
+            + (f", not in {where}" if where else "")
+        )
     inst.verify_regions()
 
 
 def check_yield(inst: YieldInst, region: Region, last: bool) -> None:
     owner = region.parent
-    if not isinstance(owner, IfInst | ForInst):
-        raise inst.error("yield can only end the region of an if or a for")
+    if not isinstance(owner, IfInst | ForInst | CoopMatrixApplyInst):
+        raise inst.error("yield can only end the region of an if, a for or a cooperative_matrix_apply")
     if not last:
         raise inst.error("yield must be the last instruction of its region")

@@ -1,6 +1,27 @@
 """One class per instruction of the language."""
 
 from .arith import ArithInst, ArithUnaryInst, CastInst, CompareInst
+from .coopmatrix import (
+    COOPMATRIX_INSTS,
+    SUBGROUP_BUILTINS,
+    CoopMatrixApplyInst,
+    CoopMatrixConstructInst,
+    CoopMatrixExtractInst,
+    CoopMatrixInsertInst,
+    CoopMatrixInst,
+    CoopMatrixLoadInst,
+    CoopMatrixMulAddInst,
+    CoopMatrixPrefetchInst,
+    CoopMatrixReduceInst,
+    CoopMatrixScaleInst,
+    CoopMatrixStoreInst,
+    NumSubgroupsInst,
+    ParallelInst,
+    SubgroupBuiltinInst,
+    SubgroupIdInst,
+    SubgroupLocalIdInst,
+    SubgroupSizeBuiltinInst,
+)
 from .control import (
     BarrierInst,
     ForeachInst,
@@ -31,6 +52,25 @@ from .memref import (
 )
 
 __all__ = [
+    "COOPMATRIX_INSTS",
+    "SUBGROUP_BUILTINS",
+    "CoopMatrixApplyInst",
+    "CoopMatrixConstructInst",
+    "CoopMatrixExtractInst",
+    "CoopMatrixInsertInst",
+    "CoopMatrixInst",
+    "CoopMatrixLoadInst",
+    "CoopMatrixMulAddInst",
+    "CoopMatrixPrefetchInst",
+    "CoopMatrixReduceInst",
+    "CoopMatrixScaleInst",
+    "CoopMatrixStoreInst",
+    "NumSubgroupsInst",
+    "ParallelInst",
+    "SubgroupBuiltinInst",
+    "SubgroupIdInst",
+    "SubgroupLocalIdInst",
+    "SubgroupSizeBuiltinInst",
     "AllocaInst",
     "ArithInst",
     "ArithUnaryInst",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core import Inst, Value
-from ..types import I1, ScalarType, Type
+from ..types import I1, CoopMatrixType, ScalarType, Type
 
 if TYPE_CHECKING:
     from ..printer import Printer
@@ -15,6 +15,21 @@ ARITH_UNARY = ("neg", "not")
 BITWISE = ("and", "or", "xor", "not")  # the only arithmetic defined on i1
 INTEGER_ONLY = ("shl", "shr", *BITWISE)
 COMPARISONS = ("eq", "ne", "gt", "ge", "lt", "le")
+COOPMATRIX_ARITH = ("add", "sub", "mul", "div", "neg")  # component-wise on coopmatrix values
+
+
+def _arith_type(inst: Inst, op: str, i: int, what: str) -> ScalarType | CoopMatrixType:
+    """A scalar operand, or a coopmatrix one for the component-wise operations."""
+    t = inst.operands[i].type
+    if isinstance(t, CoopMatrixType):
+        if op not in COOPMATRIX_ARITH:
+            raise inst.error(f"arith.{op} is not defined on coopmatrix values", i)
+        return t
+    return inst.expect_scalar(i, what)
+
+
+def _element(t: ScalarType | CoopMatrixType) -> ScalarType:
+    return t.element if isinstance(t, CoopMatrixType) else t
 
 
 def _check_arith(inst: Inst, op: str, t: ScalarType) -> None:
@@ -36,9 +51,9 @@ class ArithInst(Inst):
         super().__init__([a, b], **kw)
 
     def infer(self) -> list[Type]:
-        t = self.expect_scalar(0, "first operand")
+        t = _arith_type(self, self.op, 0, "first operand")
         self.expect_type(1, t, "second operand")
-        _check_arith(self, self.op, t)
+        _check_arith(self, self.op, _element(t))
         return [t]
 
     def print(self, p: Printer) -> None:
@@ -58,8 +73,8 @@ class ArithUnaryInst(Inst):
         super().__init__([a], **kw)
 
     def infer(self) -> list[Type]:
-        t = self.expect_scalar(0, "operand")
-        _check_arith(self, self.op, t)
+        t = _arith_type(self, self.op, 0, "operand")
+        _check_arith(self, self.op, _element(t))
         return [t]
 
     def print(self, p: Printer) -> None:
@@ -68,15 +83,27 @@ class ArithUnaryInst(Inst):
 
 
 class CastInst(Inst):
-    """``cast a : T -> U`` converts between any two scalar types."""
+    """``cast a : T -> U`` converts between any two scalar types, or component-wise between
+    coopmatrix types of one shape; the use stays, or matrix_acc becomes matrix_a or matrix_b."""
 
     mnemonic = "cast"
 
-    def __init__(self, a: Value, to: ScalarType, **kw: Any) -> None:
+    def __init__(self, a: Value, to: ScalarType | CoopMatrixType, **kw: Any) -> None:
         self.to = to
         super().__init__([a], **kw)
 
     def infer(self) -> list[Type]:
+        t = self.operands[0].type
+        if isinstance(t, CoopMatrixType) or isinstance(self.to, CoopMatrixType):
+            if not isinstance(t, CoopMatrixType) or not isinstance(self.to, CoopMatrixType):
+                raise self.error(f"cast between {t} and {self.to}: both must be coopmatrix", 0)
+            if t.shape != self.to.shape:
+                raise self.error(f"cast from {t} to {self.to} changes the shape", 0)
+            if t.use != self.to.use and t.use != "matrix_acc":
+                raise self.error(
+                    f"cast from {t} to {self.to}: only matrix_acc may change its use", 0
+                )
+            return [self.to]
         self.expect_scalar(0, "cast operand")
         return [self.to]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import UNKNOWN, Location
 from ..core import Inst, Region, Value
-from ..types import I1, INDEX, ScalarType, Type
+from ..types import I1, INDEX, CoopMatrixType, ScalarType, Type
 
 if TYPE_CHECKING:
     from ..printer import Printer
@@ -60,7 +60,7 @@ class YieldInst(Inst):
 
     def infer(self) -> list[Type]:
         for i in range(len(self.operands)):
-            self.expect_scalar(i, "yielded value")
+            expect_value(self, i, "yielded value")
         return []
 
     def print(self, p: Printer) -> None:
@@ -74,7 +74,9 @@ class IfInst(Inst):
 
     mnemonic = "if"
 
-    def __init__(self, cond: Value, result_types: Sequence[ScalarType] = (), **kw: Any) -> None:
+    def __init__(
+        self, cond: Value, result_types: Sequence[ScalarType | CoopMatrixType] = (), **kw: Any
+    ) -> None:
         self.result_types = list(result_types)
         super().__init__([cond], [Region(), Region()], **kw)
 
@@ -105,6 +107,12 @@ class IfInst(Inst):
             p.close("} else {")
             p.region(self.otherwise)
         p.close("}")
+
+
+def expect_value(inst: Inst, i: int, what: str) -> None:
+    """Values that regions pass on: scalars and coopmatrix values."""
+    if not isinstance(inst.operands[i].type, CoopMatrixType):
+        inst.expect_scalar(i, what)
 
 
 def check_yield(inst: Inst, region: Region, which: str, types: Sequence[Type]) -> None:
@@ -193,7 +201,7 @@ class ForInst(_LoopInst):
 
     def infer(self) -> list[Type]:
         for i in range(self.num_bounds, len(self.operands)):
-            self.expect_scalar(i, "carried value")
+            expect_value(self, i, "carried value")
         count = self.num_bounds
         types = [v.type for v in self.init]
         if not self.loop_type.is_integer or self.loop_type.is_bool:
