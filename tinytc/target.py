@@ -1,4 +1,4 @@
-"""Core info: what a compilation target offers to the code generator (DESIGN.md section 4).
+"""Core info: what a compilation target offers to the code generator (docs/design.md section 4).
 
 `CPU` is Intel's CPU OpenCL runtime as it reports itself; `PVC` and `DG2` are Intel GPUs that
 are compiled for but not run here. A live device gets its own `CoreInfo` from
@@ -80,7 +80,7 @@ class CoreInfo:
     dpas: DpasGeometry | None = None
     dpas_form: DpasForm = "extension"
     # Batch entries one work-group may run in turn: on the CPU a work-group costs about 90 ns
-    # (perf-cpu.md lesson 3), on GPUs work-groups are what fills the machine.
+    # (docs/performance-cpu.md lesson 3), on GPUs work-groups are what fills the machine.
     max_entries_per_group: int = 1
 
     def __post_init__(self) -> None:
@@ -104,7 +104,7 @@ class CoreInfo:
         return self.dpas is not None
 
 
-# Queried from intel-opencl-rt 2026.2.0 (runtime-cpu.md section 1, re-checked on this machine):
+# Queried from intel-opencl-rt 2026.2.0 (docs/runtime-cpu.md section 1, re-checked here):
 # CL_DEVICE_SUB_GROUP_SIZES_INTEL 4..64, LOCAL_MEM_SIZE 256 KiB, MAX_WORK_GROUP_SIZE 8192,
 # cl_khr_fp16/fp64, cl_intel_bfloat16, cl_ext_float_atomics (f32/f64 add), cl_intel_subgroups.
 # Registers: the runtime maps subgroup lanes to AVX-512 lanes, which has 32 zmm x 64 B.

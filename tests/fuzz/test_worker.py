@@ -21,7 +21,7 @@ COPY = """func @copy(%a: memref<f32x8>, %b: memref<f32x8>) {
 }
 """
 
-# runtime-cpu.md section 3: an unknown extension passes spirv-val but makes the runtime call
+# docs/runtime-cpu.md section 3: an unknown extension passes spirv-val but makes the runtime call
 # exit(10) inside clBuildProgram.
 UNKNOWN_EXTENSION = """
 OpCapability Addresses

@@ -112,12 +112,12 @@ def test_empty_output_gets_a_block() -> None:
 
 
 def test_k_unroll_is_four() -> None:
-    """perf-cpu.md lesson 5: unroll K by 4, not 8."""
+    """docs/performance-cpu.md lesson 5: unroll K by 4, not 8."""
     assert choose_tiling(64, 64, (16, 1), CPU).k_unroll == 4
     assert Tiling((16, 1), 1, 1).k_unroll == 4
 
 
-# Subgroup sizes: the one that fills a register (perf-cpu.md lesson 7).
+# Subgroup sizes: the one that fills a register (docs/performance-cpu.md lesson 7).
 
 
 @pytest.mark.parametrize(
@@ -157,7 +157,7 @@ def test_subgroup_size_is_always_supported(target: CoreInfo) -> None:
                 assert rows is not None and rows > MAX_ROW_BLOCKS * lanes_per_register(size, target)
 
 
-# Batch entries per work-group (perf-cpu.md lesson 3).
+# Batch entries per work-group (docs/performance-cpu.md lesson 3).
 
 
 def test_entries_per_group_on_the_cpu() -> None:

@@ -189,7 +189,8 @@ def test_tinytc_device_naming_no_device_is_an_error() -> None:
 
 
 # y[i] = a * x[i] + y[i] and the subgroup size of each work-item; the golden module's rules
-# (runtime-cpu.md 4.0): OpSource OpenCL_C 300000 without text, SubgroupSize + SubgroupDispatch.
+# (docs/runtime-cpu.md sections 4 and 6): OpSource OpenCL_C 300000 without text, SubgroupSize
+# with SubgroupDispatch.
 AXPY = """
                OpCapability Addresses
                OpCapability Kernel

@@ -1,7 +1,7 @@
 """Built OpenCL programs, cached in memory and on disk by SPIR-V hash, device and options.
 
 The CPU runtime has no cache of its own and a build costs 10 ms to seconds; reloading a
-device binary costs about 1-3 ms (runtime-cpu.md section 5).
+device binary costs about 1-3 ms (docs/runtime-cpu.md section 5).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""OpenCL device discovery and core info from a live device (DESIGN.md section 6).
+"""OpenCL device discovery and core info from a live device (docs/design.md section 6).
 
 `pip install intel-opencl-rt` puts Intel's CPU runtime (`libintelocl.so`) into the
 environment's `lib/`, where pyopencl's bundled ICD loader does not look. `ensure_icd` makes it

@@ -1,7 +1,8 @@
 """In-process JIT: compile a program, load it on an OpenCL device, call kernels on arrays.
 
 Numpy arrays reach the CPU device without copies, as fine-grained system SVM pointers
-(DESIGN.md section 6); the kernel writes into them in place.
+(docs/design.md section 6, docs/runtime-cpu.md section 7); the kernel writes into them
+in place.
 """
 
 from __future__ import annotations

@@ -254,6 +254,32 @@ class Lowering:
             finals.append(self.op(Op.Phi, ct, init, before, new, leave.label))
         return finals
 
+    def if_value(self, cond: Id, type_: Id, then: Callable[[], Id], otherwise: Id) -> Id:
+        """cond ? then() : otherwise, with then() evaluated only when cond holds (a load
+        that must not happen outside its memref)."""
+        before = self.b.block.label  # type: ignore[union-attr]
+        inner, merge = self.new_block("then"), self.new_block("merge")
+        self.b.emit(Op.SelectionMerge, merge.label, SelectionControl.None_)
+        self.b.emit(Op.BranchConditional, cond, inner.label, merge.label)
+        self.start(inner)
+        value = then()
+        end = self.b.block.label  # type: ignore[union-attr]
+        self.b.emit(Op.Branch, merge.label)
+        self.start(merge)
+        return self.op(Op.Phi, type_, value, end, otherwise, before)
+
+    def lane(self) -> Id:
+        """The work-item's lane in its subgroup as an i64. With one subgroup across the first
+        work-group mode it is the local id itself, which keeps lane-strided addresses plain
+        vector accesses (docs/performance-cpu.md lesson 1); otherwise the id modulo S."""
+        assert self.func is not None and self.func.work_group_size is not None
+        lid = self.builtin_component(BuiltIn.LocalInvocationId, 0)
+        sgs = self.func.subgroup_size
+        assert sgs is not None
+        if self.func.work_group_size[0] == sgs:
+            return lid
+        return self.op(Op.BitwiseAnd, self.i64, lid, self.as_id(sgs - 1))
+
     def if_then(self, cond: Id, then: Callable[[], None]) -> None:
         """if (cond) then(), as a structured selection."""
         inner, merge = self.new_block("then"), self.new_block("merge")
@@ -391,7 +417,13 @@ class Lowering:
 
 def lower(program: ir.Program, target: CoreInfo) -> Module:
     """The SPIR-V module of a program whose passes have run (sizes and stack assigned)."""
-    from . import convert_control, convert_linalg, convert_memory, convert_scalar  # noqa: F401
+    from . import (  # noqa: F401  (the handlers register themselves)
+        convert_control,
+        convert_linalg,
+        convert_memory,
+        convert_scalar,
+        coopmatrix,
+    )
 
     lowering = Lowering(target)
     for func in program.functions:

@@ -7,6 +7,7 @@ from .. import ir
 from ._grammar import BuiltIn, Op, SelectionControl
 from .convert import Lowering, converts
 from .convert_scalar import convert
+from .coopmatrix import flatten, rebuild
 from .instruction import Id
 
 
@@ -37,23 +38,33 @@ def _if(lo: Lowering, inst: ir.IfInst) -> None:
         incoming.append((values, lo.b.block.label))  # type: ignore[union-attr]
         lo.b.emit(Op.Branch, merge.label)
     lo.start(merge)
-    for i, result in enumerate(inst.results):
-        pairs = [x for values, label in incoming for x in (values[i], label)]
-        lo.values[result] = lo.op(Op.Phi, lo.scalar_type(result.type), *pairs)  # type: ignore[arg-type]
+    types = [r.type for r in inst.results]
+    branches = [
+        ([pair for t, v in zip(types, values) for pair in flatten(lo, t, v)], label)
+        for values, label in incoming
+    ]
+    merged = []
+    for i, (phi_type, _) in enumerate(branches[0][0] if types else []):
+        pairs = [x for flat, label in branches for x in (flat[i][1], label)]
+        merged.append(lo.op(Op.Phi, phi_type, *pairs))
+    for result, value in zip(inst.results, rebuild(lo, types, merged)):
+        lo.values[result] = value
 
 
 def loop(lo: Lowering, inst: ir.ForInst | ir.ForeachInst, start: Id, step: Id) -> None:
     init = inst.init if isinstance(inst, ir.ForInst) else []
-    carried = [(lo.scalar_type(v.type), lo.get(v)) for v in init]  # type: ignore[arg-type]
+    types = [v.type for v in init]
+    carried = [pair for v in init for pair in flatten(lo, v.type, lo.get(v))]
 
     def body(var: Id, values: list[Id]) -> list[Id]:
         lo.values[inst.var] = var
-        for param, value in zip(inst.body.params[1:], values):
+        for param, value in zip(inst.body.params[1:], rebuild(lo, types, values)):
             lo.values[param] = value
-        return lo.region(inst.body)
+        yielded = lo.region(inst.body)
+        return [x for t, v in zip(types, yielded) for _, x in flatten(lo, t, v)]
 
     finals = lo.loop(inst.loop_type, start, lo.get(inst.operands[1]), step, body, carried)
-    for result, value in zip(inst.results, finals):
+    for result, value in zip(inst.results, rebuild(lo, types, finals)):
         lo.values[result] = value
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from .. import ir
 from ._grammar import Op
 from .convert import Lowering, converts
@@ -35,26 +38,39 @@ def round_bf16(lo: Lowering, value: Id) -> Id:
 
 @converts(ir.ArithInst)
 def _arith(lo: Lowering, inst: ir.ArithInst) -> None:
-    t: ir.ScalarType = inst.result.type  # type: ignore[assignment]
     a, b = (lo.get(v) for v in inst.operands)
+    lo.values[inst.result] = componentwise(
+        lo, inst.result.type, lambda t, x, y: binary(lo, inst.op, t, x, y), a, b
+    )
+
+
+def componentwise(lo: Lowering, t: ir.Type, fn: Callable[..., Id], *values: Any) -> Any:
+    """fn(element type, *scalars) on scalars, or on each component of coopmatrix values."""
+    if isinstance(t, ir.CoopMatrixType):
+        from .coopmatrix import CoopMatrix
+
+        parts = zip(*(v.components for v in values))
+        return CoopMatrix(t, [fn(t.element, *xs) for xs in parts])
+    return fn(t, *values)
+
+
+def binary(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
+    """a op b with the language's semantics for scalar type t."""
     rt = lo.scalar_type(t)
     if t.is_bool:
-        result = lo.op(BOOL_BINARY[inst.op], rt, a, b)
-    elif t.is_float:
-        result = lo.op(FLOAT_BINARY[inst.op], rt, a, b)
-        if t == ir.BF16:
-            result = round_bf16(lo, result)
-    elif inst.op in ("div", "rem"):
-        result = _safe_division(lo, inst.op, t, a, b)
-    elif inst.op in ("shl", "shr"):
+        return lo.op(BOOL_BINARY[op], rt, a, b)
+    if t.is_float:
+        result = lo.op(FLOAT_BINARY[op], rt, a, b)
+        return round_bf16(lo, result) if t == ir.BF16 else result
+    if op in ("div", "rem"):
+        return _safe_division(lo, op, t, a, b)
+    if op in ("shl", "shr"):
         amount = lo.op(Op.BitwiseAnd, rt, b, lo.const(t, t.bits - 1))  # as OpenCL C does
         shift = Op.ShiftLeftLogical
-        if inst.op == "shr":
+        if op == "shr":
             shift = Op.ShiftRightLogical if t.kind == "uint" else Op.ShiftRightArithmetic
-        result = lo.op(shift, rt, a, amount)
-    else:
-        result = lo.op(INT_BINARY[inst.op], rt, a, b)
-    lo.values[inst.result] = result
+        return lo.op(shift, rt, a, amount)
+    return lo.op(INT_BINARY[op], rt, a, b)
 
 
 def _safe_division(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
@@ -77,23 +93,32 @@ def _safe_division(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
 
 @converts(ir.ArithUnaryInst)
 def _arith_unary(lo: Lowering, inst: ir.ArithUnaryInst) -> None:
-    t: ir.ScalarType = inst.result.type  # type: ignore[assignment]
     a = lo.get(inst.operands[0])
+    lo.values[inst.result] = componentwise(
+        lo, inst.result.type, lambda t, x: unary(lo, inst.op, t, x), a
+    )
+
+
+def unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
     rt = lo.scalar_type(t)
-    if inst.op == "not" and t.is_bool:
+    if op == "not" and t.is_bool:
         # not a == (a == false); OpLogicalNot crashes Debian's IGC 1.0.12504 (ocloc)
-        result = lo.op(Op.LogicalEqual, rt, a, lo.const(t, 0))
-    elif inst.op == "not":
-        result = lo.op(Op.Not, rt, a)
-    else:
-        result = lo.op(Op.FNegate if t.is_float else Op.SNegate, rt, a)
-    lo.values[inst.result] = result
+        return lo.op(Op.LogicalEqual, rt, a, lo.const(t, 0))
+    if op == "not":
+        return lo.op(Op.Not, rt, a)
+    return lo.op(Op.FNegate if t.is_float else Op.SNegate, rt, a)
 
 
 @converts(ir.CastInst)
 def _cast(lo: Lowering, inst: ir.CastInst) -> None:
-    src: ir.ScalarType = inst.operands[0].type  # type: ignore[assignment]
-    lo.values[inst.result] = convert(lo, lo.get(inst.operands[0]), src, inst.to)
+    src = inst.operands[0].type
+    value = lo.get(inst.operands[0])
+    if isinstance(src, ir.CoopMatrixType):
+        from .coopmatrix import cast_matrix
+
+        lo.values[inst.result] = cast_matrix(lo, inst, value)
+        return
+    lo.values[inst.result] = convert(lo, value, src, inst.to)  # type: ignore[arg-type]
 
 
 def convert(lo: Lowering, a: Id, src: ir.ScalarType, to: ir.ScalarType) -> Id:

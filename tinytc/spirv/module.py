@@ -27,7 +27,8 @@ from tinytc.spirv.function import Function
 from tinytc.spirv.instruction import Id, Instruction, Value
 
 DEFAULT_VERSION: Version = (1, 2)
-# Without OpSource the Intel CPU runtime treats the module as OpenCL C 1.2 (runtime-cpu.md).
+# Without OpSource the Intel CPU runtime treats the module as OpenCL C 1.2
+# (docs/runtime-cpu.md section 4).
 SOURCE = (SourceLanguage.OpenCL_C, 300000)
 OPENCL_STD = "OpenCL.std"
 GENERATOR_MAGIC = 0  # tinytc has no registered SPIR-V generator id

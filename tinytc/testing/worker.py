@@ -1,6 +1,6 @@
 """Crash-isolated execution of kernels.
 
-The CPU runtime kills its host process on some inputs (runtime-cpu.md section 3), so kernels
+The CPU runtime kills its host process on some inputs (docs/runtime-cpu.md section 3), so kernels
 run in a worker: a child process (``python -m tinytc.testing.worker``) that serves requests
 over a socket until it dies. ``Worker.run`` sends a program and its calls and returns an
 ``Outcome``: the arguments after the calls, or 'error' (an exception in the worker),

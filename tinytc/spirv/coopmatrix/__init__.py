@@ -1,0 +1,139 @@
+"""Lowering of parallel regions, the subgroup builtins and cooperative matrices.
+
+A coopmatrix value becomes a ``CoopMatrix``: the SPIR-V values one work-item holds. Which
+values those are is decided by an implementation, chosen per target and per instruction in
+``implementation``: the seam where the DPAS implementations plug in. Today every target uses
+``Plain`` (plain subgroup code, see plain.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ... import ir
+from ...errors import CompilationError
+from .._grammar import BuiltIn, Op
+from ..convert import Lowering, converts
+from ..convert_scalar import convert
+from ..instruction import Id
+
+
+@dataclass
+class CoopMatrix:
+    """A coopmatrix at run time: the components this work-item holds, in the order the
+    implementation that made it defines."""
+
+    type: ir.CoopMatrixType
+    components: list[Id]
+
+
+def implementation(lo: Lowering, inst: ir.Inst) -> Plain:
+    """The implementation of a cooperative-matrix instruction on ``lo.target``."""
+    return PLAIN
+
+
+def check_supported(lo: Lowering, inst: ir.Inst) -> None:
+    """A located error for coopmatrix shapes the target's implementation cannot hold."""
+    sgs = lo.func.subgroup_size if lo.func is not None else None
+    assert sgs is not None
+    for value in [*inst.operands, *inst.results]:
+        t = value.type
+        if isinstance(t, ir.CoopMatrixType):
+            problem = implementation(lo, inst).unsupported(t, sgs, lo.target)
+            if problem:
+                raise CompilationError(inst.loc, problem)
+
+
+def component_types(lo: Lowering, t: ir.CoopMatrixType) -> list[Id]:
+    """SPIR-V types of the components of a value of type t (for phis)."""
+    assert lo.func is not None and lo.func.subgroup_size is not None
+    count = PLAIN.count(t, lo.func.subgroup_size)
+    return [lo.scalar_type(t.element)] * count
+
+
+def flatten(lo: Lowering, t: ir.Type, value: object) -> list[tuple[Id, Id]]:
+    """(type, value) pairs carried through a phi for one IR value."""
+    if isinstance(value, CoopMatrix):
+        return list(zip(component_types(lo, value.type), value.components))
+    return [(lo.scalar_type(t), value)]  # type: ignore[arg-type, list-item]
+
+
+def rebuild(lo: Lowering, types: list[ir.Type], ids: list[Id]) -> list[object]:
+    """The IR values that ``flatten`` turned into ``ids``, in order."""
+    values: list[object] = []
+    position = 0
+    for t in types:
+        if isinstance(t, ir.CoopMatrixType):
+            count = len(component_types(lo, t))
+            values.append(CoopMatrix(t, ids[position : position + count]))
+            position += count
+        else:
+            values.append(ids[position])
+            position += 1
+    return values
+
+
+@converts(ir.ParallelInst)
+def _parallel(lo: Lowering, inst: ir.ParallelInst) -> None:
+    """Every work-item runs the body once: the kernel already runs per work-item."""
+    lo.region(inst.body)
+
+
+@converts(*ir.SUBGROUP_BUILTINS)
+def _subgroup_builtin(lo: Lowering, inst: ir.SubgroupBuiltinInst) -> None:
+    assert lo.func is not None and lo.func.work_group_size is not None
+    sgs = lo.func.subgroup_size
+    assert sgs is not None
+    wg0, wg1 = lo.func.work_group_size
+    if isinstance(inst, ir.SubgroupLocalIdInst):
+        value: int | Id = lo.lane()
+    elif isinstance(inst, ir.SubgroupIdInst):
+        x = lo.div(lo.builtin_component(BuiltIn.LocalInvocationId, 0), sgs)
+        y = lo.builtin_component(BuiltIn.LocalInvocationId, 1)
+        value = lo.add(x, lo.mul(y, wg0 // sgs)) if wg1 > 1 else x
+    elif isinstance(inst, ir.NumSubgroupsInst):
+        value = wg0 // sgs * wg1
+    else:
+        value = sgs
+    i32 = lo.scalar_type(ir.I32)
+    lo.values[inst.result] = (
+        lo.const(ir.I32, value) if isinstance(value, int) else lo.op(Op.UConvert, i32, value)
+    )
+
+
+def _handler(method: str):  # type: ignore[no-untyped-def]
+    def lower(lo: Lowering, inst: ir.Inst) -> None:
+        check_supported(lo, inst)
+        result = getattr(implementation(lo, inst), method)(lo, inst)
+        if inst.results:
+            lo.values[inst.result] = result
+
+    return lower
+
+
+for _cls, _method in (
+    (ir.CoopMatrixLoadInst, "load"),
+    (ir.CoopMatrixStoreInst, "store"),
+    (ir.CoopMatrixMulAddInst, "mul_add"),
+    (ir.CoopMatrixScaleInst, "scale"),
+    (ir.CoopMatrixConstructInst, "construct"),
+    (ir.CoopMatrixApplyInst, "apply"),
+    (ir.CoopMatrixExtractInst, "extract"),
+    (ir.CoopMatrixInsertInst, "insert"),
+    (ir.CoopMatrixReduceInst, "reduce"),
+    (ir.CoopMatrixPrefetchInst, "prefetch"),
+):
+    converts(_cls)(_handler(_method))
+
+
+def cast_matrix(lo: Lowering, inst: ir.CastInst, value: CoopMatrix) -> CoopMatrix:
+    """Component-wise conversion, and a change of use where the layouts differ."""
+    check_supported(lo, inst)
+    src: ir.CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    to: ir.CoopMatrixType = inst.to  # type: ignore[assignment]
+    impl = implementation(lo, inst)
+    moved = impl.change_use(lo, value, to.use)
+    return CoopMatrix(to, [convert(lo, c, src.element, to.element) for c in moved.components])
+
+
+from .plain import PLAIN, Plain  # noqa: E402  (plain.py uses CoopMatrix)

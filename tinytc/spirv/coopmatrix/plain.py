@@ -1,0 +1,391 @@
+"""The plain implementation of cooperative matrices: subgroup code with fma, for every target.
+
+matrix_a and matrix_acc follow the documented layout (ir.CoopMatrixType): lane l holds rows
+l, l + S, ... of every column, so a column's rows are one vector access across the lanes.
+matrix_b is held whole by every work-item (R * C values, column-major): mul_add then reads
+each B entry as one value every lane shares, which the CPU folds into the fma
+(docs/performance-cpu.md lesson 8), and a transposed B costs no gather. extract, insert,
+apply and the change of use acc -> b translate between this and the documented layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ... import ir
+from ...errors import CompilationError
+from ...target import CoreInfo
+from .._grammar import GroupOperation, MemorySemantics, OpenCLStd, Op, Scope, StorageClass
+from ..convert import Dim, Lowering, Memref
+from ..convert_memory import load_scalar, store_scalar
+from ..convert_scalar import binary, convert
+from ..instruction import Id
+from . import CoopMatrix
+
+MAX_COMPONENTS = 256  # values per work-item; more would only spill and take long to build
+
+# Subgroup reductions: (operation, is float, is unsigned) -> opcode.
+REDUCE = {
+    ("add", True): Op.GroupFAdd, ("max", True): Op.GroupFMax, ("min", True): Op.GroupFMin,
+    ("add", False): Op.GroupIAdd, ("max", False): Op.GroupSMax, ("min", False): Op.GroupSMin,
+}  # fmt: skip
+UNSIGNED_REDUCE = {"add": Op.GroupIAdd, "max": Op.GroupUMax, "min": Op.GroupUMin}
+
+
+class Entry:
+    """Where one component sits: row (compile-time int, or a lane-dependent i64) and column."""
+
+    def __init__(self, row: Dim, col: int, block: int, padded: bool) -> None:
+        self.row, self.col, self.block = row, col, block
+        self.padded = padded  # the row may lie in the padding past the matrix's rows
+
+
+class Plain:
+    name = "plain"
+
+    @staticmethod
+    def replicated(t: ir.CoopMatrixType) -> bool:
+        return t.use == "matrix_b"
+
+    def count(self, t: ir.CoopMatrixType, sgs: int) -> int:
+        return t.rows * t.cols if self.replicated(t) else t.components(sgs)
+
+    def unsupported(self, t: ir.CoopMatrixType, sgs: int, target: CoreInfo) -> str:
+        count = self.count(t, sgs)
+        if count > MAX_COMPONENTS:
+            return (
+                f"{t} needs {count} values per work-item with subgroup size {sgs}; "
+                f"{target.name} holds at most {MAX_COMPONENTS}"
+            )
+        return ""
+
+    def entries(self, lo: Lowering, t: ir.CoopMatrixType) -> list[Entry]:
+        """The entry of each component, in component order."""
+        sgs = _sgs(lo)
+        if self.replicated(t):
+            return [Entry(v % t.rows, v // t.rows, 0, False) for v in range(t.rows * t.cols)]
+        blocks = t.row_blocks(sgs)
+        lane = lo.lane()
+        padded = t.rows % sgs != 0
+        return [
+            Entry(lo.add(lane, sgs * (v % blocks)), v // blocks, v % blocks,
+                  padded and v % blocks == blocks - 1)
+            for v in range(t.components(sgs))
+        ]  # fmt: skip
+
+    # Memory
+
+    def load(self, lo: Lowering, inst: ir.CoopMatrixLoadInst) -> CoopMatrix:
+        t = inst.type
+        access = Access(lo, inst.operands[0], inst.operands[1], inst.operands[2], inst)
+        el, rt = t.element, lo.scalar_type(t.element)
+        zero = lo.const(el, 0)
+        components = []
+        for e in self.entries(lo, t):
+            pointer = access.pointer(e)
+            cond = access.condition(e, t)
+            read = lambda p=pointer: load_scalar(lo, access.m, p)  # noqa: E731
+            components.append(read() if cond is None else lo.if_value(cond, rt, read, zero))
+        return CoopMatrix(t, components)
+
+    def store(self, lo: Lowering, inst: ir.CoopMatrixStoreInst) -> None:
+        value: CoopMatrix = lo.get(inst.operands[0])
+        t = value.type
+        access = Access(lo, inst.operands[1], inst.operands[2], inst.operands[3], inst)
+        lane = lo.lane() if self.replicated(t) else None
+        for e, component in zip(self.entries(lo, t), value.components):
+            pointer = access.pointer(e)
+            cond = access.condition(e, t)
+            if lane is not None:  # one work-item writes each entry of a replicated matrix
+                mine = lo.op(Op.IEqual, lo.m.type_bool(), lane, lo.as_id(e.row % _sgs(lo)))
+                cond = mine if cond is None else lo.op(Op.LogicalAnd, lo.m.type_bool(), cond, mine)
+            write = lambda p=pointer, c=component: self._write(lo, inst, access.m, p, c)  # noqa: E731
+            write() if cond is None else lo.if_then(cond, write)
+
+    def _write(self, lo: Lowering, inst: ir.CoopMatrixStoreInst, m: Memref, p: Id, v: Id) -> None:
+        if not inst.atomic_add:
+            store_scalar(lo, m, p, v)
+            return
+        el = m.type.element
+        scope = lo.u32(Scope.Workgroup if m.space == StorageClass.Workgroup else Scope.Device)
+        relaxed = lo.u32(int(MemorySemantics.None_))
+        if el.is_float:
+            supported = lo.target.atomic_add_f64 if el.bits == 64 else lo.target.atomic_add_f32
+            if not supported:
+                raise CompilationError(inst.loc, f"{lo.target.name} has no atomic add for {el}")
+            lo.op(Op.AtomicFAddEXT, lo.scalar_type(el), p, scope, relaxed, v)
+        else:
+            lo.op(Op.AtomicIAdd, lo.scalar_type(el), p, scope, relaxed, v)
+
+    def prefetch(self, lo: Lowering, inst: ir.CoopMatrixPrefetchInst) -> None:
+        """A hint; the CPU's prefetch builtin costs more than it saves (lesson 6)."""
+
+    # Arithmetic
+
+    def mul_add(self, lo: Lowering, inst: ir.CoopMatrixMulAddInst) -> CoopMatrix:
+        a: CoopMatrix = lo.get(inst.operands[0])
+        b: CoopMatrix = lo.get(inst.operands[1])
+        c: CoopMatrix = lo.get(inst.operands[2])
+        acc = c.type.element
+        blocks = c.type.row_blocks(_sgs(lo))
+        k_count, n_count = a.type.cols, b.type.cols
+        a_values = [convert(lo, x, a.type.element, acc) for x in a.components]
+        b_values = [convert(lo, x, b.type.element, acc) for x in b.components]
+        rt = lo.scalar_type(acc)
+        result = []
+        for n in range(n_count):
+            for blk in range(blocks):
+                total = c.components[blk + blocks * n]
+                for k in range(k_count):
+                    x, y = a_values[blk + blocks * k], b_values[k + k_count * n]
+                    if acc.is_float:  # one fma per product, as BLAS kernels do
+                        total = lo.b.ext_inst(rt, OpenCLStd.fma, x, y, total)
+                    else:
+                        total = lo.op(Op.IAdd, rt, total, lo.op(Op.IMul, rt, x, y))
+                result.append(total)
+        if acc == ir.BF16:
+            from ..convert_scalar import round_bf16
+
+            result = [round_bf16(lo, x) for x in result]
+        return CoopMatrix(c.type, result)
+
+    def scale(self, lo: Lowering, inst: ir.CoopMatrixScaleInst) -> CoopMatrix:
+        alpha = lo.get(inst.operands[0])
+        m: CoopMatrix = lo.get(inst.operands[1])
+        el = m.type.element
+        return CoopMatrix(m.type, [binary(lo, "mul", el, alpha, x) for x in m.components])
+
+    def construct(self, lo: Lowering, inst: ir.CoopMatrixConstructInst) -> CoopMatrix:
+        value = lo.get(inst.operands[0])
+        return CoopMatrix(inst.type, [value] * self.count(inst.type, _sgs(lo)))
+
+    def apply(self, lo: Lowering, inst: ir.CoopMatrixApplyInst) -> CoopMatrix:
+        m: CoopMatrix = lo.get(inst.operands[0])
+        t = m.type
+        i32 = lo.scalar_type(ir.I32)
+        rt = lo.scalar_type(t.element)
+        row_param, col_param, value_param = inst.body.params
+        result = []
+        for e, component in zip(self.entries(lo, t), m.components):
+
+            def run(e: Entry = e, component: Id = component) -> Id:
+                row = e.row if isinstance(e.row, int) else lo.op(Op.UConvert, i32, e.row)
+                lo.values[row_param] = lo.const(ir.I32, row) if isinstance(row, int) else row
+                lo.values[col_param] = lo.const(ir.I32, e.col)
+                lo.values[value_param] = component
+                return lo.region(inst.body)[0]
+
+            if e.padded:  # the region may read memory at its row: skip the padding
+                inside = lo.op(Op.SLessThan, lo.m.type_bool(), e.row, lo.as_id(t.rows))
+                new = lo.if_value(inside, rt, run, component)
+            else:
+                new = run()
+            if self.replicated(t):  # the work-item that holds the entry decides it
+                new = _broadcast(lo, rt, new, e.row % _sgs(lo))  # type: ignore[operator]
+            result.append(new)
+        return CoopMatrix(t, result)
+
+    def extract(self, lo: Lowering, inst: ir.CoopMatrixExtractInst) -> Id:
+        m: CoopMatrix = lo.get(inst.operands[0])
+        t = m.type
+        _check_index(lo, inst, t)
+        sgs = _sgs(lo)
+        rt, zero = lo.scalar_type(t.element), lo.const(t.element, 0)
+        blocks = t.row_blocks(sgs)
+        block, col = inst.index % blocks, inst.index // blocks
+        lane = lo.lane()
+        boolean = lo.m.type_bool()
+        if not self.replicated(t):
+            value = m.components[inst.index]
+            if (block + 1) * sgs <= t.rows:
+                return value
+            row = lo.add(lane, sgs * block)
+            inside = lo.op(Op.SLessThan, boolean, row, lo.as_id(t.rows))
+            return lo.op(Op.Select, rt, inside, value, zero)
+        value = zero  # pick row lane + S * block of the column from the whole matrix
+        for r in range(block * sgs, min((block + 1) * sgs, t.rows)):
+            mine = lo.op(Op.IEqual, boolean, lane, lo.as_id(r - block * sgs))
+            value = lo.op(Op.Select, rt, mine, m.components[r + t.rows * col], value)
+        return value
+
+    def insert(self, lo: Lowering, inst: ir.CoopMatrixInsertInst) -> CoopMatrix:
+        value = lo.get(inst.operands[0])
+        m: CoopMatrix = lo.get(inst.operands[1])
+        t = m.type
+        _check_index(lo, inst, t)
+        components = list(m.components)
+        if not self.replicated(t):
+            components[inst.index] = value
+            return CoopMatrix(t, components)
+        sgs = _sgs(lo)
+        blocks = t.row_blocks(sgs)
+        block, col = inst.index % blocks, inst.index // blocks
+        rt = lo.scalar_type(t.element)
+        for r in range(block * sgs, min((block + 1) * sgs, t.rows)):
+            components[r + t.rows * col] = _broadcast(lo, rt, value, r - block * sgs)
+        return CoopMatrix(t, components)
+
+    def reduce(self, lo: Lowering, inst: ir.CoopMatrixReduceInst) -> CoopMatrix:
+        m: CoopMatrix = lo.get(inst.operands[0])
+        t: ir.CoopMatrixType = inst.result.type  # type: ignore[assignment]
+        el = t.element
+        combine = _combiner(lo, inst.op, el)
+        if self.replicated(t):
+            rows, cols = m.type.rows, m.type.cols
+            lines = (
+                [[m.components[r + rows * c] for c in range(cols)] for r in range(rows)]
+                if inst.mode == "row"
+                else [[m.components[r + rows * c] for r in range(rows)] for c in range(cols)]
+            )
+            return CoopMatrix(t, [_fold(combine, line) for line in lines])
+        sgs = _sgs(lo)
+        blocks = m.type.row_blocks(sgs)
+        if inst.mode == "row":  # each work-item sums its own rows
+            rows = [[m.components[b + blocks * c] for c in range(m.type.cols)] for b in range(blocks)]
+            return CoopMatrix(t, [_fold(combine, line) for line in rows])
+        identity = lo.const(el, _identity(inst.op, el))
+        rt = lo.scalar_type(el)
+        entries = self.entries(lo, m.type)
+        result = []
+        for c in range(m.type.cols):
+            parts = []
+            for b in range(blocks):
+                e = entries[b + blocks * c]
+                x = m.components[b + blocks * c]
+                if e.padded:
+                    inside = lo.op(Op.SLessThan, lo.m.type_bool(), e.row, lo.as_id(m.type.rows))
+                    x = lo.op(Op.Select, rt, inside, x, identity)
+                parts.append(x)
+            own = _fold(combine, parts)
+            table = UNSIGNED_REDUCE if el.kind == "uint" else None
+            opcode = table[inst.op] if table else REDUCE[(inst.op, el.is_float)]
+            total = lo.op(opcode, rt, lo.u32(Scope.Subgroup), GroupOperation.Reduce, own)
+            if el == ir.BF16:
+                from ..convert_scalar import round_bf16
+
+                total = round_bf16(lo, total)
+            result.append(total)
+        return CoopMatrix(t, result)
+
+    def change_use(self, lo: Lowering, m: CoopMatrix, use: str) -> CoopMatrix:
+        """The same matrix held as ``use`` requires (only matrix_acc changes its use)."""
+        t = ir.CoopMatrixType(m.type.element, m.type.rows, m.type.cols, use)
+        if self.replicated(t) == self.replicated(m.type):
+            return CoopMatrix(t, m.components)
+        sgs = _sgs(lo)
+        blocks = m.type.row_blocks(sgs)
+        rt = lo.scalar_type(t.element)
+        whole = []
+        for c in range(t.cols):
+            for r in range(t.rows):
+                held = m.components[r // sgs + blocks * c]
+                whole.append(_broadcast(lo, rt, held, r % sgs))
+        return CoopMatrix(t, whole)
+
+
+class Access:
+    """Addresses and bounds checks of a load or store at (x, y) of a 2d memref."""
+
+    def __init__(
+        self,
+        lo: Lowering,
+        memref: ir.Value,
+        x: ir.Value,
+        y: ir.Value,
+        inst: ir.CoopMatrixLoadInst | ir.CoopMatrixStoreInst,
+    ) -> None:
+        self.lo, self.m = lo, lo.get(memref)
+        self.x, self.y = lo.dim(x), lo.dim(y)
+        self.transpose, self.checked = inst.transpose, inst.checked
+        s0, s1 = self.m.stride
+        # Matrix rows walk memref mode 0 (.n) or mode 1 (.t).
+        self.row_stride, self.col_stride = (s1, s0) if self.transpose else (s0, s1)
+        self.row_mode, self.col_mode = (1, 0) if self.transpose else (0, 1)
+        start = lo.add(lo.mul(self.x, s0), lo.mul(self.y, s1))
+        self.base = lo.offset_pointer(self.m.pointer, self.m.space, self.m.type.element, start)
+
+    def pointer(self, e: Entry) -> Id:
+        lo = self.lo
+        offset = lo.add(lo.mul(e.row, self.row_stride), lo.mul(e.col, self.col_stride))
+        return lo.offset_pointer(self.base, self.m.space, self.m.type.element, offset)
+
+    def condition(self, e: Entry, t: ir.CoopMatrixType) -> Id | None:
+        """In bounds (checked modes) and not padding; None when nothing needs checking."""
+        lo = self.lo
+        boolean = lo.m.type_bool()
+        conds: list[Id] = []
+        if e.padded:
+            conds.append(lo.op(Op.SLessThan, boolean, lo.as_id(e.row), lo.as_id(t.rows)))
+        starts = (self.y, self.x) if self.transpose else (self.x, self.y)
+        if self.checked in ("rows", "both"):
+            conds += self._inside(lo.add(starts[0], e.row), self.row_mode)
+        if self.checked in ("cols", "both"):
+            conds += self._inside(lo.add(starts[1], e.col), self.col_mode)
+        if not conds:
+            return None
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = lo.op(Op.LogicalAnd, boolean, cond, c)
+        return cond
+
+    def _inside(self, index: Dim, mode: int) -> list[Id]:
+        """0 <= index < extent, as one unsigned comparison."""
+        lo = self.lo
+        extent = self.m.shape[mode]
+        if isinstance(index, int) and isinstance(extent, int):
+            if 0 <= index < extent:
+                return []
+            return [lo.m.constant(lo.m.type_bool(), False)]
+        return [lo.op(Op.ULessThan, lo.m.type_bool(), lo.as_id(index), lo.as_id(extent))]
+
+
+def _sgs(lo: Lowering) -> int:
+    assert lo.func is not None and lo.func.subgroup_size is not None
+    return lo.func.subgroup_size
+
+
+def _check_index(lo: Lowering, inst: ir.Inst, t: ir.CoopMatrixType) -> None:
+    count = t.components(_sgs(lo))
+    index: int = inst.index  # type: ignore[attr-defined]
+    if index >= count:
+        raise CompilationError(
+            inst.loc,
+            f"component {index} is out of range: a work-item holds {count} components of {t} "
+            f"with subgroup size {_sgs(lo)}",
+        )
+
+
+def _broadcast(lo: Lowering, rt: Id, value: Id, lane: int) -> Id:
+    return lo.op(Op.GroupBroadcast, rt, lo.u32(Scope.Subgroup), value, lo.u32(lane))
+
+
+def _combiner(lo: Lowering, op: str, el: ir.ScalarType) -> Callable[[Id, Id], Id]:
+    if op == "add":
+        return lambda a, b: binary(lo, "add", el, a, b)
+    rt = lo.scalar_type(el)
+    if el.is_float:
+        std = OpenCLStd.fmax if op == "max" else OpenCLStd.fmin
+    elif el.kind == "uint":
+        std = OpenCLStd.u_max if op == "max" else OpenCLStd.u_min
+    else:
+        std = OpenCLStd.s_max if op == "max" else OpenCLStd.s_min
+    return lambda a, b: lo.b.ext_inst(rt, std, a, b)
+
+
+def _fold(combine: Callable[[Id, Id], Id], values: list[Id]) -> Id:
+    total = values[0]
+    for x in values[1:]:
+        total = combine(total, x)
+    return total
+
+
+def _identity(op: str, el: ir.ScalarType) -> int | float:
+    if op == "add":
+        return 0
+    if el.is_float:
+        return float("-inf") if op == "max" else float("inf")
+    low, high = (0, 2**el.bits - 1) if el.kind == "uint" else (-(2 ** (el.bits - 1)), 2 ** (el.bits - 1) - 1)
+    return low if op == "max" else high
+
+
+PLAIN = Plain()
