@@ -7,11 +7,11 @@ from .ir import Program
 from .parser import parse
 
 
-def jit(source_or_program: str | Program, queue: object = None) -> object:
+def jit(source_or_program: str | Program, queue: object = None, opt_level: int = 2) -> object:
     """Compile and load on an OpenCL device; ``kernels.NAME(*args, howmany=N)`` runs one."""
     from .runtime.jit import jit as _jit
 
-    return _jit(source_or_program, queue)
+    return _jit(source_or_program, queue, opt_level)
 
 
 __all__ = [

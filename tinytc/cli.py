@@ -11,7 +11,8 @@ from collections.abc import Callable
 from .errors import CompilationError
 from .ir import Program
 from .parser import parse
-from .passes import PASSES, run_passes
+from .passes import NEEDS_TARGET, PASSES, run_passes
+from .target import get_target
 
 Main = Callable[[list[str] | None], int]
 
@@ -62,6 +63,10 @@ PARSERS = {
 PARSERS["tinytc-opt"].add_argument(
     "-p", "--passes", default="check-ir", help=f"comma-separated passes ({', '.join(PASSES)})"
 )
+PARSERS["tinytc-opt"].add_argument(
+    "--target", choices=["cpu", "pvc", "dg2"], help="target of the passes that need one"
+)
+PARSERS["tinytc-opt"].add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
 PARSERS["tinytc-oc"].add_argument("-o", "--output", required=True, help="file (- for stdout)")
 PARSERS["tinytc-oc"].add_argument("--target", default="cpu", choices=["cpu", "pvc", "dg2"])
 PARSERS["tinytc-oc"].add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
@@ -74,12 +79,18 @@ PARSERS["tinytc-run"].add_argument("--size", type=int, help="every '?' size (def
 
 @tool("tinytc-opt")
 def opt_main(args: argparse.Namespace) -> int:
-    """tinytc-opt FILE.ir [-p PASS,...]: print the program after the passes."""
+    """tinytc-opt FILE.ir [-p PASS,...] [--target T] [-O N]: print the program after the
+    passes (lower-linalg and the other passes that need a target take --target)."""
     names = [n for n in args.passes.split(",") if n]
     unknown = [n for n in names if n not in PASSES]
     if unknown:
         raise UsageError(f"unknown pass '{unknown[0]}'; known passes: {', '.join(PASSES)}")
-    sys.stdout.write(str(run_passes(read_program(args.file), names)))
+    targetless = [n for n in names if n in NEEDS_TARGET and args.target is None]
+    if targetless:
+        raise UsageError(f"pass '{targetless[0]}' needs --target cpu|pvc|dg2")
+    target = get_target(args.target) if args.target else None
+    program = run_passes(read_program(args.file), names, target, args.opt_level)
+    sys.stdout.write(str(program))
     return 0
 
 

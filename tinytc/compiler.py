@@ -1,14 +1,14 @@
-"""The pipeline: text -> checked IR -> passes -> SPIR-V bytes."""
+"""The pipeline: text -> checked IR -> passes -> SPIR-V bytes. compile, jit, the command line,
+tests, benchmarks and fuzzing all go through ``run_pipeline``."""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
+
 from .ir import Program
 from .parser import parse
-from .passes.check_ir import CheckIrPass
-from .passes.insert_barrier import InsertBarrierPass
-from .passes.lifetime import InsertLifetimeStopPass, StackPass
-from .passes.tiling import TilingPass
-from .passes.work_group_size import WorkGroupSizePass
+from .passes import DEFAULT_PIPELINE, run_passes
 from .spirv.convert import lower
 from .target import CoreInfo, get_target
 
@@ -19,19 +19,17 @@ def as_program(source_or_program: str | Program) -> Program:
     return parse(source_or_program)
 
 
-def run_pipeline(program: Program, target: CoreInfo, opt_level: int = 2) -> Program:
-    """The default passes, in order; they annotate and rewrite ``program`` in place.
-
-    -O2 adds batch entries per work-group and local-memory staging of transposed operands;
-    -O1 and up unroll K by 4; -O0 gives the plainest code, for debugging.
-    """
-    CheckIrPass().run(program)
-    InsertLifetimeStopPass().run(program)
-    WorkGroupSizePass(target, batching=opt_level >= 2).run(program)
-    StackPass(target.local_memory_size, staging=opt_level >= 2).run(program)
-    InsertBarrierPass().run(program)
-    TilingPass(target, k_unroll=4 if opt_level >= 1 else 1).run(program)
-    return program
+def run_pipeline(
+    source_or_program: str | Program,
+    target: str | CoreInfo = "cpu",
+    opt_level: int = 2,
+    passes: Sequence[str] = DEFAULT_PIPELINE,
+) -> Program:
+    """A copy of the program after the passes (the default pipeline unless given); the
+    caller's Program is never changed."""
+    core = get_target(target) if isinstance(target, str) else target
+    program = copy.deepcopy(as_program(source_or_program))
+    return run_passes(program, passes, core, opt_level)
 
 
 def compile(
@@ -39,5 +37,4 @@ def compile(
 ) -> bytes:
     """SPIR-V binary of a program (text or IR) for a target; raises CompilationError."""
     core = get_target(target) if isinstance(target, str) else target
-    program = run_pipeline(as_program(source_or_program), core, opt_level)
-    return lower(program, core).assemble()
+    return lower(run_pipeline(source_or_program, core, opt_level), core).assemble()

@@ -21,9 +21,7 @@ from tinytc.arguments import Group, dtype_of
 from tinytc.compiler import run_pipeline
 from tinytc.ir import BF16, SCALAR_TYPES, MemrefType, ScalarType
 from tinytc.ir.types import canonical_stride
-from tinytc.passes.check_ir import CheckIrPass
-from tinytc.passes.lifetime import InsertLifetimeStopPass, StackPass
-from tinytc.passes.work_group_size import WorkGroupSizePass
+from tinytc.passes import DEFAULT_PIPELINE
 from tinytc.runtime import default_queue
 from tinytc.runtime.jit import Kernels
 from tinytc.spirv.convert import lower
@@ -376,11 +374,8 @@ def build(text: str, target: CoreInfo | None = None) -> Kernels:
 
 def build_without_barriers(text: str, target: CoreInfo) -> Kernels:
     """The default pipeline minus insert-barrier."""
-    program = tinytc.parse(text)
-    CheckIrPass().run(program)
-    InsertLifetimeStopPass().run(program)
-    WorkGroupSizePass(target).run(program)
-    StackPass(target.local_memory_size).run(program)
+    passes = [p for p in DEFAULT_PIPELINE if p != "insert-barrier"]
+    program = run_pipeline(text, target, passes=passes)
     return Kernels(program, lower(program, target).assemble(), queue())
 
 

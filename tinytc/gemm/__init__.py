@@ -37,7 +37,7 @@ class Tiling:
 
 def lanes_per_register(element_size: int, target: CoreInfo) -> int:
     """The subgroup size that fills one vector register with ``element_size``-byte values,
-    clamped to the target's subgroup sizes (perf-cpu.md lesson 7)."""
+    clamped to the target's subgroup sizes (docs/performance-cpu.md lesson 7)."""
     want = max(target.register_size // element_size, 1)
     fitting = [s for s in target.subgroup_sizes if s <= want]
     return fitting[-1] if fitting else target.subgroup_sizes[0]
@@ -69,7 +69,7 @@ def register_block(
     Measured on the CPU (n = 8..64 and the tutorial chain, f32 and f64): 2x4, 4x2, 4x3 and
     1x8 blocks run best; a ragged last column tile (guards around every store) or a row
     loop (more than MAX_ROW_BLOCKS blocks) costs 2-6x, and wider blocks spill once the K
-    unroll keeps their A and B values live (perf-cpu.md lesson 7).
+    unroll keeps their A and B values live (docs/performance-cpu.md lesson 7).
     """
     accumulators = min(ACCUMULATORS, max(target.num_registers // 2, 1))
     mb = max(math.ceil(rows / lanes), 1) if rows is not None else 2
@@ -99,3 +99,35 @@ def entries_per_group(work_per_entry: int | None, target: CoreInfo) -> int:
         return 1
     wanted = max(1, WORK_PER_GROUP // work_per_entry)
     return 1 << min(wanted.bit_length() - 1, target.max_entries_per_group.bit_length() - 1)
+
+
+FUSED_ACCUMULATORS = 20  # register-block entries of a temporary kept between two gemms
+
+
+def fused_rows_per_item(rows: int, cols: int, subgroup_size: int, target: CoreInfo) -> int | None:
+    """Row blocks per lane of a gemm temporary of rows x cols kept in registers for the next
+    gemm (all its columns at once), or None when even one block of rows does not fit."""
+    if cols > FUSED_ACCUMULATORS:
+        return None
+    blocks = max(1, min(FUSED_ACCUMULATORS // cols, MAX_ROW_BLOCKS))
+    return min(blocks, math.ceil(rows / subgroup_size))
+
+
+MAX_TILE_COMPONENTS = 64  # register-block entries per lane that a tiling may ask for
+
+
+def check_tiling(tiling: Tiling, work_group: tuple[int, int], subgroup_size: int) -> str:
+    """Why a tiling cannot run in a kernel with this work-group ('' when it can)."""
+    if tiling.work_group != tuple(work_group):
+        return f"work group {tiling.work_group} differs from the kernel's {tuple(work_group)}"
+    sizes = (tiling.rows_per_item, tiling.cols_per_item, tiling.k_unroll)
+    if min(sizes) < 1:
+        return f"rows per item, columns per item and K unroll must be positive, got {sizes}"
+    if tiling.rows_per_item * tiling.cols_per_item > MAX_TILE_COMPONENTS:
+        return (
+            f"{tiling.rows_per_item} x {tiling.cols_per_item} accumulators per work-item exceed "
+            f"{MAX_TILE_COMPONENTS}"
+        )
+    if work_group[0] % subgroup_size:
+        return f"work group {work_group} does not hold whole subgroups of {subgroup_size}"
+    return ""

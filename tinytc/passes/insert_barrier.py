@@ -1,6 +1,6 @@
 """insert-barrier: a barrier before any access that races with earlier collective work.
 
-Collective work (linalg instructions and foreach loops) spreads its memory accesses over the
+Collective work (linalg instructions, foreach loops and parallel regions) spreads its memory accesses over the
 work-items. An access after it that may touch the same memory (read after write, write after
 read, write after write) needs a barrier in between. Memory is identified by its root: the
 kernel parameter or the alloca a memref is a view of; distinct parameters are assumed not to
@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from ..ir import (
     AllocaInst,
     BarrierInst,
+    CoopMatrixLoadInst,
+    CoopMatrixStoreInst,
+    ParallelInst,
     ForeachInst,
     ForInst,
     IfInst,
@@ -98,6 +101,11 @@ def accesses(inst: Inst) -> tuple[set[Value], set[Value]]:
         return {root(inst.operands[0])}, set()
     if isinstance(inst, StoreInst):
         return set(), {root(inst.operands[1])}
+    if isinstance(inst, CoopMatrixLoadInst):
+        return {root(inst.operands[0])}, set()
+    if isinstance(inst, CoopMatrixStoreInst):
+        written = {root(inst.operands[1])}
+        return (written if inst.atomic_add else set()), written
     reads, writes = set(), set()
     for region in inst.regions:
         for child in region.insts:
@@ -129,7 +137,7 @@ class InsertBarrierPass:
                 pending = self.loop(inst.body, pending, insert)
                 continue
             reads, writes = accesses(inst)
-            collective = isinstance(inst, LinalgInst | ForeachInst)
+            collective = isinstance(inst, LinalgInst | ForeachInst | ParallelInst)
             if pending.conflicts(reads, writes, collective):
                 if insert:
                     region.insert_before(inst, BarrierInst(loc=inst.loc))

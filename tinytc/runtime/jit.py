@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import bf16
 from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, dtype_of
-from ..compiler import as_program, run_pipeline
+from ..compiler import run_pipeline
 from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
 from ..spirv.convert import lower
 from ..spirv.tools import validate
@@ -22,14 +22,15 @@ from .cache import load_program
 from .device import _pyopencl, core_info_from_device, default_queue
 
 
-def jit(source_or_program: str | Program, queue: Any = None) -> Kernels:
+def jit(source_or_program: str | Program, queue: Any = None, opt_level: int = 2) -> Kernels:
     """Compile for the queue's device (default: the SPIR-V capable default device) and load.
 
     Returns an object with one callable per kernel: ``kernels.NAME(*args, howmany=N)``.
+    The caller's Program is not changed.
     """
     queue = queue if queue is not None else default_queue()
     target = core_info_from_device(queue.device)
-    program = run_pipeline(as_program(source_or_program), target)
+    program = run_pipeline(source_or_program, target, opt_level)
     binary = lower(program, target).assemble()
     return Kernels(program, binary, queue)
 

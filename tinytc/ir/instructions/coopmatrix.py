@@ -103,8 +103,10 @@ class CoopMatrixInst(Inst):
         return t
 
     def check_position(self, first: int, element: ScalarType) -> MemrefType:
-        """Operands first .. first + 2 are a 2d memref of ``element`` and two indices."""
-        m = self.expect_memref(first, "memref", (2,))
+        """Operands first .. first + 2 are a memref of ``element`` and two indices. Beyond
+        v0.4, a memref of order 1 is a matrix of one column and one of order 0 a 1 x 1 matrix
+        (the modes it lacks have size 1), so vectors and scalars need no view."""
+        m = self.expect_memref(first, "memref", (0, 1, 2))
         if m.element != element:
             raise self.error(
                 f"{self.mnemonic}: memref element {m.element} differs from the matrix's {element}",
@@ -381,7 +383,7 @@ class CoopMatrixPrefetchInst(CoopMatrixInst):
         super().__init__([memref, row, col], **kw)
 
     def infer(self) -> list[Type]:
-        m = self.expect_memref(0, "memref", (2,))
+        m = self.expect_memref(0, "memref", (0, 1, 2))
         self.check_position(0, m.element)
         if self.cache_level < 0 or self.rows < 1 or self.cols < 1:
             raise self.error(

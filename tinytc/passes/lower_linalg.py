@@ -1,0 +1,519 @@
+"""lower-linalg: rewrites every collective linear-algebra instruction into a parallel region of
+cooperative-matrix tiles.
+
+Each instruction updates an output X (rows x cols; a vector is one column, a scalar 1 x 1):
+X := alpha * T + beta * X, where T is a product (gemm, gemv, ger), a row sum (sum), an
+element-wise product (hadamard_product) or op(A) itself (axpby). The output is cut into tiles
+of ``Tiling.rows_per_tile`` x ``Tiling.cols_per_item``: the subgroups of the work-group share
+the column tiles, every subgroup walks the row tiles, and a tile's terms are summed over K in
+steps of ``Tiling.k_unroll`` in registers (a for loop carrying the accumulator). Static edges
+get a last tile of the exact size (its padding rows are never stored); dynamic sizes use
+checked loads and stores. The tiling comes from ``inst.tiling`` (the tile-linalg pass, or a
+tuner), checked here, so that a bad tiling is an error, never a wrong result.
+
+A gemm whose output is an alloca temporary that only the next gemm reads, as its A, keeps the
+temporary in registers: both run in one parallel region, row tile by row tile
+(docs/performance-cpu.md lesson 9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import CompilationError
+from ..gemm import Tiling, check_tiling, choose_tiling, fused_rows_per_item
+from ..ir import (
+    BF16,
+    F16,
+    F32,
+    INDEX,
+    AllocaInst,
+    ArithInst,
+    Builder,
+    CastInst,
+    CompareInst,
+    Constant,
+    CoopMatrixConstructInst,
+    CoopMatrixLoadInst,
+    CoopMatrixMulAddInst,
+    CoopMatrixReduceInst,
+    CoopMatrixScaleInst,
+    CoopMatrixStoreInst,
+    CoopMatrixType,
+    ForInst,
+    Function,
+    GemmInst,
+    GemvInst,
+    GerInst,
+    HadamardProductInst,
+    IfInst,
+    Inst,
+    LifetimeStopInst,
+    LinalgInst,
+    MemrefType,
+    ParallelInst,
+    Program,
+    Region,
+    ScalarType,
+    SubgroupIdInst,
+    SumInst,
+    Value,
+    YieldInst,
+)
+from ..ir.instructions.memref import SizeInst
+from ..target import CoreInfo
+
+Size = int | Value  # a size known at compile time, or an index value
+
+
+def accumulator(el: ScalarType) -> ScalarType:
+    """f16 and bf16 outputs are summed in f32 and rounded once, at the store."""
+    return F32 if el in (F16, BF16) else el
+
+
+@dataclass
+class Operand:
+    """A memref read as op(X): the coopmatrix position of (row, col) of op(X) swaps for .t."""
+
+    value: Value
+    transpose: bool = False
+
+    def position(self, row: Size, col: Size) -> tuple[Size, Size]:
+        return (col, row) if self.transpose else (row, col)
+
+    @property
+    def type(self) -> MemrefType:
+        return self.value.type  # type: ignore[return-value]
+
+
+@dataclass
+class Tile:
+    """Where a tile of the output lies and how its accesses are checked."""
+
+    row: Size
+    col: Size
+    rows: int
+    cols: int
+    checked: str  # "", "rows", "cols" or "both"
+
+
+class Emitter:
+    """Appends instructions to a region through a Builder; folds constant index arithmetic."""
+
+    def __init__(self, loc: object) -> None:
+        self.b = Builder()
+        self.loc = loc
+
+    def add(self, inst: Inst) -> Inst:
+        inst.loc = self.loc  # type: ignore[assignment]
+        return self.b.add(inst)
+
+    def value(self, x: Size | float, t: ScalarType = INDEX) -> Value:
+        return Constant(x, t, self.loc) if isinstance(x, int | float) else x  # type: ignore[arg-type]
+
+    def arith(self, op: str, a: Size, b: Size) -> Size:
+        if isinstance(a, int) and isinstance(b, int):
+            return {"add": a + b, "sub": a - b, "mul": a * b, "rem": a % b}[op]
+        if op in ("add", "sub") and b == 0:
+            return a
+        if op == "mul" and b == 1:
+            return a
+        return self.add(ArithInst(op, self.value(a), self.value(b))).result
+
+    def size(self, m: Value, mode: int) -> Size:
+        t: MemrefType = m.type  # type: ignore[assignment]
+        shape = (*t.shape, 1, 1)
+        if shape[mode] is not None:
+            return shape[mode]  # type: ignore[return-value]
+        return self.add(SizeInst(m, mode)).result
+
+    def load(self, x: Operand, row: Size, col: Size, t: CoopMatrixType, checked: str) -> Value:
+        r, c = x.position(row, col)
+        inst = CoopMatrixLoadInst(t, x.value, self.value(r), self.value(c), x.transpose, checked)
+        return self.add(inst).result
+
+    def loop(
+        self, start: Size, stop: Size, step: int, init: list[Value], body: Callable[..., list[Value]]
+    ) -> list[Value]:
+        """for var = start, stop, step carrying init; body(var, *carried) gives the yield."""
+        if isinstance(start, int) and isinstance(stop, int) and start + step >= stop:
+            return body(start, *init) if start < stop else init  # at most one iteration
+        inst = ForInst(self.value(start), self.value(stop), self.value(step), init=init)
+        self.add(inst)
+        with self.b.at(inst.body):
+            results = body(inst.var, *inst.body.params[1:])
+            if results:
+                self.add(YieldInst(results))
+        return list(inst.results)
+
+
+class LowerLinalgPass:
+    name = "lower-linalg"
+
+    def __init__(self, target: CoreInfo) -> None:
+        self.target = target
+
+    def run(self, program: Program) -> None:
+        for func in program.functions:
+            assert func.subgroup_size is not None and func.work_group_size is not None
+            self.region(func, func.body)
+
+    def region(self, func: Function, region: Region) -> None:
+        for inst in list(region.insts):
+            if inst.parent is not region:
+                continue  # erased as part of a fused pair
+            for child in inst.regions:
+                self.region(func, child)
+            if isinstance(inst, LinalgInst):
+                self.replace(func, region, inst)
+
+    def replace(self, func: Function, region: Region, inst: LinalgInst) -> None:
+        e = Emitter(inst.loc)
+        new = Region()
+        with e.b.at(new):
+            par = e.add(ParallelInst())
+            with e.b.at(par.regions[0]):
+                second = fusable_successor(region, inst, func, self.target)
+                if second is not None:
+                    Lowering(e, func, self.target).fused(inst, second)  # type: ignore[arg-type]
+                else:
+                    Lowering(e, func, self.target).instruction(inst)
+        index = region.insts.index(inst)
+        for added in new.insts:
+            added.parent = region
+        region.insts[index:index] = new.insts
+        erase(inst)
+        if second is not None:
+            tmp = inst.output
+            erase(second)
+            for user, _ in list(tmp.uses):
+                erase(user)  # lifetime_stop
+            erase(tmp.owner)  # type: ignore[arg-type]
+
+
+def erase(inst: Inst) -> None:
+    """Remove an instruction from its region and from the use lists of its operands."""
+    for index, value in enumerate(inst.operands):
+        value.uses.remove((inst, index))
+    if inst.parent is not None:
+        inst.parent.insts.remove(inst)
+        inst.parent = None
+
+
+def fusable_successor(
+    region: Region, first: LinalgInst, func: Function, target: CoreInfo
+) -> GemmInst | None:
+    """The gemm right after ``first`` that reads first's alloca output as its A and nothing
+    else reads, when the temporary fits in registers (docs/performance-cpu.md lesson 9)."""
+    if not isinstance(first, GemmInst) or first.atomic or first.beta.constant != 0:
+        return None
+    tmp = first.output
+    if not isinstance(tmp.owner, AllocaInst):
+        return None
+    later = region.insts[region.insts.index(first) + 1 :]
+    second = next((i for i in later if not isinstance(i, LifetimeStopInst)), None)
+    if not isinstance(second, GemmInst) or second.trans_a or second.operands[1] is not tmp:
+        return None
+    users = {user for user, _ in tmp.uses}
+    if users - {first, second} - {i for i in users if isinstance(i, LifetimeStopInst)}:
+        return None
+    if any(v is tmp for v in second.operands[2:]):
+        return None
+    if func.work_group_size != (func.subgroup_size, 1):
+        return None  # one subgroup walks all row tiles
+    t: MemrefType = tmp.type  # type: ignore[assignment]
+    if t.element != accumulator(t.element) or not t.is_static:
+        return None
+    rows, cols = t.shape
+    assert func.subgroup_size is not None
+    if fused_rows_per_item(rows, cols, func.subgroup_size, target) is None:  # type: ignore[arg-type]
+        return None
+    return second
+
+
+class Lowering:
+    """Emits the coopmatrix code of one instruction into the open parallel region."""
+
+    def __init__(self, e: Emitter, func: Function, target: CoreInfo) -> None:
+        self.e, self.func, self.target = e, func, target
+        assert func.subgroup_size is not None and func.work_group_size is not None
+        self.sgs = func.subgroup_size
+        wg0, wg1 = func.work_group_size
+        self.subgroups = wg0 // self.sgs * wg1
+
+    def tiling(self, inst: LinalgInst, rows: int | None, cols: int | None) -> Tiling:
+        wg = self.func.work_group_size
+        assert wg is not None
+        tiling = inst.tiling or choose_tiling(rows, cols, wg, self.target)
+        problem = check_tiling(tiling, wg, self.sgs)
+        if problem:
+            raise CompilationError(inst.loc, f"bad tiling for {inst.mnemonic}: {problem}")
+        return tiling
+
+    def instruction(self, inst: LinalgInst) -> None:
+        e = self.e
+        out = Operand(inst.output)
+        rows, cols = e.size(inst.output, 0), e.size(inst.output, 1)
+        static = [x if isinstance(x, int) else None for x in (rows, cols)]
+        tiling = self.tiling(inst, *static)
+        el = out.type.element
+        acc = accumulator(el)
+        inputs = [Operand(v) for v in inst.operands[1:-2]]
+        if inst.transposes:  # .t transposes matrices; a vector stays a column
+            inputs[0].transpose = inst.trans_a and inputs[0].type.order == 2
+        if isinstance(inst, GemmInst):
+            inputs[1].transpose = inst.trans_b
+        if isinstance(inst, GemmInst | GemvInst):
+            depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
+        elif isinstance(inst, SumInst):
+            depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
+            if inputs[0].type.order == 1:  # a vector's sum: the column's rows are the terms
+                depth = e.size(inputs[0].value, 0)
+        else:
+            depth = 1
+
+        def compute(t: Tile) -> Value:
+            a_el = inputs[0].type.element
+            if isinstance(inst, GemmInst | GemvInst | GerInst):
+                b_op = inputs[1]
+                if isinstance(inst, GerInst):
+                    b_op = Operand(b_op.value, transpose=True)  # b as a row
+                return self.product(t, inputs[0], b_op, depth, tiling.k_unroll, a_el, acc)
+            if isinstance(inst, SumInst):
+                return self.row_sum(t, inputs[0], depth, tiling.k_unroll, acc)
+            mt = CoopMatrixType(a_el, t.rows, t.cols, "matrix_acc")
+            x = self.convert(e.load(inputs[0], t.row, t.col, mt, t.checked), acc)
+            if isinstance(inst, HadamardProductInst):
+                y = self.convert(e.load(inputs[1], t.row, t.col, mt, t.checked), acc)
+                x = e.add(ArithInst("mul", x, y)).result
+            return x
+
+        self.tiles(inst, tiling, rows, cols, lambda t: self.update(inst, out, t, compute(t), acc))
+
+    def tiles(
+        self, inst: LinalgInst, tiling: Tiling, rows: Size, cols: Size, body: Callable[[Tile], None]
+    ) -> None:
+        """Call body for every tile this subgroup owns: subgroups share the column tiles."""
+        e = self.e
+        if isinstance(inst, SumInst) and inst.operands[1].type.order == 1:  # type: ignore[union-attr]
+            cols = 1
+        nb, mt = tiling.cols_per_item, self.sgs * tiling.rows_per_item
+        col_step = nb * self.subgroups
+        first_col: Size = 0
+        if self.subgroups > 1:
+            sg = e.add(SubgroupIdInst()).result
+            sg_index = e.add(CastInst(sg, INDEX)).result
+            first_col = e.arith("mul", sg_index, nb)
+
+        def col_tile(n0: Size) -> list[Value]:
+            col_check = "" if isinstance(cols, int) and cols % nb == 0 else "cols"
+            tile_cols = min(nb, cols) if isinstance(cols, int) else nb
+            self.row_tiles(rows, mt, lambda m0, r, rc: body(
+                Tile(m0, n0, r, tile_cols, _both(rc, col_check))))  # fmt: skip
+            return []
+
+        e.loop(first_col, cols, col_step, [], col_tile)
+
+    def row_tiles(self, rows: Size, mt: int, body: Callable[[Size, int, str], None]) -> None:
+        """Full tiles of mt rows, then (static sizes) one tile of the rows left, or (dynamic
+        sizes) checked tiles."""
+        e = self.e
+        if not isinstance(rows, int):
+            e.loop(0, rows, mt, [], lambda m0: body(m0, mt, "rows") or [])
+            return
+        full = rows - rows % mt
+        if full:
+            e.loop(0, full, mt, [], lambda m0: body(m0, mt, "") or [])
+        if rows % mt:
+            body(full, rows % mt, "")
+
+    def product(
+        self,
+        t: Tile,
+        a: Operand,
+        b: Operand,
+        depth: Size,
+        unroll: int,
+        el: ScalarType,
+        acc: ScalarType,
+        a_value: Value | None = None,
+    ) -> Value:
+        """sum_k op(A)(tile rows, k) op(B)(k, tile cols) in a register tile of type acc."""
+        e = self.e
+        acc_type = CoopMatrixType(acc, t.rows, t.cols, "matrix_acc")
+        zero = e.add(CoopMatrixConstructInst(acc_type, e.value(0 if not acc.is_float else 0.0, acc)))
+        b_el = b.type.element
+
+        def step(k: Size, ku: int, c: Value, checked_k: bool) -> list[Value]:
+            at = CoopMatrixType(el, t.rows, ku, "matrix_a")
+            bt = CoopMatrixType(b_el, ku, t.cols, "matrix_b")
+            a_check = "rows" if "rows" in t.checked or t.checked == "both" else ""
+            b_check = "cols" if "cols" in t.checked or t.checked == "both" else ""
+            x = e.load(a, t.row, k, at, a_check)
+            y = e.load(b, k, t.col, bt, b_check)
+            return [e.add(CoopMatrixMulAddInst(x, y, c)).result]
+
+        total = zero.result
+        if isinstance(depth, int):
+            main = depth - depth % unroll
+            if main:
+                (total,) = e.loop(0, main, unroll, [total], lambda k, c: step(k, unroll, c, False))
+            if depth % unroll:
+                (total,) = step(main, depth % unroll, total, False)
+            return total
+        rest = e.arith("rem", depth, unroll)
+        main = e.arith("sub", depth, rest)
+        (total,) = e.loop(0, main, unroll, [total], lambda k, c: step(k, unroll, c, False))
+        (total,) = e.loop(main, depth, 1, [total], lambda k, c: step(k, 1, c, False))
+        return total
+
+    def row_sum(self, t: Tile, a: Operand, depth: Size, unroll: int, acc: ScalarType) -> Value:
+        """sum_k op(A)(tile rows, k): chunks of columns reduced along their rows."""
+        e = self.e
+        el = a.type.element
+        vector = a.type.order == 1
+        zero = e.add(CoopMatrixConstructInst(
+            CoopMatrixType(acc, t.rows, 1, "matrix_acc"), e.value(0.0 if acc.is_float else 0, acc)
+        )).result  # fmt: skip
+
+        def step(k: Size, ku: int, total: Value) -> list[Value]:
+            if vector:  # the vector's entries k.. as a column, summed down its rows
+                part_t = CoopMatrixType(el, ku, 1, "matrix_acc")
+                part = self.convert(e.load(a, k, 0, part_t, ""), acc)
+                reduced = e.add(CoopMatrixReduceInst("add", "column", part)).result
+            else:
+                part_t = CoopMatrixType(el, t.rows, ku, "matrix_acc")
+                check = "rows" if t.checked in ("rows", "both") else ""
+                part = self.convert(e.load(a, t.row, k, part_t, check), acc)
+                reduced = e.add(CoopMatrixReduceInst("add", "row", part)).result
+            return [e.add(ArithInst("add", total, reduced)).result]
+
+        if isinstance(depth, int):
+            main = depth - depth % unroll
+            total = zero
+            if main:
+                (total,) = e.loop(0, main, unroll, [total], lambda k, c: step(k, unroll, c))
+            if depth % unroll:
+                (total,) = step(main, depth % unroll, total)
+            return total
+        rest = e.arith("rem", depth, unroll)
+        main = e.arith("sub", depth, rest)
+        (total,) = e.loop(0, main, unroll, [zero], lambda k, c: step(k, unroll, c))
+        (total,) = e.loop(main, depth, 1, [total], lambda k, c: step(k, 1, c))
+        return total
+
+    def convert(self, x: Value, to: ScalarType) -> Value:
+        t: CoopMatrixType = x.type  # type: ignore[assignment]
+        if t.element == to:
+            return x
+        return self.e.add(CastInst(x, CoopMatrixType(to, t.rows, t.cols, t.use))).result
+
+    def scalar(self, x: Value, to: ScalarType) -> Value:
+        if x.type == to:
+            return x
+        if x.constant is not None:
+            return Constant(x.constant, to, x.loc)
+        return self.e.add(CastInst(x, to)).result
+
+    def update(self, inst: LinalgInst, out: Operand, t: Tile, total: Value, acc: ScalarType) -> None:
+        """X := alpha * total + beta * X on one tile (X not read when beta is 0, as in BLAS:
+        no NaN from X)."""
+        e = self.e
+        el = out.type.element
+        alpha, beta = inst.alpha, inst.beta
+        if alpha.constant != 1:
+            total = e.add(CoopMatrixScaleInst(self.scalar(alpha, acc), total)).result
+        check = t.checked
+        if inst.atomic:
+            self.atomic(inst, out, t, total, acc)
+            return
+        if beta.constant != 0:
+            def blend() -> Value:
+                old_t = CoopMatrixType(el, t.rows, t.cols, "matrix_acc")
+                old = self.convert(e.load(out, t.row, t.col, old_t, check), acc)
+                if beta.constant != 1:
+                    old = e.add(CoopMatrixScaleInst(self.scalar(beta, acc), old)).result
+                return e.add(ArithInst("add", total, old)).result
+
+            if beta.constant is None:
+                zero = Constant(0.0 if el.is_float else 0, el, inst.loc)
+                is_zero = e.add(CompareInst("eq", beta, zero)).result
+                choice = e.add(IfInst(is_zero, [total.type]))
+                with e.b.at(choice.regions[0]):
+                    e.add(YieldInst([total]))
+                with e.b.at(choice.regions[1]):
+                    e.add(YieldInst([blend()]))
+                total = choice.result
+            else:
+                total = blend()
+        result = self.convert(total, el)
+        e.add(CoopMatrixStoreInst(result, out.value, e.value(t.row), e.value(t.col), False, check))
+
+    def atomic(self, inst: LinalgInst, out: Operand, t: Tile, total: Value, acc: ScalarType) -> None:
+        e = self.e
+        el = out.type.element
+        beta = inst.beta.constant
+        if beta != 0 and (beta != 1 or el != acc or el.bits not in (32, 64)):
+            shown = "dynamic" if beta is None else beta
+            raise CompilationError(
+                inst.loc,
+                f"{inst.mnemonic}.atomic needs beta 0 or 1 and a 32- or 64-bit element type, "
+                f"got beta {shown} and {el}",
+            )
+        value = self.convert(total, el)
+        e.add(CoopMatrixStoreInst(
+            value, out.value, e.value(t.row), e.value(t.col), False, t.checked, atomic_add=beta == 1
+        ))  # fmt: skip
+
+    def fused(self, first: GemmInst, second: GemmInst) -> None:
+        """C2 := alpha2 (alpha1 A1 B1) B2 + beta2 C2 with the product in registers: for every
+        row tile, the first product's tile (all its columns) becomes the A of the second."""
+        e = self.e
+        tmp: MemrefType = first.output.type  # type: ignore[assignment]
+        rows, k2 = tmp.shape
+        assert isinstance(rows, int) and isinstance(k2, int)
+        mb = fused_rows_per_item(rows, k2, self.sgs, self.target)
+        assert mb is not None
+        a1 = Operand(first.operands[1], first.trans_a)
+        b1 = Operand(first.operands[2], first.trans_b)
+        depth1 = e.size(a1.value, 0 if first.trans_a else 1)
+        out = Operand(second.output)
+        cols = e.size(second.output, 1)
+        acc = accumulator(out.type.element)
+        tiling2 = self.tiling(second, rows, cols if isinstance(cols, int) else None)
+        unroll = (first.tiling or tiling2).k_unroll
+        b2 = Operand(second.operands[2], second.trans_b)
+
+        def row_tile(m0: Size, r: int, checked: str) -> None:
+            t1 = Tile(m0, 0, r, k2, checked)
+            el1 = a1.type.element
+            product = self.product(t1, a1, b1, depth1, unroll, el1, tmp.element)
+            if first.alpha.constant != 1:
+                product = e.add(CoopMatrixScaleInst(first.alpha, product)).result
+            held = e.add(CastInst(product, CoopMatrixType(tmp.element, r, k2, "matrix_a"))).result
+            nb = tiling2.cols_per_item
+
+            def col_tile(n0: Size) -> list[Value]:
+                col_check = "" if isinstance(cols, int) and cols % nb == 0 else "cols"
+                tile_cols = min(nb, cols) if isinstance(cols, int) else nb
+                t2 = Tile(m0, n0, r, tile_cols, _both(checked, col_check))
+                bt = CoopMatrixType(b2.type.element, k2, tile_cols, "matrix_b")
+                y = e.load(b2, 0, n0, bt, "cols" if col_check else "")
+                zero = e.add(CoopMatrixConstructInst(
+                    CoopMatrixType(acc, r, tile_cols, "matrix_acc"), e.value(0.0 if acc.is_float else 0, acc)
+                )).result  # fmt: skip
+                total = e.add(CoopMatrixMulAddInst(held, y, zero)).result
+                self.update(second, out, t2, total, acc)
+                return []
+
+            e.loop(0, cols, nb, [], col_tile)
+
+        self.row_tiles(rows, self.sgs * mb, row_tile)
+
+
+def _both(a: str, b: str) -> str:
+    checks = {a, b} - {""}
+    if not checks:
+        return ""
+    return checks.pop() if len(checks) == 1 else "both"
