@@ -18,11 +18,19 @@ temporary in registers: both run in one parallel region, row tile by row tile
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import CompilationError
-from ..gemm import Tiling, check_tiling, choose_tiling, fused_rows_per_item
+from ..gemm import (
+    MAX_TILE_COMPONENTS,
+    Tiling,
+    check_tiling,
+    choose_tiling,
+    fused_rows_per_item,
+)
 from ..ir import (
     BF16,
     F16,
@@ -63,6 +71,7 @@ from ..ir import (
 )
 from ..ir.instructions.memref import SizeInst
 from ..target import CoreInfo
+from .lifetime import STAGE_MIN_ROWS
 
 Size = int | Value  # a size known at compile time, or an index value
 
@@ -151,8 +160,9 @@ class Emitter:
 class LowerLinalgPass:
     name = "lower-linalg"
 
-    def __init__(self, target: CoreInfo) -> None:
+    def __init__(self, target: CoreInfo, staging: bool = True) -> None:
         self.target = target
+        self.staging = staging
 
     def run(self, program: Program) -> None:
         for func in program.functions:
@@ -171,14 +181,13 @@ class LowerLinalgPass:
     def replace(self, func: Function, region: Region, inst: LinalgInst) -> None:
         e = Emitter(inst.loc)
         new = Region()
+        lowering = Lowering(e, func, self.target, self.staging)
         with e.b.at(new):
-            par = e.add(ParallelInst())
-            with e.b.at(par.regions[0]):
-                second = fusable_successor(region, inst, func, self.target)
-                if second is not None:
-                    Lowering(e, func, self.target).fused(inst, second)  # type: ignore[arg-type]
-                else:
-                    Lowering(e, func, self.target).instruction(inst)
+            second = fusable_successor(region, inst, func, self.target)
+            if second is not None:
+                lowering.fused(inst, second)  # type: ignore[arg-type]
+            else:
+                lowering.instruction(inst)
         index = region.insts.index(inst)
         for added in new.insts:
             added.parent = region
@@ -235,10 +244,11 @@ def fusable_successor(
 class Lowering:
     """Emits the coopmatrix code of one instruction into the open parallel region."""
 
-    def __init__(self, e: Emitter, func: Function, target: CoreInfo) -> None:
-        self.e, self.func, self.target = e, func, target
+    def __init__(self, e: Emitter, func: Function, target: CoreInfo, staging: bool) -> None:
+        self.e, self.func, self.target, self.staging = e, func, target, staging
         assert func.subgroup_size is not None and func.work_group_size is not None
         self.sgs = func.subgroup_size
+        self.staged: list[Value] = []  # local copies of operands, freed after the instruction
         wg0, wg1 = func.work_group_size
         self.subgroups = wg0 // self.sgs * wg1
 
@@ -266,6 +276,8 @@ class Lowering:
             inputs[1].transpose = inst.trans_b
         if isinstance(inst, GemmInst | GemvInst):
             depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
+            if self.staging and inputs[0].transpose:
+                inputs[0] = self.stage(inputs[0])
         elif isinstance(inst, SumInst):
             depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
             if inputs[0].type.order == 1:  # a vector's sum: the column's rows are the terms
@@ -289,7 +301,52 @@ class Lowering:
                 x = e.add(ArithInst("mul", x, y)).result
             return x
 
-        self.tiles(inst, tiling, rows, cols, lambda t: self.update(inst, out, t, compute(t), acc))
+        with self.parallel():
+            self.tiles(
+                inst, tiling, rows, cols, lambda t: self.update(inst, out, t, compute(t), acc)
+            )
+        for staged in self.staged:
+            e.add(LifetimeStopInst(staged))
+
+    @contextmanager
+    def parallel(self) -> Iterator[None]:
+        par = self.e.add(ParallelInst())
+        with self.e.b.at(par.regions[0]):
+            yield
+
+    def stage(self, a: Operand) -> Operand:
+        """op(A) of a transposed static A copied into local memory, so that the product reads
+        it with lanes on consecutive rows instead of gathering along A's columns
+        (docs/performance-cpu.md lesson 1); insert-barrier puts the barrier after the copy."""
+        t = a.type
+        if not t.is_static or t.shape[1] < STAGE_MIN_ROWS:  # type: ignore[operator]
+            return a
+        budget = self.target.local_memory_size
+        if budget is not None and math.prod(t.shape) * t.element.size > budget // 4:  # type: ignore[arg-type]
+            return a  # leave room for the kernel's own allocas: read A in place
+        depth, rows = t.shape
+        assert isinstance(depth, int) and isinstance(rows, int)
+        e = self.e
+        local = e.add(AllocaInst(MemrefType.make(t.element, (rows, depth)))).result
+        self.staged.append(local)
+        blocks = -(-depth // self.sgs)
+        chunk = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks))
+        with self.parallel():
+            first: Size = 0
+            if self.subgroups > 1:
+                sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
+                first = e.arith("mul", sg, chunk)
+
+            def copy(j0: Size) -> list[Value]:  # A's columns j0.. become op(A)'s rows j0..
+                width = min(chunk, rows)
+                check = "" if rows % chunk == 0 or width < chunk else "cols"
+                ct = CoopMatrixType(t.element, depth, width, "matrix_acc")
+                x = e.load(Operand(a.value), 0, j0, ct, check)
+                e.add(CoopMatrixStoreInst(x, local, e.value(j0), e.value(0), True, check))
+                return []
+
+            e.loop(first, rows, chunk * self.subgroups, [], copy)
+        return Operand(local)
 
     def tiles(
         self, inst: LinalgInst, tiling: Tiling, rows: Size, cols: Size, body: Callable[[Tile], None]
@@ -485,6 +542,9 @@ class Lowering:
         unroll = (first.tiling or tiling2).k_unroll
         b2 = Operand(second.operands[2], second.trans_b)
 
+        par = e.add(ParallelInst())
+        e.b.enter(par.regions[0])
+
         def row_tile(m0: Size, r: int, checked: str) -> None:
             t1 = Tile(m0, 0, r, k2, checked)
             el1 = a1.type.element
@@ -510,6 +570,7 @@ class Lowering:
             e.loop(0, cols, nb, [], col_tile)
 
         self.row_tiles(rows, self.sgs * mb, row_tile)
+        e.b.exit()
 
 
 def _both(a: str, b: str) -> str:
