@@ -8,16 +8,16 @@ from ..ir import (
     BarrierInst,
     CoopMatrixApplyInst,
     CoopMatrixType,
-    ParallelInst,
-    SubgroupBuiltinInst,
     ForeachInst,
     ForInst,
     Function,
     IfInst,
     Inst,
+    ParallelInst,
     Program,
     Region,
     ScalarType,
+    SubgroupBuiltinInst,
     VoidType,
     YieldInst,
 )
@@ -122,6 +122,8 @@ def check_inst(inst: Inst, kind: str) -> None:
 def check_yield(inst: YieldInst, region: Region, last: bool) -> None:
     owner = region.parent
     if not isinstance(owner, IfInst | ForInst | CoopMatrixApplyInst):
-        raise inst.error("yield can only end the region of an if, a for or a cooperative_matrix_apply")
+        raise inst.error(
+            "yield can only end the region of an if, a for or a cooperative_matrix_apply"
+        )
     if not last:
         raise inst.error("yield must be the last instruction of its region")

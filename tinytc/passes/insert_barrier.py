@@ -1,10 +1,10 @@
 """insert-barrier: a barrier before any access that races with earlier collective work.
 
-Collective work (linalg instructions, foreach loops and parallel regions) spreads its memory accesses over the
-work-items. An access after it that may touch the same memory (read after write, write after
-read, write after write) needs a barrier in between. Memory is identified by its root: the
-kernel parameter or the alloca a memref is a view of; distinct parameters are assumed not to
-overlap, allocas overlap where the stack pass placed them on the same bytes (so it runs
+Collective work (linalg instructions, foreach loops and parallel regions) spreads its memory
+accesses over the work-items. An access after it that may touch the same memory (read after
+write, write after read, write after write) needs a barrier in between. Memory is identified
+by its root: the kernel parameter or the alloca a memref is a view of; distinct parameters are
+assumed not to overlap, allocas overlap where the stack pass placed them on the same bytes (so it runs
 first). Loops are analysed until the accesses carried into the next iteration are stable.
 """
 
@@ -17,13 +17,13 @@ from ..ir import (
     BarrierInst,
     CoopMatrixLoadInst,
     CoopMatrixStoreInst,
-    ParallelInst,
     ForeachInst,
     ForInst,
     IfInst,
     Inst,
     LinalgInst,
     LoadInst,
+    ParallelInst,
     Program,
     Region,
     StoreInst,

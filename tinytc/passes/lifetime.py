@@ -7,17 +7,12 @@ The stack pass then gives every alloca a byte offset in the kernel's local-memor
 
 from __future__ import annotations
 
-import math
-
 from ..errors import CompilationError
 from ..ir import (
     AllocaInst,
     Function,
-    GemmInst,
-    GemvInst,
     Inst,
     LifetimeStopInst,
-    MemrefType,
     Program,
     Region,
     Value,
@@ -27,6 +22,7 @@ from ..ir.instructions.memref import ExpandInst, FuseInst, SubviewInst
 VIEWS = (SubviewInst, ExpandInst, FuseInst)
 STACK_ALIGNMENT = 64  # bytes; enough for any vector or block access
 STAGE_MIN_ROWS = 16  # measured: below, the copy and its barriers cost more than gathers
+# (lower-linalg stages a transposed A of this many rows or more in local memory)
 
 
 def _derived(value: Value) -> set[Value]:
@@ -100,11 +96,6 @@ class StackPass:
                 high = max(high, offset + size)
             elif isinstance(inst, LifetimeStopInst):
                 live.pop(inst.operands[0], None)
-            elif self.staging and (size := staged_bytes(inst)) is not None:  # freed right after
-                offset = _first_fit(sorted(live.values()), size)
-                if self.local_memory_size is None or offset + size <= self.local_memory_size:
-                    inst.scratch_offset = offset  # else A is read in place
-                    high = max(high, offset + size)
         func.stack_size = high
         if self.local_memory_size is not None and high > self.local_memory_size:
             raise CompilationError(
@@ -112,18 +103,6 @@ class StackPass:
                 f"@{func.name} needs {high} bytes of local memory for alloca, "
                 f"the target has {self.local_memory_size}",
             )
-
-
-def staged_bytes(inst: Inst) -> int | None:
-    """Bytes of local memory a gemm or gemv with a transposed, static A copies it into:
-    lanes then read consecutive rows instead of gathering (perf-cpu.md lesson 1)."""
-    if not isinstance(inst, GemmInst | GemvInst) or not inst.trans_a:
-        return None
-    a = inst.operands[1].type
-    assert isinstance(a, MemrefType)
-    if not a.is_static or a.shape[1] < STAGE_MIN_ROWS:  # type: ignore[operator]
-        return None
-    return math.prod(a.shape) * a.element.size  # type: ignore[arg-type]
 
 
 def _first_fit(used: list[tuple[int, int]], size: int) -> int:

@@ -143,7 +143,12 @@ class Emitter:
         return self.add(inst).result
 
     def loop(
-        self, start: Size, stop: Size, step: int, init: list[Value], body: Callable[..., list[Value]]
+        self,
+        start: Size,
+        stop: Size,
+        step: int,
+        init: list[Value],
+        body: Callable[..., list[Value]],
     ) -> list[Value]:
         """for var = start, stop, step carrying init; body(var, *carried) gives the yield."""
         if isinstance(start, int) and isinstance(stop, int) and start + step >= stop:
@@ -399,7 +404,9 @@ class Lowering:
         """sum_k op(A)(tile rows, k) op(B)(k, tile cols) in a register tile of type acc."""
         e = self.e
         acc_type = CoopMatrixType(acc, t.rows, t.cols, "matrix_acc")
-        zero = e.add(CoopMatrixConstructInst(acc_type, e.value(0 if not acc.is_float else 0.0, acc)))
+        zero = e.add(
+            CoopMatrixConstructInst(acc_type, e.value(0 if not acc.is_float else 0.0, acc))
+        )
         b_el = b.type.element
 
         def step(k: Size, ku: int, c: Value, checked_k: bool) -> list[Value]:
@@ -430,9 +437,7 @@ class Lowering:
         e = self.e
         el = a.type.element
         vector = a.type.order == 1
-        zero = e.add(CoopMatrixConstructInst(
-            CoopMatrixType(acc, t.rows, 1, "matrix_acc"), e.value(0.0 if acc.is_float else 0, acc)
-        )).result  # fmt: skip
+        zero = self.zeros(CoopMatrixType(acc, t.rows, 1, "matrix_acc"))
 
         def step(k: Size, ku: int, total: Value) -> list[Value]:
             if vector:  # the vector's entries k.. as a column, summed down its rows
@@ -460,6 +465,10 @@ class Lowering:
         (total,) = e.loop(main, depth, 1, [total], lambda k, c: step(k, 1, c))
         return total
 
+    def zeros(self, t: CoopMatrixType) -> Value:
+        zero = self.e.value(0.0 if t.element.is_float else 0, t.element)
+        return self.e.add(CoopMatrixConstructInst(t, zero)).result
+
     def convert(self, x: Value, to: ScalarType) -> Value:
         t: CoopMatrixType = x.type  # type: ignore[assignment]
         if t.element == to:
@@ -473,7 +482,9 @@ class Lowering:
             return Constant(x.constant, to, x.loc)
         return self.e.add(CastInst(x, to)).result
 
-    def update(self, inst: LinalgInst, out: Operand, t: Tile, total: Value, acc: ScalarType) -> None:
+    def update(
+        self, inst: LinalgInst, out: Operand, t: Tile, total: Value, acc: ScalarType
+    ) -> None:
         """X := alpha * total + beta * X on one tile (X not read when beta is 0, as in BLAS:
         no NaN from X)."""
         e = self.e
@@ -486,6 +497,7 @@ class Lowering:
             self.atomic(inst, out, t, total, acc)
             return
         if beta.constant != 0:
+
             def blend() -> Value:
                 old_t = CoopMatrixType(el, t.rows, t.cols, "matrix_acc")
                 old = self.convert(e.load(out, t.row, t.col, old_t, check), acc)
@@ -507,7 +519,9 @@ class Lowering:
         result = self.convert(total, el)
         e.add(CoopMatrixStoreInst(result, out.value, e.value(t.row), e.value(t.col), False, check))
 
-    def atomic(self, inst: LinalgInst, out: Operand, t: Tile, total: Value, acc: ScalarType) -> None:
+    def atomic(
+        self, inst: LinalgInst, out: Operand, t: Tile, total: Value, acc: ScalarType
+    ) -> None:
         e = self.e
         el = out.type.element
         beta = inst.beta.constant
@@ -560,9 +574,7 @@ class Lowering:
                 t2 = Tile(m0, n0, r, tile_cols, _both(checked, col_check))
                 bt = CoopMatrixType(b2.type.element, k2, tile_cols, "matrix_b")
                 y = e.load(b2, 0, n0, bt, "cols" if col_check else "")
-                zero = e.add(CoopMatrixConstructInst(
-                    CoopMatrixType(acc, r, tile_cols, "matrix_acc"), e.value(0.0 if acc.is_float else 0, acc)
-                )).result  # fmt: skip
+                zero = self.zeros(CoopMatrixType(acc, r, tile_cols, "matrix_acc"))
                 total = e.add(CoopMatrixMulAddInst(held, y, zero)).result
                 self.update(second, out, t2, total, acc)
                 return []

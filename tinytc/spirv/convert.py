@@ -1,4 +1,4 @@
-"""IR -> SPIR-V: one kernel per function, with the calling convention of DESIGN.md section 3.
+"""IR -> SPIR-V: one kernel per function, with the calling convention of docs/design.md section 3.
 
 A ``Lowering`` holds the SPIR-V module and builder, the SPIR-V value of every IR value, and
 helpers for types and index arithmetic; instruction handlers live in the convert_* modules and
@@ -358,7 +358,7 @@ class Lowering:
         self.b.emit(Op.Return)
 
     def batch_loop(self, func: ir.Function, batch: int, group: Id) -> None:
-        """Run the body for ``batch`` entries in turn (perf-cpu.md lesson 3: an OpenCL
+        """Run the body for ``batch`` entries in turn (docs/performance-cpu.md lesson 3: an OpenCL
         work-group costs about 90 ns, too much for one small entry)."""
         first = self.op(Op.IMul, self.i64, group, self.as_id(batch))
 
@@ -419,7 +419,6 @@ def lower(program: ir.Program, target: CoreInfo) -> Module:
     """The SPIR-V module of a program whose passes have run (sizes and stack assigned)."""
     from . import (  # noqa: F401  (the handlers register themselves)
         convert_control,
-        convert_linalg,
         convert_memory,
         convert_scalar,
         coopmatrix,

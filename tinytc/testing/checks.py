@@ -96,13 +96,15 @@ def compile_case(
     text: str, target: CoreInfo, opt_level: int = 2, tiling: int | None = None
 ) -> tuple[Program, bytes]:
     """The pipeline of tinytc.compile, with random tilings when ``tiling`` is a seed."""
-    import tinytc
     from tinytc.compiler import run_pipeline
+    from tinytc.passes import DEFAULT_PIPELINE, run_passes
     from tinytc.spirv.convert import lower
 
-    program = run_pipeline(tinytc.parse(text), target, opt_level)
+    cut = DEFAULT_PIPELINE.index("tile-linalg") + 1  # a tuner sets tilings right after it
+    program = run_pipeline(text, target, opt_level, DEFAULT_PIPELINE[:cut])
     if tiling is not None:
         retile(program, tiling)
+    program = run_passes(program, DEFAULT_PIPELINE[cut:], target, opt_level)
     return program, lower(program, target).assemble()
 
 

@@ -1,6 +1,15 @@
 """One class per instruction of the language."""
 
 from .arith import ArithInst, ArithUnaryInst, CastInst, CompareInst
+from .control import (
+    BarrierInst,
+    ForeachInst,
+    ForInst,
+    GroupIdInst,
+    GroupSizeInst,
+    IfInst,
+    YieldInst,
+)
 from .coopmatrix import (
     COOPMATRIX_INSTS,
     SUBGROUP_BUILTINS,
@@ -21,15 +30,6 @@ from .coopmatrix import (
     SubgroupIdInst,
     SubgroupLocalIdInst,
     SubgroupSizeBuiltinInst,
-)
-from .control import (
-    BarrierInst,
-    ForeachInst,
-    ForInst,
-    GroupIdInst,
-    GroupSizeInst,
-    IfInst,
-    YieldInst,
 )
 from .linalg import (
     AxpbyInst,
@@ -54,6 +54,13 @@ from .memref import (
 __all__ = [
     "COOPMATRIX_INSTS",
     "SUBGROUP_BUILTINS",
+    "AllocaInst",
+    "ArithInst",
+    "ArithUnaryInst",
+    "AxpbyInst",
+    "BarrierInst",
+    "CastInst",
+    "CompareInst",
     "CoopMatrixApplyInst",
     "CoopMatrixConstructInst",
     "CoopMatrixExtractInst",
@@ -65,19 +72,6 @@ __all__ = [
     "CoopMatrixReduceInst",
     "CoopMatrixScaleInst",
     "CoopMatrixStoreInst",
-    "NumSubgroupsInst",
-    "ParallelInst",
-    "SubgroupBuiltinInst",
-    "SubgroupIdInst",
-    "SubgroupLocalIdInst",
-    "SubgroupSizeBuiltinInst",
-    "AllocaInst",
-    "ArithInst",
-    "ArithUnaryInst",
-    "AxpbyInst",
-    "BarrierInst",
-    "CastInst",
-    "CompareInst",
     "ExpandInst",
     "ForInst",
     "ForeachInst",
@@ -92,8 +86,14 @@ __all__ = [
     "LifetimeStopInst",
     "LinalgInst",
     "LoadInst",
+    "NumSubgroupsInst",
+    "ParallelInst",
     "SizeInst",
     "StoreInst",
+    "SubgroupBuiltinInst",
+    "SubgroupIdInst",
+    "SubgroupLocalIdInst",
+    "SubgroupSizeBuiltinInst",
     "SubviewInst",
     "SumInst",
     "YieldInst",

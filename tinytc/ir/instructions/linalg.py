@@ -38,8 +38,7 @@ class LinalgInst(Inst):
         n = self.num_transposes
         self.transposes: list[bool] = [bool(t) for t in args[:n]]
         self.atomic = atomic
-        self.scratch_offset: int | None = None  # local memory for a transposed A (stack pass)
-        self.tiling: Tiling | None = None  # register blocking, set by the tile-linalg pass
+        self.tiling: Tiling | None = None  # set by the tile-linalg pass (or a tuner)
         super().__init__(args[n:], **kw)
 
     @property
