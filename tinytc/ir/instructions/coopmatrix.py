@@ -182,7 +182,7 @@ class CoopMatrixStoreInst(CoopMatrixInst):
     def infer(self) -> list[Type]:
         t = self.expect_coopmatrix(0, "stored value")
         self.check_position(1, t.element)
-        if self.atomic_add and not (t.element.bits in (32, 64) and not t.element.kind == "uint"):
+        if self.atomic_add and t.element.bits not in (32, 64):
             raise self.error(f"atomic_add needs a 32- or 64-bit element type, got {t.element}")
         return []
 
