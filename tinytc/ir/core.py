@@ -193,6 +193,7 @@ class Function:
         work_group_size: tuple[int, int] | None = None,
         subgroup_size: int | None = None,
         loc: Location = UNKNOWN,
+        batch_per_group: int = 1,
     ) -> None:
         self.name = name
         self.params = list(params)
@@ -202,7 +203,9 @@ class Function:
         self.attribute_locs: dict[str, Location] = {}  # where each attribute is written
         self.body = Region(self.params)
         self.stack_size = 0  # bytes of local memory for alloca, set by the stack pass
-        self.batch_per_group = 1  # batch entries one OpenCL work-group runs in turn
+        # Batch entries (the language's work-groups) one OpenCL work-group runs in turn;
+        # printed as batch_per_group(n) when it is not 1, so lowered programs keep it.
+        self.batch_per_group = batch_per_group
 
     def walk(self) -> Iterator[Inst]:
         return self.body.walk()

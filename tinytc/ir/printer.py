@@ -90,6 +90,8 @@ class Printer:
             header += " work_group_size({},{})".format(*func.work_group_size)
         if func.subgroup_size is not None:
             header += f" subgroup_size({func.subgroup_size})"
+        if func.batch_per_group != 1:
+            header += f" batch_per_group({func.batch_per_group})"
         self.open(header)
         self.region(func.body)
         self.close("}")

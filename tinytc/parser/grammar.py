@@ -1,7 +1,8 @@
 """The productions of the tensor language (rev2, plus the rev1 spellings) and their actions.
 
-Headers of region-carrying constructs (func, for, foreach, if, else) are productions of their
-own, so that their action opens the region and its scope before the body is parsed.
+Headers of region-carrying constructs (func, for, foreach, if, else, parallel,
+cooperative_matrix_apply) are productions of their own, so that their action opens the region
+and its scope before the body is parsed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,17 @@ from ..ir import (
     BarrierInst,
     CastInst,
     CompareInst,
+    CoopMatrixApplyInst,
+    CoopMatrixConstructInst,
+    CoopMatrixExtractInst,
+    CoopMatrixInsertInst,
+    CoopMatrixLoadInst,
+    CoopMatrixMulAddInst,
+    CoopMatrixPrefetchInst,
+    CoopMatrixReduceInst,
+    CoopMatrixScaleInst,
+    CoopMatrixStoreInst,
+    CoopMatrixType,
     ExpandInst,
     ForeachInst,
     ForInst,
@@ -36,9 +48,14 @@ from ..ir import (
     LinalgInst,
     LoadInst,
     MemrefType,
+    NumSubgroupsInst,
+    ParallelInst,
     ScalarType,
     SizeInst,
     StoreInst,
+    SubgroupIdInst,
+    SubgroupLocalIdInst,
+    SubgroupSizeBuiltinInst,
     SubviewInst,
     SumInst,
     Type,
@@ -50,7 +67,7 @@ from ..ir.instructions.arith import ARITH_BINARY, ARITH_UNARY, COMPARISONS
 from ..ir.types import SCALAR_TYPES
 from .context import ParseContext, Ref, parse_int
 from .driver import rule
-from .lexer import Token
+from .lexer import CoopMatrixToken, Token
 
 Ctx = ParseContext
 P = list[Any]
@@ -119,6 +136,11 @@ def _subgroup_size(ctx: Ctx, p: P) -> tuple[str, Any, Location]:
     return "subgroup_size", parse_int(p[2]), ctx.loc
 
 
+@rule("attribute : BATCH_PER_GROUP LPAREN INTEGER RPAREN")
+def _batch_per_group(ctx: Ctx, p: P) -> tuple[str, Any, Location]:
+    return "batch_per_group", parse_int(p[2]), ctx.loc
+
+
 @rule("body : LBRACE instructions RBRACE")
 def _body(ctx: Ctx, p: P) -> None:
     return None
@@ -171,8 +193,8 @@ def _alloca(ctx: Ctx, p: P) -> Inst:
 
 
 @rule(
-    "value_instruction : ARITH MODIFIER operand COMMA operand COLON scalar_type",
-    "value_instruction : REV1_ARITH operand COMMA operand COLON scalar_type",
+    "value_instruction : ARITH MODIFIER operand COMMA operand COLON value_type",
+    "value_instruction : REV1_ARITH operand COMMA operand COLON value_type",
 )
 def _arith(ctx: Ctx, p: P) -> Inst:
     op, (a, b, t) = _arith_op(p, ARITH_BINARY), p[-5::2]
@@ -181,8 +203,8 @@ def _arith(ctx: Ctx, p: P) -> Inst:
 
 
 @rule(
-    "value_instruction : ARITH MODIFIER operand COLON scalar_type",
-    "value_instruction : REV1_ARITH operand COLON scalar_type",
+    "value_instruction : ARITH MODIFIER operand COLON value_type",
+    "value_instruction : REV1_ARITH operand COLON value_type",
 )
 def _arith_unary(ctx: Ctx, p: P) -> Inst:
     op, a, t = _arith_op(p, ARITH_UNARY), p[-3], p[-1]
@@ -200,12 +222,12 @@ def _arith_op(p: P, allowed: tuple[str, ...]) -> str:
     return op
 
 
-@rule("value_instruction : CAST operand COLON scalar_type ARROW scalar_type")
+@rule("value_instruction : CAST operand COLON value_type ARROW value_type")
 def _cast(ctx: Ctx, p: P) -> Inst:
     return CastInst(ctx.value(p[1], p[3]), p[5], loc=ctx.loc, operand_locs=[p[1].loc])
 
 
-@rule("value_instruction : CMP MODIFIER operand COMMA operand COLON scalar_type")
+@rule("value_instruction : CMP MODIFIER operand COMMA operand COLON value_type")
 def _cmp(ctx: Ctx, p: P) -> Inst:
     cond = p[1].value[1:]
     if cond not in COMPARISONS:
@@ -377,7 +399,7 @@ def _for_statement(ctx: Ctx, p: P) -> Inst:
 def _loop_header(ctx: Ctx, p: P) -> Inst:
     loop_type, refs = p[4], p[3]
     is_for = p[0].type == "FOR"
-    if not loop_type.is_integer or loop_type.is_bool:
+    if not isinstance(loop_type, ScalarType) or not loop_type.is_integer or loop_type.is_bool:
         raise CompilationError(ctx.loc, f"loop type must be an integer type, got {loop_type}")
     carried = p[5] if is_for else ([], [])
     if not 2 <= len(refs) <= (3 if is_for else 2):
@@ -412,8 +434,10 @@ def _carried(ctx: Ctx, p: P) -> tuple[list[Token], list[Ref], list[Type]]:
     if len(inits) != len(types):
         raise CompilationError(ctx.loc, f"init has {len(inits)} values but {len(types)} types")
     for t in types:
-        if not isinstance(t, ScalarType):
-            raise CompilationError(ctx.loc, f"a loop can only carry scalars, got {t}")
+        if not isinstance(t, ScalarType | CoopMatrixType):
+            raise CompilationError(
+                ctx.loc, f"a loop can only carry scalars and coopmatrix values, got {t}"
+            )
     return [name for name, _ in inits], [ref for _, ref in inits], types
 
 
@@ -427,8 +451,8 @@ def _init(ctx: Ctx, p: P) -> tuple[Token, Ref]:
     return p[0], p[2]
 
 
-@rule("loop_type : ", "loop_type : COLON scalar_type")
-def _loop_type(ctx: Ctx, p: P) -> ScalarType:
+@rule("loop_type : ", "loop_type : COLON value_type")
+def _loop_type(ctx: Ctx, p: P) -> Type:
     return p[1] if p else INDEX
 
 
@@ -450,8 +474,10 @@ def _if_then(ctx: Ctx, p: P) -> Inst:
 def _if_header(ctx: Ctx, p: P) -> Inst:
     types = p[4] if len(p) > 2 else []
     for t in types:
-        if not isinstance(t, ScalarType):
-            raise CompilationError(ctx.loc, f"if can only return scalars, got {t}")
+        if not isinstance(t, ScalarType | CoopMatrixType):
+            raise CompilationError(
+                ctx.loc, f"if can only return scalars, got {t} (or coopmatrix values)"
+            )
     cond = ctx.value(p[1], SCALAR_TYPES["i1"], check=False)
     inst = IfInst(cond, types, loc=ctx.loc, operand_locs=[p[1].loc])
     ctx.open_region(inst.regions[0])
@@ -471,6 +497,231 @@ def _yield(ctx: Ctx, p: P) -> Inst:
         raise CompilationError(ctx.loc, f"yield has {len(refs)} values but {len(types)} types")
     values = [ctx.value(r, t) for r, t in zip(refs, types)]
     return YieldInst(values, loc=ctx.loc, operand_locs=_operand_locs(*refs))
+
+
+# SPMD regions and cooperative matrices
+
+
+@rule("statement : parallel_header body")
+def _parallel(ctx: Ctx, p: P) -> Inst:
+    ctx.close_region()
+    return p[0]
+
+
+@rule("parallel_header : PARALLEL")
+def _parallel_header(ctx: Ctx, p: P) -> Inst:
+    inst = ParallelInst(loc=ctx.loc)
+    ctx.open_region(inst.body)
+    return inst
+
+
+SUBGROUP_BUILTIN_TOKENS = {
+    "SUBGROUP_ID": SubgroupIdInst,
+    "SUBGROUP_LOCAL_ID": SubgroupLocalIdInst,
+    "NUM_SUBGROUPS": NumSubgroupsInst,
+    "SUBGROUP_SIZE": SubgroupSizeBuiltinInst,  # also the function attribute subgroup_size(n)
+}
+
+
+@rule(*(f"value_instruction : {token}" for token in SUBGROUP_BUILTIN_TOKENS))
+def _subgroup_builtin(ctx: Ctx, p: P) -> Inst:
+    return SUBGROUP_BUILTIN_TOKENS[p[0].type](loc=ctx.loc)
+
+
+TRANSPOSE = ("n", "t")
+CHECKED = ("rows_checked", "cols_checked", "both_checked")
+REDUCE_MODES = ("row", "column")
+
+
+def _flags(
+    keyword: Token, modifiers: list[Token], slots: list[tuple[str, ...]], required: bool = False
+) -> list[str]:
+    """The modifiers of an instruction: at most one of each slot, in the order of the slots
+    ('' for an absent one); with ``required`` the only slot must be given."""
+    options = ["|".join("." + flag for flag in slot) for slot in slots]
+    syntax = keyword.value + (options[0] if required else "".join(f"[{o}]" for o in options))
+    chosen = [""] * len(slots)
+    position = 0
+    for token in modifiers:
+        flag = token.value[1:]
+        slot = next((i for i, allowed in enumerate(slots) if flag in allowed), None)
+        if slot is None:
+            raise CompilationError(
+                token.loc, f"unknown modifier '{token.value}' of {keyword.value}, expected {syntax}"
+            )
+        if slot < position:
+            raise CompilationError(
+                token.loc,
+                f"modifier '{token.value}' of {keyword.value} is repeated or out of order, "
+                f"expected {syntax}",
+            )
+        chosen[slot], position = flag, slot + 1
+    if required and not chosen[0]:
+        loc = modifiers[-1].loc if modifiers else keyword.loc
+        raise CompilationError(loc, f"{keyword.value} needs a modifier: {syntax}")
+    return chosen
+
+
+def _literal_int(token: Token, what: str, minimum: int = 0) -> int:
+    """A literal attribute (index, cache level, size), located where it is written."""
+    value = parse_int(token)
+    if value < minimum:
+        rule = "non-negative" if minimum == 0 else f"at least {minimum}"
+        raise CompilationError(token.loc, f"{what} must be {rule}, got {value}")
+    return value
+
+
+@rule("position : operand LBRACKET operand COMMA operand RBRACKET")
+def _position(ctx: Ctx, p: P) -> list[Ref]:
+    return [p[0], p[2], p[4]]
+
+
+def _at(ctx: Ctx, refs: list[Ref], memref_type: Type) -> list[Value]:
+    """A memref and the two indices of a position in it."""
+    memref, row, col = refs
+    rest = [ctx.value(r, INDEX, check=False) for r in (row, col)]
+    return [ctx.value(memref, memref_type), *rest]
+
+
+@rule("located_type : type")
+def _located_type(ctx: Ctx, p: P) -> tuple[Type, Location]:
+    return p[0], ctx.loc
+
+
+def _coopmatrix_of(located: tuple[Type, Location], what: str) -> CoopMatrixType:
+    t, loc = located
+    if not isinstance(t, CoopMatrixType):
+        raise CompilationError(loc, f"{what} must be a coopmatrix type, got {t}")
+    return t
+
+
+@rule(
+    "value_instruction : COOPERATIVE_MATRIX_LOAD modifiers position COLON type ARROW located_type"
+)
+def _coopmatrix_load(ctx: Ctx, p: P) -> Inst:
+    transpose, checked = _flags(p[0], p[1], [TRANSPOSE, CHECKED])
+    result = _coopmatrix_of(p[6], "the result type of cooperative_matrix_load")
+    values = _at(ctx, p[2], p[4])
+    return CoopMatrixLoadInst(
+        result,
+        *values,
+        transpose=transpose == "t",
+        checked=checked.removesuffix("_checked"),
+        loc=ctx.loc,
+        operand_locs=_operand_locs(*p[2]),
+    )
+
+
+@rule("statement : COOPERATIVE_MATRIX_STORE modifiers operand COMMA position COLON type COMMA type")
+def _coopmatrix_store(ctx: Ctx, p: P) -> Inst:
+    transpose, checked, atomic = _flags(p[0], p[1], [TRANSPOSE, CHECKED, ("atomic_add",)])
+    value = ctx.value(p[2], p[6])
+    values = _at(ctx, p[4], p[8])
+    return CoopMatrixStoreInst(
+        value,
+        *values,
+        transpose=transpose == "t",
+        checked=checked.removesuffix("_checked"),
+        atomic_add=bool(atomic),
+        loc=ctx.loc,
+        operand_locs=_operand_locs(p[2], *p[4]),
+    )
+
+
+@rule(
+    "value_instruction : COOPERATIVE_MATRIX_MUL_ADD operand COMMA operand COMMA operand"
+    " COLON type COMMA type COMMA type"
+)
+def _coopmatrix_mul_add(ctx: Ctx, p: P) -> Inst:
+    refs, types = p[1:6:2], p[7::2]
+    values = [ctx.value(r, t) for r, t in zip(refs, types)]
+    return CoopMatrixMulAddInst(*values, loc=ctx.loc, operand_locs=_operand_locs(*refs))
+
+
+@rule("value_instruction : COOPERATIVE_MATRIX_SCALE operand COMMA operand COLON type COMMA type")
+def _coopmatrix_scale(ctx: Ctx, p: P) -> Inst:
+    refs, types = [p[1], p[3]], [p[5], p[7]]
+    values = [ctx.value(r, t) for r, t in zip(refs, types)]
+    return CoopMatrixScaleInst(*values, loc=ctx.loc, operand_locs=_operand_locs(*refs))
+
+
+@rule("value_instruction : COOPERATIVE_MATRIX_CONSTRUCT operand COLON located_type")
+def _coopmatrix_construct(ctx: Ctx, p: P) -> Inst:
+    t = _coopmatrix_of(p[3], "the type of cooperative_matrix_construct")
+    value = ctx.value(p[1], t.element, check=False)
+    return CoopMatrixConstructInst(t, value, loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+@rule("value_instruction : apply_header body")
+def _coopmatrix_apply(ctx: Ctx, p: P) -> Inst:
+    ctx.close_region()
+    return p[0]
+
+
+@rule(
+    "apply_header : COOPERATIVE_MATRIX_APPLY LPAREN LOCAL COMMA LOCAL COMMA LOCAL RPAREN"
+    " EQUALS operand COLON type"
+)
+def _coopmatrix_apply_header(ctx: Ctx, p: P) -> Inst:
+    names = [p[2], p[4], p[6]]
+    matrix = ctx.value(p[9], p[11])
+    inst = CoopMatrixApplyInst(
+        matrix,
+        [n.value[1:] for n in names],
+        [n.loc for n in names],
+        loc=ctx.loc,
+        operand_locs=[p[9].loc],
+    )
+    ctx.open_region(inst.body)
+    return inst
+
+
+@rule("value_instruction : COOPERATIVE_MATRIX_EXTRACT operand LBRACKET INTEGER RBRACKET COLON type")
+def _coopmatrix_extract(ctx: Ctx, p: P) -> Inst:
+    matrix = ctx.value(p[1], p[6])
+    index = _literal_int(p[3], "the component index")
+    return CoopMatrixExtractInst(matrix, index, loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+@rule(
+    "value_instruction : COOPERATIVE_MATRIX_INSERT operand COMMA operand LBRACKET INTEGER"
+    " RBRACKET COLON type"
+)
+def _coopmatrix_insert(ctx: Ctx, p: P) -> Inst:
+    t = p[8]
+    matrix = ctx.value(p[3], t)
+    element = t.element if isinstance(t, CoopMatrixType) else t
+    value = ctx.value(p[1], element, check=False)
+    index = _literal_int(p[5], "the component index")
+    locs = _operand_locs(p[1], p[3])
+    return CoopMatrixInsertInst(value, matrix, index, loc=ctx.loc, operand_locs=locs)
+
+
+@rule(
+    *(
+        f"value_instruction : COOPERATIVE_MATRIX_REDUCE_{op.upper()} modifiers operand COLON type"
+        for op in ("add", "max", "min")
+    )
+)
+def _coopmatrix_reduce(ctx: Ctx, p: P) -> Inst:
+    (mode,) = _flags(p[0], p[1], [REDUCE_MODES], required=True)
+    op = p[0].value.rsplit("_", 1)[1]
+    matrix = ctx.value(p[2], p[4])
+    return CoopMatrixReduceInst(op, mode, matrix, loc=ctx.loc, operand_locs=[p[2].loc])
+
+
+@rule(
+    "statement : COOPERATIVE_MATRIX_PREFETCH INTEGER COMMA position COMMA INTEGER COMMA INTEGER"
+    " COLON type"
+)
+def _coopmatrix_prefetch(ctx: Ctx, p: P) -> Inst:
+    level = _literal_int(p[1], "the cache level")
+    rows = _literal_int(p[5], "the number of rows", 1)
+    cols = _literal_int(p[7], "the number of columns", 1)
+    values = _at(ctx, p[3], p[9])
+    return CoopMatrixPrefetchInst(
+        level, *values, rows, cols, loc=ctx.loc, operand_locs=_operand_locs(*p[3])
+    )
 
 
 # Operands and types
@@ -503,7 +754,7 @@ def _types(ctx: Ctx, p: P) -> list[Type]:
     return [p[0]] if len(p) == 1 else p[0] + [p[2]]
 
 
-@rule("type : scalar_type", "type : memref_type", "type : group_type")
+@rule("type : value_type", "type : memref_type", "type : group_type")
 def _type(ctx: Ctx, p: P) -> Type:
     return p[0]
 
@@ -513,13 +764,20 @@ def _void(ctx: Ctx, p: P) -> Type:
     return VoidType()
 
 
-@rule("scalar_type : TYPE")
-def _scalar_type(ctx: Ctx, p: P) -> ScalarType:
+@rule("value_type : TYPE")
+def _value_type(ctx: Ctx, p: P) -> ScalarType | CoopMatrixType:
+    """A scalar type or a coopmatrix type (one token); instructions that need a scalar say so."""
+    if isinstance(p[0], CoopMatrixToken):
+        return p[0].coopmatrix
     return SCALAR_TYPES[p[0].value]
 
 
 @rule("memref_type : MEMREF LANGLE TYPE shape layout RANGLE")
 def _memref_type(ctx: Ctx, p: P) -> MemrefType:
+    if isinstance(p[2], CoopMatrixToken):
+        raise CompilationError(
+            p[2].loc, f"the element type of a memref must be a scalar type, got {p[2].coopmatrix}"
+        )
     try:
         return MemrefType.make(SCALAR_TYPES[p[2].value], p[3], p[4])
     except ValueError as e:

@@ -7,12 +7,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import CompilationError, Location, Source
+from ..ir.types import MATRIX_USES, SCALAR_TYPES, CoopMatrixType
 
 KEYWORDS = frozenset(
-    "func work_group_size subgroup_size memref strided group offset void true false arith cast"
+    "func work_group_size subgroup_size batch_per_group memref strided group offset void true false arith cast"
     " cmp alloca expand fuse group_id group_size load size subview if else axpby barrier for"
-    " foreach lifetime_stop gemm gemv ger hadamard_product store sum yield init".split()
+    " foreach lifetime_stop gemm gemv ger hadamard_product store sum yield init"
+    " parallel subgroup_id subgroup_local_id num_subgroups cooperative_matrix_load"
+    " cooperative_matrix_store cooperative_matrix_mul_add cooperative_matrix_scale"
+    " cooperative_matrix_construct cooperative_matrix_apply cooperative_matrix_extract"
+    " cooperative_matrix_insert cooperative_matrix_reduce_add cooperative_matrix_reduce_max"
+    " cooperative_matrix_reduce_min cooperative_matrix_prefetch".split()
 )
+COOPMATRIX = "coopmatrix"
+INT_LIMIT = 2**63 - 1
 REV1_ARITH = ("add", "sub", "mul", "div", "rem", "neg")  # rev1 spellings without 'arith.'
 
 PUNCTUATION = {
@@ -82,15 +90,25 @@ TOKEN_TYPES = sorted(
 )
 
 
-def tokenize(source: Source) -> Iterator[Token]:
-    """Yield the tokens of a source; raises CompilationError on a character that starts none."""
-    text = source.text
-    for m in _TOKEN_RE.finditer(text):
+RawToken = tuple[str, str, Location]  # kind of the regular expression's group, text, where
+
+
+def _raw_tokens(source: Source) -> Iterator[RawToken]:
+    for m in _TOKEN_RE.finditer(source.text):
         kind = m.lastgroup
-        value = m.group()
-        loc = Location(source, m.start(), m.end())
+        assert kind is not None
         if kind == "SKIP":
             continue
+        loc = Location(source, m.start(), m.end())
+        if kind == "ERROR":
+            raise CompilationError(loc, f"unexpected character {m.group()!r}")
+        yield kind, m.group(), loc
+
+
+def tokenize(source: Source) -> Iterator[Token]:
+    """Yield the tokens of a source; raises CompilationError on a character that starts none."""
+    raw = _raw_tokens(source)
+    for kind, value, loc in raw:
         if kind == "PUNCT":
             kind = PUNCTUATION[value]
         elif kind == "WORD":
@@ -98,8 +116,68 @@ def tokenize(source: Source) -> Iterator[Token]:
                 kind = "REV1_ARITH"
             elif value in KEYWORDS:
                 kind = value.upper()
+            elif value == COOPMATRIX:
+                yield _coopmatrix_token(source, loc, raw)
+                continue
             else:
                 raise CompilationError(loc, f"unknown keyword '{value}'")
-        elif kind == "ERROR":
-            raise CompilationError(loc, f"unexpected character {value!r}")
-        yield Token(kind, value, loc)  # type: ignore[arg-type]
+        yield Token(kind, value, loc)
+
+
+@dataclass(slots=True)
+class CoopMatrixToken(Token):
+    """A whole ``coopmatrix<T x R x C, use>``: a TYPE token, like the scalar types.
+
+    The type is one token so that the grammar needs no lookahead after a scalar type to tell
+    the two apart (which would cost the parser its precise lists of expected tokens)."""
+
+    coopmatrix: CoopMatrixType
+
+
+def _coopmatrix_token(source: Source, first: Location, raw: Iterator[RawToken]) -> Token:
+    """Read the rest of a coopmatrix type after the word 'coopmatrix' (comments and white
+    space may separate its parts, as in a memref type)."""
+    last = first
+
+    def expect(kind: str, what: str, text: str | None = None) -> RawToken:
+        nonlocal last
+        token = next(raw, None)
+        if token is None:
+            end = Location(source, len(source.text), len(source.text))
+            raise CompilationError(
+                end, f"unexpected end of input in a coopmatrix type, expected {what}"
+            )
+        if token[0] != kind or (text is not None and token[1] != text):
+            raise CompilationError(
+                token[2], f"unexpected '{token[1]}' in a coopmatrix type, expected {what}"
+            )
+        last = token[2]
+        return token
+
+    def size(what: str) -> int:
+        expect("X", "'x'")
+        _, text, loc = expect("INTEGER", f"the number of {what} (a coopmatrix shape is static)")
+        value = int(text)
+        if value > INT_LIMIT:
+            raise CompilationError(loc, f"integer constant {text} is out of range")
+        if value < 1:
+            raise CompilationError(
+                loc, f"the number of {what} of a coopmatrix must be positive, got {value}"
+            )
+        return value
+
+    expect("PUNCT", "'<' (a coopmatrix type is coopmatrix<T x rows x cols, use>)", "<")
+    _, name, element_loc = expect("TYPE", "a scalar type")
+    element = SCALAR_TYPES[name]
+    if element.is_bool:
+        raise CompilationError(element_loc, f"coopmatrix of {name} is not supported")
+    rows, cols = size("rows"), size("columns")
+    expect("PUNCT", "','", ",")
+    uses = ", ".join(MATRIX_USES[:-1]) + " or " + MATRIX_USES[-1]
+    _, use, use_loc = expect("WORD", f"a matrix use ({uses})")
+    if use not in MATRIX_USES:
+        raise CompilationError(use_loc, f"unknown matrix use '{use}', expected {uses}")
+    expect("PUNCT", "'>'", ">")
+    loc = first.to(last)
+    text = source.text[loc.start : loc.end]
+    return CoopMatrixToken("TYPE", text, loc, CoopMatrixType(element, rows, cols, use))

@@ -50,6 +50,9 @@ def check_function(func: Function) -> None:
     sgs, wgs = func.subgroup_size, func.work_group_size
     sgs_loc = func.attribute_locs.get("subgroup_size", func.loc)
     wgs_loc = func.attribute_locs.get("work_group_size", func.loc)
+    if func.batch_per_group < 1:
+        loc = func.attribute_locs.get("batch_per_group", func.loc)
+        raise CompilationError(loc, f"batch_per_group must be positive, got {func.batch_per_group}")
     if sgs is not None and (sgs < 1 or sgs & (sgs - 1)):
         raise CompilationError(sgs_loc, f"subgroup size must be a power of two, got {sgs}")
     if wgs is not None:

@@ -53,7 +53,8 @@ class WorkGroupSizePass:
         if func.work_group_size is None:
             func.work_group_size = (func.subgroup_size, 1)
             foreach = any(isinstance(i, ForeachInst) for i in func.walk())
-            if self.batching and linalg and not foreach:
+            explicit = "batch_per_group" in func.attribute_locs
+            if self.batching and linalg and not foreach and not explicit:
                 work = [_work(i) for i in linalg]
                 total = None if None in work else sum(work)  # type: ignore[arg-type]
                 func.batch_per_group = gemm.entries_per_group(total, self.target)
