@@ -15,7 +15,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import bf16, ir
 from .arguments import BoundMemref, bind, dtype_of
-from .ir import BF16, Inst, MemrefType, Program, Region, ScalarType, Value
+from .ir import BF16, Function, Inst, MemrefType, Program, Region, ScalarType, Value
 
 HANDLERS: dict[type[Inst], Callable[[Frame, Any], Any]] = {}
 
@@ -34,7 +34,7 @@ def run(program: Program, kernel: str, args: Sequence[Any], howmany: int) -> Non
     bound = bind(func, args)
     with np.errstate(all="ignore"):  # integer wrap-around and inf/nan are the semantics
         for gid in range(howmany):
-            frame = Frame(gid, howmany)
+            frame = Frame(gid, howmany, func)
             for param, arg in zip(func.params, bound):
                 frame.env[param] = _param_value(param.type, arg)
             frame.region(func.body)
@@ -59,10 +59,12 @@ class YieldValues(Exception):
 
 
 class Frame:
-    """Values of one work-group's execution."""
+    """Values of one work-group's execution (``func`` gives the launch attributes that
+    parallel regions need, see reference_spmd)."""
 
-    def __init__(self, gid: int, howmany: int) -> None:
+    def __init__(self, gid: int, howmany: int, func: Function | None = None) -> None:
         self.gid, self.howmany = gid, howmany
+        self.func = func
         self.env: dict[Value, Any] = {}
 
     def get(self, v: Value) -> Any:
@@ -134,8 +136,11 @@ def _int_div(a: int, b: int, rem: bool) -> int:
 @handles(ir.ArithInst)
 def _arith(f: Frame, inst: ir.ArithInst) -> Any:
     a, b = (f.get(v) for v in inst.operands)
-    t: ScalarType = inst.result.type  # type: ignore[assignment]
-    op = inst.op
+    return arith_value(inst.op, a, b, inst.result.type)  # type: ignore[arg-type]
+
+
+def arith_value(op: str, a: Any, b: Any, t: ScalarType) -> Any:
+    """arith.OP of two numpy scalars of type t."""
     if t.is_float:
         a32, b32 = (np.float32(a), np.float32(b)) if t == BF16 else (a, b)
         r = {
@@ -171,18 +176,23 @@ def int_arith(op: str, x: int, y: int, t: ScalarType) -> int:
 
 @handles(ir.ArithUnaryInst)
 def _arith_unary(f: Frame, inst: ir.ArithUnaryInst) -> Any:
-    a = f.get(inst.operands[0])
-    t: ScalarType = inst.result.type  # type: ignore[assignment]
-    if inst.op == "not":
+    return unary_value(inst.op, f.get(inst.operands[0]), inst.result.type)  # type: ignore[arg-type]
+
+
+def unary_value(op: str, a: Any, t: ScalarType) -> Any:
+    """arith.neg or arith.not of a numpy scalar of type t."""
+    if op == "not":
         return np.bool_(not a) if t.is_bool else scalar(~int(a), t)
     return scalar(-a, t) if t.is_float else scalar(-int(a), t)
 
 
 @handles(ir.CastInst)
 def _cast(f: Frame, inst: ir.CastInst) -> Any:
-    a = f.get(inst.operands[0])
-    src: ScalarType = inst.operands[0].type  # type: ignore[assignment]
-    to = inst.to
+    return cast_value(f.get(inst.operands[0]), inst.operands[0].type, inst.to)  # type: ignore[arg-type]
+
+
+def cast_value(a: Any, src: ScalarType, to: ScalarType) -> Any:
+    """A numpy scalar of type src converted to type to."""
     if to.is_bool:
         return np.bool_(a != 0)
     if to.is_integer and src.is_float:
@@ -385,3 +395,7 @@ def _axpby(f: Frame, inst: ir.AxpbyInst) -> None:
 @handles(ir.SumInst)
 def _sum(f: Frame, inst: ir.SumInst) -> None:
     _update(f, inst, lambda a: _op(a, inst.trans_a).sum(axis=-1))
+
+
+# parallel regions and cooperative matrices register their handlers here
+from . import reference_spmd  # noqa: E402, F401

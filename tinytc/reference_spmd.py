@@ -1,0 +1,755 @@
+"""The reference interpreter's spmd part: ``parallel`` regions, the subgroup builtins and the
+cooperative matrices. reference.py runs the collective code of a work-group; this module runs
+a parallel region for all its work-items at once.
+
+Launch model. A work-group has W = wg0 * wg1 work-items (``func.work_group_size``) in subgroups
+of S (``func.subgroup_size``). Work-item w has local ids (w % wg0, w // wg0), subgroup
+(lid0 // S) + (wg0 // S) * lid1 = w // S and lane lid0 % S = w % S. When the function does not
+set the attributes, S is 16 (or the largest power of two below 16 that divides wg0) and the
+work-group size is (S, 1), as the work-group-size pass would choose for a kernel without
+collective linear algebra.
+
+Lockstep. A parallel region runs instruction by instruction for all work-items together,
+under a mask of active work-items (a numpy bool array of W entries):
+
+- a value defined in the region is ``Varying`` (one value per work-item, None where the
+  work-item was inactive) or uniform (a plain value, like every value from outside the
+  region); an instruction whose operands are all uniform and that has no side effect is run
+  once and gives a uniform value;
+- every other scalar instruction runs once per active work-item, in work-item order, through
+  reference.HANDLERS with a ``LaneView`` whose ``get`` gives that work-item's operands, so the
+  scalar semantics are defined once, in reference.py;
+- ``if`` with a varying condition runs its then region under mask & cond and its else region
+  under mask & ~cond and merges the yielded values per work-item; ``for`` with varying bounds
+  runs iteration t for the work-items that have a t-th iteration and merges the carried values
+  per work-item; a region whose mask is empty is skipped;
+- a coopmatrix value is ``PerSubgroup``: one R x C numpy array per subgroup (None where the
+  subgroup was inactive), in the compute type (float16 for f16, float32 rounded to bf16 for
+  bf16, the storage type otherwise, integers wrapping around). An instruction on cooperative
+  matrices runs per subgroup; it needs all of the subgroup's work-items active and operands
+  that are the same across them, else it raises a located CompilationError.
+
+Memory operations of one instruction happen in work-item order (subgroup order for the
+cooperative matrix ones) and complete before the next instruction starts. That order is
+stronger than a device's: a program whose result depends on it without a barrier has a data
+race. A barrier inside parallel must be reached by every work-item (else a located error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import bf16, ir
+from .arguments import dtype_of
+from .errors import UNKNOWN, CompilationError
+from .ir import BF16, I32, CoopMatrixType, Function, Inst, Region, ScalarType, Value
+from .reference import (
+    HANDLERS,
+    Frame,
+    arith_value,
+    as_compute,
+    cast_value,
+    handles,
+    scalar,
+)
+
+DEFAULT_SUBGROUP_SIZE = 16
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The work-group shape a parallel region runs with."""
+
+    wg0: int
+    wg1: int
+    subgroup_size: int
+
+    @property
+    def work_items(self) -> int:
+        return self.wg0 * self.wg1
+
+    @property
+    def num_subgroups(self) -> int:
+        return self.wg0 // self.subgroup_size * self.wg1
+
+
+def launch_of(func: Function | None) -> Launch:
+    """The function's work-group and subgroup sizes, with the defaults of the module docstring."""
+    sgs = func.subgroup_size if func is not None else None
+    wgs = func.work_group_size if func is not None else None
+    if sgs is None:
+        sgs = DEFAULT_SUBGROUP_SIZE
+        while wgs is not None and wgs[0] % sgs and sgs > 1:
+            sgs //= 2
+    if wgs is None:
+        wgs = (sgs, 1)
+    if wgs[0] % sgs or min(wgs) < 1:
+        raise CompilationError(
+            func.loc if func is not None else UNKNOWN,
+            f"work-group size {wgs} does not fit subgroups of {sgs} work-items",
+        )
+    return Launch(wgs[0], wgs[1], sgs)
+
+
+class Varying:
+    """A value per work-item: ``values[w]`` (None where work-item w did not define it)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: list[Any]) -> None:
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"Varying({self.values!r})"
+
+
+class PerSubgroup:
+    """A coopmatrix value: ``mats[s]`` is subgroup s's matrix (None where s was inactive)."""
+
+    __slots__ = ("mats",)
+
+    def __init__(self, mats: list[np.ndarray | None]) -> None:
+        self.mats = mats
+
+    def __repr__(self) -> str:
+        return f"PerSubgroup({self.mats!r})"
+
+
+def _at(value: Any, w: int) -> Any:
+    """Work-item w's part of a value."""
+    if isinstance(value, Varying):
+        return value.values[w]
+    if isinstance(value, PerSubgroup):
+        raise TypeError("reference: a coopmatrix value has no per-work-item value")
+    return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two work-items hold the same value (memrefs: the same view of memory)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return (
+            a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.shape == b.shape
+            and a.strides == b.strides
+            and a.dtype == b.dtype
+        )
+    if isinstance(a, np.generic | int | float | bool) and isinstance(
+        b, np.generic | int | float | bool
+    ):
+        x, y = np.asarray(a), np.asarray(b)
+        return bool(x.dtype == y.dtype and x.tobytes() == y.tobytes())  # NaN equals NaN
+    return a is b
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        address = value.__array_interface__["data"][0]
+        return f"a memref view of shape {value.shape} at address {address:#x}"
+    return str(value)
+
+
+def _name(inst: Inst) -> str:
+    if isinstance(inst, ir.ArithInst | ir.ArithUnaryInst):
+        return f"arith.{inst.op}"
+    if isinstance(inst, ir.CoopMatrixReduceInst):
+        return f"cooperative_matrix_reduce_{inst.op}"
+    return inst.mnemonic
+
+
+def _operand(inst: Inst, i: int) -> str:
+    v = inst.operands[i]
+    return f"%{v.name}" if v.name else f"operand {i}"
+
+
+def mat_dtype(t: ScalarType) -> np.dtype:
+    """The numpy type coopmatrix entries of element type t are held in."""
+    return np.dtype(np.float32) if t == BF16 else dtype_of(t)
+
+
+def _to_element(values: np.ndarray, t: ScalarType) -> np.ndarray:
+    """Values converted to entries of element type t (bf16: float32 rounded to bf16)."""
+    if t == BF16:
+        return np.asarray(bf16.round_to_bf16(np.asarray(values, dtype=np.float32)))
+    return np.asarray(values).astype(mat_dtype(t))
+
+
+# Component-wise arithmetic: vectorised where numpy's semantics are the scalar ones of
+# reference.arith_value (float operations in the type, integer add/sub/mul/neg wrapping
+# around), element by element through reference.py's scalar helpers elsewhere.
+
+_VECTOR_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+}
+
+
+def _map(fn: Callable[..., Any], out_dtype: np.dtype, *arrays: np.ndarray) -> np.ndarray:
+    out = np.empty(arrays[0].shape, dtype=out_dtype)
+    for idx in np.ndindex(out.shape):
+        out[idx] = fn(*(a[idx] for a in arrays))
+    return out
+
+
+def vec_arith(op: str, a: np.ndarray, b: np.ndarray, t: ScalarType) -> np.ndarray:
+    """arith.OP of two arrays of coopmatrix entries of element type t."""
+    if t.is_float:
+        if t == BF16:
+            return _to_element(_VECTOR_OPS[op](a.astype(np.float32), b.astype(np.float32)), t)
+        return _VECTOR_OPS[op](a, b).astype(mat_dtype(t))
+    if op in ("add", "sub", "mul"):
+        return _VECTOR_OPS[op](a, b).astype(mat_dtype(t))  # numpy integers wrap around
+    return _map(lambda x, y: arith_value(op, x, y, t), mat_dtype(t), a, b)
+
+
+def vec_neg(a: np.ndarray, t: ScalarType) -> np.ndarray:
+    return np.negative(a).astype(mat_dtype(t))  # exact for floats, wraps for integers
+
+
+def vec_cast(a: np.ndarray, src: ScalarType, to: ScalarType) -> np.ndarray:
+    return _map(lambda x: cast_value(x, src, to), mat_dtype(to), a)
+
+
+class LaneView:
+    """What a scalar handler of reference.py sees of one work-item: ``get`` gives its values."""
+
+    def __init__(self, spmd: Spmd) -> None:
+        self.spmd = spmd
+        self.w = 0
+        self.gid, self.howmany = spmd.frame.gid, spmd.frame.howmany
+        self.func = spmd.frame.func
+
+    def get(self, v: Value) -> Any:
+        return _at(self.spmd.lookup(v), self.w)
+
+
+SpmdHandler = Callable[["Spmd", Any, np.ndarray], Any]
+SPMD_HANDLERS: dict[type[Inst], SpmdHandler] = {}
+
+
+def spmd_handles(*classes: type[Inst]) -> Callable[[SpmdHandler], SpmdHandler]:
+    def register(fn: SpmdHandler) -> SpmdHandler:
+        for cls in classes:
+            SPMD_HANDLERS[cls] = fn
+        return fn
+
+    return register
+
+
+# Scalar instructions without side effects: with uniform operands they run once.
+UNIFORM_WHEN_OPERANDS_ARE = (
+    ir.ArithInst,
+    ir.ArithUnaryInst,
+    ir.CastInst,
+    ir.CompareInst,
+    ir.LoadInst,
+    ir.SubviewInst,
+    ir.ExpandInst,
+    ir.FuseInst,
+    ir.SizeInst,
+    ir.GroupIdInst,
+    ir.GroupSizeInst,
+)
+
+
+class Spmd:
+    """The state of one parallel region of one work-group."""
+
+    def __init__(self, frame: Frame, launch: Launch) -> None:
+        self.frame = frame
+        self.launch = launch
+        self.sgs = launch.subgroup_size
+        self.num_work_items = launch.work_items
+        self.nsg = launch.num_subgroups
+        self.env: dict[Value, Any] = {}
+        self.view = LaneView(self)
+
+    def lookup(self, v: Value) -> Any:
+        """A value as the region holds it: Varying, PerSubgroup or uniform."""
+        if v in self.env:
+            return self.env[v]
+        return self.frame.get(v)
+
+    def region(self, region: Region, mask: np.ndarray) -> list[Any]:
+        """Run a region for the work-items in mask; returns the values of its yield."""
+        for inst in region.insts:
+            if isinstance(inst, ir.YieldInst):
+                return [self.lookup(v) for v in inst.operands]
+            handler = SPMD_HANDLERS.get(type(inst), Spmd.per_work_item)
+            out = handler(self, inst, mask)
+            values = out if isinstance(inst, ir.IfInst | ir.ForInst) else [out]
+            for r, val in zip(inst.results, values):
+                self.env[r] = val
+        return []
+
+    def per_work_item(self, inst: Inst, mask: np.ndarray) -> Any:
+        """Run a scalar instruction with reference.py's handler for each active work-item."""
+        handler = HANDLERS.get(type(inst))
+        if handler is None:
+            raise NotImplementedError(f"reference: no handler for {type(inst).__name__}")
+        active = np.flatnonzero(mask)
+        if not len(active):
+            return Varying([None] * self.num_work_items) if inst.results else None
+        operands = [self.lookup(v) for v in inst.operands]
+        if isinstance(inst, UNIFORM_WHEN_OPERANDS_ARE) and not any(
+            isinstance(x, Varying | PerSubgroup) for x in operands
+        ):
+            self.view.w = int(active[0])
+            return handler(self.view, inst)  # type: ignore[arg-type]
+        values: list[Any] = [None] * self.num_work_items
+        for w in active:
+            self.view.w = int(w)
+            values[w] = handler(self.view, inst)  # type: ignore[arg-type]
+        return Varying(values) if inst.results else None
+
+    # Subgroups
+
+    def lanes(self, s: int) -> slice:
+        return slice(s * self.sgs, (s + 1) * self.sgs)
+
+    def full_subgroups(self, inst: Inst, mask: np.ndarray) -> list[int]:
+        """The subgroups that run a cooperative matrix instruction: all their work-items are
+        active; a subgroup with only some active is an error (divergent control flow)."""
+        out = []
+        for s in range(self.nsg):
+            m = mask[self.lanes(s)]
+            if m.all():
+                out.append(s)
+            elif m.any():
+                lanes = ", ".join(str(i) for i in np.flatnonzero(m))
+                raise CompilationError(
+                    inst.loc,
+                    f"{_name(inst)}: control flow is not uniform across the subgroup: only "
+                    f"lanes {lanes} of subgroup {s} execute it, but an instruction on "
+                    "cooperative matrices needs the whole subgroup",
+                )
+        return out
+
+    def uniform(self, inst: Inst, i: int, s: int) -> Any:
+        """Operand i of a cooperative matrix instruction in subgroup s (the same in all lanes)."""
+        x = self.lookup(inst.operands[i])
+        if not isinstance(x, Varying):
+            return x
+        vals = x.values[self.lanes(s)]
+        for lane, val in enumerate(vals):
+            if not _same(val, vals[0]):
+                raise CompilationError(
+                    inst.loc,
+                    f"{_name(inst)}: {_operand(inst, i)} is not uniform across the subgroup: in "
+                    f"subgroup {s}, lane 0 has {_show(vals[0])} and lane {lane} has {_show(val)}",
+                )
+        return vals[0]
+
+    def check_uniform_control(
+        self, inst: Inst, mask: np.ndarray, values: Sequence[Any], what: str
+    ) -> None:
+        """Control flow carrying coopmatrix values: ``values`` agree within each subgroup."""
+        for s in range(self.nsg):
+            active = [int(w) for w in np.flatnonzero(mask[self.lanes(s)])]
+            for x in values:
+                if not isinstance(x, Varying) or not active:
+                    continue
+                first = x.values[s * self.sgs + active[0]]
+                for lane in active:
+                    val = x.values[s * self.sgs + lane]
+                    if not _same(val, first):
+                        raise CompilationError(
+                            inst.loc,
+                            f"{inst.mnemonic}: the {what} not uniform across the subgroup, "
+                            f"but the {inst.mnemonic} carries coopmatrix values: in subgroup "
+                            f"{s}, lane {active[0]} has {_show(first)} and lane {lane} has "
+                            f"{_show(val)}",
+                        )
+
+    def merge(self, old: Any, new: Any, mask: np.ndarray) -> Any:
+        """``new`` for the work-items (coopmatrix: the subgroups) in mask, ``old`` elsewhere."""
+        if old is None:
+            return new
+        if new is None:
+            return old
+        if isinstance(new, PerSubgroup):
+            taken = mask.reshape(self.nsg, self.sgs).any(axis=1)
+            return PerSubgroup(
+                [n if taken[s] else o for s, (o, n) in enumerate(zip(old.mats, new.mats))]
+            )
+        if not isinstance(old, Varying) and not isinstance(new, Varying) and _same(old, new):
+            return old
+        return Varying(
+            [_at(new, w) if mask[w] else _at(old, w) for w in range(self.num_work_items)]
+        )
+
+    def matrices(self, inst: Inst, i: int) -> list[np.ndarray | None]:
+        x = self.lookup(inst.operands[i])
+        assert isinstance(x, PerSubgroup), x
+        return x.mats
+
+
+# The parallel region and the subgroup builtins
+
+
+@handles(ir.ParallelInst)
+def _parallel(f: Frame, inst: ir.ParallelInst) -> None:
+    spmd = Spmd(f, launch_of(f.func))
+    spmd.region(inst.body, np.ones(spmd.num_work_items, dtype=bool))
+
+
+@handles(ir.NumSubgroupsInst)
+def _num_subgroups(f: Frame, inst: Inst) -> Any:
+    return scalar(launch_of(f.func).num_subgroups, I32)
+
+
+@handles(ir.SubgroupSizeBuiltinInst)
+def _subgroup_size(f: Frame, inst: Inst) -> Any:
+    return scalar(launch_of(f.func).subgroup_size, I32)
+
+
+@handles(ir.SubgroupIdInst)
+@handles(ir.SubgroupLocalIdInst)
+def _subgroup_id_outside(f: Frame, inst: Inst) -> Any:
+    raise CompilationError(
+        inst.loc,
+        f"{inst.mnemonic} outside a parallel region: the reference interpreter does not define "
+        "which work-item runs an iteration of foreach",
+    )
+
+
+@spmd_handles(ir.SubgroupIdInst)
+def _subgroup_id(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
+    return Varying([scalar(w // sp.sgs, I32) for w in range(sp.num_work_items)])
+
+
+@spmd_handles(ir.SubgroupLocalIdInst)
+def _subgroup_local_id(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
+    return Varying([scalar(w % sp.sgs, I32) for w in range(sp.num_work_items)])
+
+
+@spmd_handles(ir.NumSubgroupsInst)
+def _num_subgroups_spmd(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
+    return scalar(sp.nsg, I32)
+
+
+@spmd_handles(ir.SubgroupSizeBuiltinInst)
+def _subgroup_size_spmd(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
+    return scalar(sp.sgs, I32)
+
+
+@spmd_handles(ir.BarrierInst)
+def _barrier(sp: Spmd, inst: Inst, mask: np.ndarray) -> None:
+    if not mask.all():
+        raise CompilationError(
+            inst.loc,
+            f"barrier is reached by {int(mask.sum())} of the {sp.num_work_items} work-items of "
+            "the work-group: control flow is not uniform across the work-group",
+        )
+
+
+@spmd_handles(ir.ForeachInst, ir.ParallelInst)
+def _nested(sp: Spmd, inst: Inst, mask: np.ndarray) -> None:
+    raise CompilationError(inst.loc, f"{inst.mnemonic} cannot be nested in parallel")
+
+
+# Control flow
+
+
+@spmd_handles(ir.IfInst)
+def _if(sp: Spmd, inst: ir.IfInst, mask: np.ndarray) -> list[Any]:
+    cond = sp.lookup(inst.operands[0])
+    if not isinstance(cond, Varying):
+        return sp.region(inst.then if cond else inst.otherwise, mask)
+    if any(isinstance(t, CoopMatrixType) for t in inst.result_types):
+        sp.check_uniform_control(inst, mask, [cond], "condition is")
+    c = np.array([bool(v) if m else False for v, m in zip(cond.values, mask)], dtype=bool)
+    then_mask, else_mask = mask & c, mask & ~c
+    then_values = sp.region(inst.then, then_mask) if then_mask.any() else None
+    else_values = sp.region(inst.otherwise, else_mask) if else_mask.any() else None
+    if then_values is None:
+        return else_values or []
+    if else_values is None:
+        return then_values
+    return [sp.merge(e, t, then_mask) for t, e in zip(then_values, else_values)]
+
+
+@spmd_handles(ir.ForInst)
+def _for(sp: Spmd, inst: ir.ForInst, mask: np.ndarray) -> list[Any]:
+    bounds = [sp.lookup(v) for v in inst.bounds]
+    values = [sp.lookup(v) for v in inst.init]
+    carried = inst.body.params[1:]
+    if not any(isinstance(b, Varying) for b in bounds):
+        step = int(bounds[2]) if len(bounds) > 2 else 1
+        for i in range(int(bounds[0]), int(bounds[1]), step):
+            sp.env[inst.var] = scalar(i, inst.loop_type)
+            for param, value in zip(carried, values):
+                sp.env[param] = value
+            yielded = sp.region(inst.body, mask)
+            values = yielded if inst.init else values
+        return values
+    if any(isinstance(t, CoopMatrixType) for t in inst.carried_types):
+        sp.check_uniform_control(inst, mask, bounds, "loop bounds are")
+    ranges: list[range | None] = [None] * sp.num_work_items
+    for w in np.flatnonzero(mask):
+        lo, hi, *step = (int(_at(b, w)) for b in bounds)
+        ranges[w] = range(lo, hi, step[0] if step else 1)
+    trips = np.array([len(r) if r is not None else 0 for r in ranges])
+    for t in range(int(trips.max(initial=0))):
+        m = mask & (trips > t)
+        sp.env[inst.var] = Varying(
+            [scalar(r[t], inst.loop_type) if m[w] and r else None for w, r in enumerate(ranges)]
+        )
+        for param, value in zip(carried, values):
+            sp.env[param] = value
+        yielded = sp.region(inst.body, m)
+        if inst.init:
+            values = [sp.merge(old, new, m) for old, new in zip(values, yielded)]
+    return values
+
+
+# Cooperative matrices
+
+
+def _as_matrix(arr: np.ndarray) -> np.ndarray:
+    """A memref view as a 2d view: order 1 is one column, order 0 a 1 x 1 matrix."""
+    return arr[(..., *(None,) * (2 - arr.ndim))]
+
+
+def _positions(
+    inst: ir.CoopMatrixLoadInst | ir.CoopMatrixStoreInst,
+    shape: tuple[int, int],
+    memref_shape: tuple[int, ...],
+    x: int,
+    y: int,
+    access: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Memref indices of every entry and which entries are accessed (the rest fail a check);
+    an access outside the memref in an unchecked mode is an error."""
+    rows, cols = shape
+    i = np.arange(rows, dtype=np.int64)[:, None]
+    j = np.arange(cols, dtype=np.int64)[None, :]
+    row_mode = 1 if inst.transpose else 0  # the memref mode that matrix rows go along
+    idx = [np.empty(0), np.empty(0)]
+    idx[row_mode] = np.broadcast_to((x, y)[row_mode] + i, shape)
+    idx[1 - row_mode] = np.broadcast_to((x, y)[1 - row_mode] + j, shape)
+    inside = [(idx[k] >= 0) & (idx[k] < memref_shape[k]) for k in (0, 1)]
+    checked = {"": (), "rows": (row_mode,), "cols": (1 - row_mode,), "both": (0, 1)}
+    accessed = np.ones(shape, dtype=bool)
+    for k in checked[inst.checked]:
+        accessed &= inside[k]
+    bad = accessed & ~(inside[0] & inside[1])
+    if bad.any():
+        r, c = (int(v) for v in np.argwhere(bad)[0])
+        k = 0 if not inside[0][r, c] else 1
+        which = "rows" if k == row_mode else "columns"
+        m = _operand(inst, 0 if isinstance(inst, ir.CoopMatrixLoadInst) else 1)
+        raise CompilationError(
+            inst.loc,
+            f"{inst.mnemonic}: entry ({r}, {c}) {access} {m}[{int(idx[0][r, c])}, "
+            f"{int(idx[1][r, c])}]: index {int(idx[k][r, c])} is out of bounds for mode {k} of "
+            f"size {memref_shape[k]}, and the {which} are not checked",
+        )
+    return idx[0], idx[1], accessed
+
+
+@spmd_handles(ir.CoopMatrixLoadInst)
+def _coop_load(sp: Spmd, inst: ir.CoopMatrixLoadInst, mask: np.ndarray) -> PerSubgroup:
+    t = inst.type
+    out: list[np.ndarray | None] = [None] * sp.nsg
+    for s in sp.full_subgroups(inst, mask):
+        arr, x, y = (sp.uniform(inst, i, s) for i in range(3))
+        arr = _as_matrix(arr)
+        i0, i1, ok = _positions(inst, t.shape, arr.shape, int(x), int(y), "reads")
+        m = np.zeros(t.shape, dtype=mat_dtype(t.element))
+        m[ok] = as_compute(arr[i0[ok], i1[ok]], t.element)
+        out[s] = m
+    return PerSubgroup(out)
+
+
+@spmd_handles(ir.CoopMatrixStoreInst)
+def _coop_store(sp: Spmd, inst: ir.CoopMatrixStoreInst, mask: np.ndarray) -> None:
+    t: CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    el = t.element
+    mats = sp.matrices(inst, 0)
+    for s in sp.full_subgroups(inst, mask):  # subgroup after subgroup
+        arr, x, y = (sp.uniform(inst, i, s) for i in range(1, 4))
+        arr = _as_matrix(arr)
+        i0, i1, ok = _positions(inst, t.shape, arr.shape, int(x), int(y), "writes")
+        values = mats[s][ok]  # type: ignore[index]
+        if inst.atomic_add:  # 32- and 64-bit types only: storage type = compute type
+            np.add.at(arr, (i0[ok], i1[ok]), values.astype(arr.dtype))
+        else:
+            arr[i0[ok], i1[ok]] = bf16.to_bits(values) if el == BF16 else values.astype(arr.dtype)
+
+
+@spmd_handles(ir.CoopMatrixPrefetchInst)
+def _coop_prefetch(sp: Spmd, inst: ir.CoopMatrixPrefetchInst, mask: np.ndarray) -> None:
+    for s in sp.full_subgroups(inst, mask):
+        for i in range(3):
+            sp.uniform(inst, i, s)
+
+
+@spmd_handles(ir.CoopMatrixConstructInst)
+def _coop_construct(sp: Spmd, inst: ir.CoopMatrixConstructInst, mask: np.ndarray) -> Any:
+    t = inst.type
+    out: list[np.ndarray | None] = [None] * sp.nsg
+    for s in sp.full_subgroups(inst, mask):
+        out[s] = np.full(t.shape, sp.uniform(inst, 0, s), dtype=mat_dtype(t.element))
+    return PerSubgroup(out)
+
+
+@spmd_handles(ir.CoopMatrixScaleInst)
+def _coop_scale(sp: Spmd, inst: ir.CoopMatrixScaleInst, mask: np.ndarray) -> Any:
+    t: CoopMatrixType = inst.result.type  # type: ignore[assignment]
+    mats = sp.matrices(inst, 1)
+    out: list[np.ndarray | None] = [None] * sp.nsg
+    for s in sp.full_subgroups(inst, mask):
+        m = mats[s]
+        assert m is not None
+        alpha = np.full(m.shape, sp.uniform(inst, 0, s), dtype=m.dtype)
+        out[s] = vec_arith("mul", alpha, m, t.element)
+    return PerSubgroup(out)
+
+
+@spmd_handles(ir.CoopMatrixMulAddInst)
+def _coop_mul_add(sp: Spmd, inst: ir.CoopMatrixMulAddInst, mask: np.ndarray) -> Any:
+    """D = C, then D += A[:, k] B[k, :] for k in order, A and B converted to C's type and
+    every step a fused multiply-add in it (computed in float64 and rounded once, which is
+    exact for 16-bit products and fused up to rare double roundings for f32; plain for f64).
+    bf16 sums in float32 and rounds to bf16 at the end; integers wrap around."""
+    t: CoopMatrixType = inst.result.type  # type: ignore[assignment]
+    el = t.element
+    acc = np.dtype(np.float32) if el == BF16 else mat_dtype(el)
+    a, b, c = (sp.matrices(inst, i) for i in range(3))
+    out: list[np.ndarray | None] = [None] * sp.nsg
+    for s in sp.full_subgroups(inst, mask):
+        x, y = a[s].astype(acc), b[s].astype(acc)  # type: ignore[union-attr]
+        d = c[s].astype(acc)  # type: ignore[union-attr]
+        for k in range(x.shape[1]):
+            if el.is_float:
+                product = x[:, k : k + 1].astype(np.float64) * y[k : k + 1, :].astype(np.float64)
+                d = (product + d.astype(np.float64)).astype(acc)
+            else:
+                d = x[:, k : k + 1] * y[k : k + 1, :] + d
+        out[s] = _to_element(d, el)
+    return PerSubgroup(out)
+
+
+@spmd_handles(ir.ArithInst, ir.ArithUnaryInst, ir.CastInst)
+def _coop_arith(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
+    src = inst.operands[0].type
+    if not isinstance(src, CoopMatrixType):
+        return sp.per_work_item(inst, mask)
+    t: CoopMatrixType = inst.result.type  # type: ignore[assignment]
+    operands = [sp.matrices(inst, i) for i in range(len(inst.operands))]
+    out: list[np.ndarray | None] = [None] * sp.nsg
+    for s in sp.full_subgroups(inst, mask):
+        ms: list[np.ndarray] = [m[s] for m in operands]  # type: ignore[misc]
+        if isinstance(inst, ir.CastInst):
+            out[s] = vec_cast(ms[0], src.element, t.element)
+        elif isinstance(inst, ir.ArithUnaryInst):
+            out[s] = vec_neg(ms[0], t.element)
+        else:
+            out[s] = vec_arith(inst.op, ms[0], ms[1], t.element)  # type: ignore[attr-defined]
+    return PerSubgroup(out)
+
+
+def _component(sp: Spmd, inst: Inst, t: CoopMatrixType, k: int) -> None:
+    n = t.components(sp.sgs)
+    if k >= n:
+        raise CompilationError(
+            inst.loc,
+            f"{inst.mnemonic}: component index {k} is out of range: with subgroup size "
+            f"{sp.sgs}, a work-item holds {n} components of {t} (0 to {n - 1})",
+        )
+
+
+@spmd_handles(ir.CoopMatrixExtractInst)
+def _coop_extract(sp: Spmd, inst: ir.CoopMatrixExtractInst, mask: np.ndarray) -> Any:
+    t: CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    _component(sp, inst, t, inst.index)
+    mats = sp.matrices(inst, 0)
+    values: list[Any] = [None] * sp.num_work_items
+    zero = scalar(0, t.element)
+    for s in sp.full_subgroups(inst, mask):
+        m = mats[s]
+        assert m is not None
+        for lane in range(sp.sgs):
+            r, c = t.entry(sp.sgs, lane, inst.index)
+            values[s * sp.sgs + lane] = m[r, c] if r < t.rows else zero  # padding reads 0
+    return Varying(values)
+
+
+@spmd_handles(ir.CoopMatrixInsertInst)
+def _coop_insert(sp: Spmd, inst: ir.CoopMatrixInsertInst, mask: np.ndarray) -> Any:
+    t: CoopMatrixType = inst.operands[1].type  # type: ignore[assignment]
+    _component(sp, inst, t, inst.index)
+    x = sp.lookup(inst.operands[0])
+    mats = sp.matrices(inst, 1)
+    out: list[np.ndarray | None] = [None] * sp.nsg
+    for s in sp.full_subgroups(inst, mask):
+        m = mats[s].copy()  # type: ignore[union-attr]
+        for lane in range(sp.sgs):
+            r, c = t.entry(sp.sgs, lane, inst.index)
+            if r < t.rows:  # padding is never stored
+                m[r, c] = _at(x, s * sp.sgs + lane)
+        out[s] = m
+    return PerSubgroup(out)
+
+
+@spmd_handles(ir.CoopMatrixReduceInst)
+def _coop_reduce(sp: Spmd, inst: ir.CoopMatrixReduceInst, mask: np.ndarray) -> Any:
+    t: CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    el = t.element
+    axis = 1 if inst.mode == "row" else 0
+    mats = sp.matrices(inst, 0)
+    out: list[np.ndarray | None] = [None] * sp.nsg
+    for s in sp.full_subgroups(inst, mask):
+        m = mats[s]
+        assert m is not None
+        if inst.op == "add":  # in the element type, in order of the reduced index
+            acc = np.take(m, [0], axis=axis)
+            for k in range(1, m.shape[axis]):
+                acc = vec_arith("add", acc, np.take(m, [k], axis=axis), el)
+        else:  # a NaN loses against a number, like OpenCL's fmax and fmin
+            ufunc = {"max": np.fmax, "min": np.fmin}[inst.op] if el.is_float else None
+            if ufunc is None:
+                ufunc = {"max": np.maximum, "min": np.minimum}[inst.op]
+            acc = ufunc.reduce(m, axis=axis, keepdims=True)
+        out[s] = acc.astype(mat_dtype(el))
+    return PerSubgroup(out)
+
+
+@spmd_handles(ir.CoopMatrixApplyInst)
+def _coop_apply(sp: Spmd, inst: ir.CoopMatrixApplyInst, mask: np.ndarray) -> Any:
+    """The region runs once per component index k, in lockstep over the work-items that hold
+    a (non-padding) entry at component k: work-item w of subgroup s runs it for entry
+    (lane + S * (k % B), k // B) of s's matrix."""
+    t: CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    mats = sp.matrices(inst, 0)
+    subgroups = sp.full_subgroups(inst, mask)
+    out: list[np.ndarray | None] = [None] * sp.nsg
+    running = np.zeros(sp.num_work_items, dtype=bool)
+    for s in subgroups:
+        out[s] = mats[s].copy()  # type: ignore[union-attr]
+        running[sp.lanes(s)] = True
+    blocks = t.row_blocks(sp.sgs)
+    lane = np.arange(sp.num_work_items) % sp.sgs
+    pi, pj, pv = inst.body.params
+    for k in range(t.components(sp.sgs)):
+        row, col = lane + sp.sgs * (k % blocks), k // blocks
+        m = running & (row < t.rows)
+        if not m.any():
+            continue
+        active = [int(w) for w in np.flatnonzero(m)]
+        rows: list[Any] = [None] * sp.num_work_items
+        entries: list[Any] = [None] * sp.num_work_items
+        for w in active:
+            rows[w] = scalar(int(row[w]), I32)
+            entries[w] = mats[w // sp.sgs][row[w], col]  # type: ignore[index]
+        sp.env[pi], sp.env[pj], sp.env[pv] = Varying(rows), scalar(col, I32), Varying(entries)
+        (new,) = sp.region(inst.body, m)
+        for w in active:
+            out[w // sp.sgs][row[w], col] = _at(new, w)  # type: ignore[index]
+    return PerSubgroup(out)
