@@ -58,7 +58,9 @@ def test_printed_lowered_program_compiles_to_the_same_binary(name: str, target: 
 def test_lowered_programs_have_no_collective_instructions_left() -> None:
     for name, source in SOURCES.items():
         program = run_pipeline(source)
-        left = [i.mnemonic for f in program.functions for i in f.walk() if isinstance(i, LinalgInst)]
+        left = [
+            i.mnemonic for f in program.functions for i in f.walk() if isinstance(i, LinalgInst)
+        ]
         assert not left, name
 
 
@@ -87,9 +89,7 @@ def test_chain_whose_temporary_is_read_again_is_not_fused() -> None:
         "gemm.n.n 1.0, %tmp, %a, 1.0, %q",
         "gemm.n.n 1.0, %tmp, %a, 1.0, %q : f32, memref<f32x56x9>, memref<f32x9x9>, f32, "
         "memref<f32x56x9>\n  axpby.n 1.0, %tmp, 1.0, %q",
-    ).replace(
-        "memref<f32x9x9>, f32, memref<f32x56x9>\n}", "f32, memref<f32x56x9>\n}"
-    )
+    ).replace("memref<f32x9x9>, f32, memref<f32x56x9>\n}", "f32, memref<f32x56x9>\n}")
     program = run_pipeline(text)
     assert any(isinstance(i, AllocaInst) for i in program.functions[0].walk())
 

@@ -101,16 +101,39 @@ def entries_per_group(work_per_entry: int | None, target: CoreInfo) -> int:
     return 1 << min(wanted.bit_length() - 1, target.max_entries_per_group.bit_length() - 1)
 
 
-FUSED_ACCUMULATORS = 20  # register-block entries of a temporary kept between two gemms
+FUSED_REGISTERS = 20  # vector registers for a temporary kept between two gemms
 
 
-def fused_rows_per_item(rows: int, cols: int, subgroup_size: int, target: CoreInfo) -> int | None:
+def fused_rows_per_item(
+    rows: int, cols: int, subgroup_size: int, element_size: int, target: CoreInfo
+) -> int | None:
     """Row blocks per lane of a gemm temporary of rows x cols kept in registers for the next
-    gemm (all its columns at once), or None when even one block of rows does not fit."""
-    if cols > FUSED_ACCUMULATORS:
+    gemm (all its columns at once), or None when even one block of rows does not fit. A block
+    of one column takes subgroup_size * element_size bytes: one register for f32 in 16 lanes,
+    two for f64 (measured on the chain, f64: 16-row tiles 32.5 GFLOP/s, 32-row tiles 22.5)."""
+    per_block = max(1, -(-subgroup_size * element_size // target.register_size))
+    blocks = min(FUSED_REGISTERS // (cols * per_block), MAX_ROW_BLOCKS)
+    if blocks < 1:
         return None
-    blocks = max(1, min(FUSED_ACCUMULATORS // cols, MAX_ROW_BLOCKS))
     return min(blocks, math.ceil(rows / subgroup_size))
+
+
+def fused_cols_per_item(
+    cols: int,
+    depth: int,
+    row_blocks: int,
+    subgroup_size: int,
+    element_size: int,
+    target: CoreInfo,
+) -> int:
+    """Columns per tile of the second gemm of a fused pair: its B values (depth per column) and
+    accumulators must fit beside the held temporary (depth x row_blocks blocks); a divisor of
+    cols, so that no tile is ragged. Measured on the chain: 1 column instead of 3 removed the
+    spills, f64 1.11x and f32 1.08x faster."""
+    per_block = max(1, -(-subgroup_size * element_size // target.register_size))
+    free = target.num_registers - depth * row_blocks * per_block
+    fitting = max(1, free // (depth + row_blocks * per_block))
+    return max(d for d in range(1, min(fitting, cols) + 1) if cols % d == 0)
 
 
 MAX_TILE_COMPONENTS = 64  # register-block entries per lane that a tiling may ask for

@@ -29,6 +29,7 @@ from ..gemm import (
     Tiling,
     check_tiling,
     choose_tiling,
+    fused_cols_per_item,
     fused_rows_per_item,
 )
 from ..ir import (
@@ -241,7 +242,8 @@ def fusable_successor(
         return None
     rows, cols = t.shape
     assert func.subgroup_size is not None
-    if fused_rows_per_item(rows, cols, func.subgroup_size, target) is None:  # type: ignore[arg-type]
+    size = t.element.size
+    if fused_rows_per_item(rows, cols, func.subgroup_size, size, target) is None:  # type: ignore[arg-type]
         return None
     return second
 
@@ -544,7 +546,7 @@ class Lowering:
         tmp: MemrefType = first.output.type  # type: ignore[assignment]
         rows, k2 = tmp.shape
         assert isinstance(rows, int) and isinstance(k2, int)
-        mb = fused_rows_per_item(rows, k2, self.sgs, self.target)
+        mb = fused_rows_per_item(rows, k2, self.sgs, tmp.element.size, self.target)
         assert mb is not None
         a1 = Operand(first.operands[1], first.trans_a)
         b1 = Operand(first.operands[2], first.trans_b)
@@ -566,7 +568,11 @@ class Lowering:
             if first.alpha.constant != 1:
                 product = e.add(CoopMatrixScaleInst(first.alpha, product)).result
             held = e.add(CastInst(product, CoopMatrixType(tmp.element, r, k2, "matrix_a"))).result
-            nb = tiling2.cols_per_item
+            nb = (
+                fused_cols_per_item(cols, k2, mb, self.sgs, tmp.element.size, self.target)
+                if isinstance(cols, int)
+                else tiling2.cols_per_item
+            )
 
             def col_tile(n0: Size) -> list[Value]:
                 col_check = "" if isinstance(cols, int) and cols % nb == 0 else "cols"
