@@ -5,7 +5,8 @@ accesses over the work-items. An access after it that may touch the same memory 
 write, write after read, write after write) needs a barrier in between. Memory is identified
 by its root: the kernel parameter or the alloca a memref is a view of; distinct parameters are
 assumed not to overlap, allocas overlap where the stack pass placed them on the same bytes
-(so it runs first). Loops are analysed until the accesses carried into the next iteration are stable.
+(so it runs first). Loops are analysed until the accesses carried into the next iteration are
+stable.
 """
 
 from __future__ import annotations
