@@ -141,3 +141,13 @@ def test_tinytc_opt_prints_the_lowered_program() -> None:
     assert tinytc.parse(out)  # it parses back
     no_target = subprocess.run(cmd[:-2], capture_output=True, text=True)
     assert no_target.returncode != 0 and "needs --target" in no_target.stderr
+
+
+@pytest.mark.parametrize("passes", ["check-ir,lower-linalg", "check-ir,tile-linalg"])
+def test_passes_without_sizes_give_a_located_error(passes: str) -> None:
+    path = ROOT / "tests" / "programs" / "tutorial.ir"
+    cmd = [sys.executable, "-m", "tinytc.cli", str(path), "-p", passes, "--target", "cpu"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    assert out.returncode == 1
+    assert "tutorial.ir:2.1-" in out.stderr and "run work-group-size before it" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -73,6 +73,7 @@ from ..ir import (
 from ..ir.instructions.memref import SizeInst
 from ..target import CoreInfo
 from .lifetime import STAGE_MIN_ROWS
+from .work_group_size import require_sizes
 
 Size = int | Value  # a size known at compile time, or an index value
 
@@ -172,8 +173,9 @@ class LowerLinalgPass:
 
     def run(self, program: Program) -> None:
         for func in program.functions:
-            assert func.subgroup_size is not None and func.work_group_size is not None
-            self.region(func, func.body)
+            if any(isinstance(i, LinalgInst) for i in func.walk()):
+                require_sizes(func, self.name)
+                self.region(func, func.body)
 
     def region(self, func: Function, region: Region) -> None:
         for inst in list(region.insts):

@@ -11,6 +11,7 @@ import dataclasses
 from ..gemm import choose_tiling
 from ..ir import LinalgInst, MemrefType, Program
 from ..target import CoreInfo
+from .work_group_size import require_sizes
 
 
 class TilingPass:
@@ -22,9 +23,11 @@ class TilingPass:
 
     def run(self, program: Program) -> None:
         for func in program.functions:
-            assert func.work_group_size is not None, "work-group-size runs first"
-            for inst in func.walk():
-                if isinstance(inst, LinalgInst) and inst.tiling is None:
+            linalg = [i for i in func.walk() if isinstance(i, LinalgInst)]
+            if linalg:
+                require_sizes(func, self.name)
+            for inst in linalg:
+                if inst.tiling is None:
                     out: MemrefType = inst.output.type  # type: ignore[assignment]
                     shape = (*out.shape, 1, 1)[:2]
                     tiling = choose_tiling(shape[0], shape[1], func.work_group_size, self.target)

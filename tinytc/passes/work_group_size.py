@@ -84,3 +84,15 @@ class WorkGroupSizePass:
                 f"work-group size {m}x{n} exceeds the maximum {self.target.max_work_group_size} "
                 f"of {self.target.name}",
             )
+
+
+def require_sizes(func: Function, pass_name: str) -> tuple[tuple[int, int], int]:
+    """(work-group size, subgroup size) of a kernel, or a located error for passes that need
+    them when neither the attributes nor work-group-size gave them."""
+    if func.work_group_size is None or func.subgroup_size is None:
+        raise CompilationError(
+            func.loc,
+            f"{pass_name} needs the work-group and subgroup sizes of @{func.name}: run "
+            "work-group-size before it, or give work_group_size(...) and subgroup_size(...)",
+        )
+    return func.work_group_size, func.subgroup_size
