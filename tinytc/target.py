@@ -82,6 +82,9 @@ class CoreInfo:
     # Batch entries one work-group may run in turn: on the CPU a work-group costs about 90 ns
     # (docs/performance-cpu.md lesson 3), on GPUs work-groups are what fills the machine.
     max_entries_per_group: int = 1
+    # Whether subgroup block reads beat plain loads: on GPUs they do; on the CPU they brought
+    # nothing (docs/performance-cpu.md lesson 8).
+    block_reads_pay: bool = False
 
     def __post_init__(self) -> None:
         if not self.subgroup_sizes or any(size <= 0 for size in self.subgroup_sizes):
@@ -143,6 +146,7 @@ PVC = CoreInfo(
     atomic_add_f32=True,
     atomic_add_f64=True,
     subgroup_block_io=True,
+    block_reads_pay=True,
     dpas=DpasGeometry(execution_size=16, systolic_depth=8),
 )
 
@@ -162,6 +166,7 @@ DG2 = CoreInfo(
     atomic_add_f32=True,
     atomic_add_f64=False,
     subgroup_block_io=True,
+    block_reads_pay=True,
     dpas=DpasGeometry(execution_size=8, systolic_depth=8),
 )
 

@@ -339,4 +339,5 @@ def core_info_from_device(device: cl.Device) -> CoreInfo:
         subgroup_block_io="cl_intel_subgroups" in extensions,
         dpas=dpas,
         max_entries_per_group=CPU.max_entries_per_group if is_cpu else 1,
+        block_reads_pay=not is_cpu,
     )

@@ -54,7 +54,9 @@ def component_types(lo: Lowering, t: ir.CoopMatrixType) -> list[Id]:
 def flatten(lo: Lowering, t: ir.Type, value: object) -> list[tuple[Id, Id]]:
     """(type, value) pairs carried through a phi for one IR value."""
     if isinstance(value, CoopMatrix):
-        return list(zip(component_types(lo, value.type), value.components))
+        types = component_types(lo, value.type)
+        assert len(types) == len(value.components), f"{value.type}: component count differs"
+        return list(zip(types, value.components))
     return [(lo.scalar_type(t), value)]  # type: ignore[arg-type, list-item]
 
 

@@ -1,11 +1,13 @@
 """The plain implementation of cooperative matrices: subgroup code with fma, for every target.
 
 matrix_a and matrix_acc follow the documented layout (ir.CoopMatrixType): lane l holds rows
-l, l + S, ... of every column, so a column's rows are one vector access across the lanes.
+l, l + S, ... of every column, so a column's rows are one vector access across the lanes (on
+GPUs, a subgroup block read where the column is contiguous: Plain.block_readable).
 matrix_b is held whole by every work-item (R * C values, column-major): mul_add then reads
 each B entry as one value every lane shares, which the CPU folds into the fma
 (docs/performance-cpu.md lesson 8), and a transposed B costs no gather. extract, insert,
-apply and the change of use acc -> b translate between this and the documented layout.
+apply and the change of use acc -> b translate between this and the documented layout;
+apply runs its region where the documented layout puts each entry, matrix_b included.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from ... import ir
 from ...errors import CompilationError
 from ...target import CoreInfo
-from .._grammar import GroupOperation, MemorySemantics, OpenCLStd, Op, Scope, StorageClass
+from .._grammar import GroupOperation, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
 from ..convert import Dim, Lowering, Memref
 from ..convert_memory import load_scalar, store_scalar
 from ..convert_scalar import binary, convert
@@ -23,6 +25,7 @@ from ..instruction import Id
 from . import CoopMatrix
 
 MAX_COMPONENTS = 256  # values per work-item; more would only spill and take long to build
+BLOCK_READ_WIDTHS = (8, 4, 2, 1)  # values per lane one subgroup block read gives
 
 # Subgroup reductions: (operation, is float, is unsigned) -> opcode.
 REDUCE = {
@@ -59,10 +62,11 @@ class Plain:
             )
         return ""
 
-    def entries(self, lo: Lowering, t: ir.CoopMatrixType) -> list[Entry]:
-        """The entry of each component, in component order."""
+    def entries(self, lo: Lowering, t: ir.CoopMatrixType, documented: bool = False) -> list[Entry]:
+        """The entry of each component, in component order (of the documented layout if
+        asked, for matrix_b too)."""
         sgs = _sgs(lo)
-        if self.replicated(t):
+        if self.replicated(t) and not documented:
             return [Entry(v % t.rows, v // t.rows, 0, False) for v in range(t.rows * t.cols)]
         blocks = t.row_blocks(sgs)
         lane = lo.lane()
@@ -78,6 +82,8 @@ class Plain:
     def load(self, lo: Lowering, inst: ir.CoopMatrixLoadInst) -> CoopMatrix:
         t = inst.type
         access = Access(lo, inst.operands[0], inst.operands[1], inst.operands[2], inst)
+        if self.block_readable(lo, inst, access):
+            return CoopMatrix(t, self.block_load(lo, t, access))
         el, rt = t.element, lo.scalar_type(t.element)
         zero = lo.const(el, 0)
         components = []
@@ -87,6 +93,57 @@ class Plain:
             read = lambda p=pointer: load_scalar(lo, access.m, p)  # noqa: E731
             components.append(read() if cond is None else lo.if_value(cond, rt, read, zero))
         return CoopMatrix(t, components)
+
+    def block_readable(self, lo: Lowering, inst: ir.CoopMatrixLoadInst, access: Access) -> bool:
+        """Whether a load reads each column block with OpSubgroupBlockReadINTEL
+        (SPV_INTEL_subgroups), which gives lane l the value at p[l + S * k]: the layout of
+        matrix_a and matrix_acc. Only on GPUs (on the CPU a column is one vector load
+        already), for an unchecked load whose subgroup covers whole rows (no padding), whose
+        rows are contiguous in global memory (row stride 1 at compile time), and whose
+        elements are 32 or 64 bits: cl_intel_subgroups needs the pointer of a block read 4-byte
+        aligned, which an element of 4 or 8 bytes is wherever every other load here assumes
+        its natural alignment (Aligned el.size); 8- and 16-bit elements would need more than
+        the JIT guarantees of a base pointer (numpy views start at any element), so they keep
+        plain loads. Subgroups of at most 16: IGC rejects block reads in SIMD32 (on dg2)."""
+        t = inst.type
+        return (
+            _is_gpu(lo.target)
+            and _sgs(lo) <= 16
+            and not self.replicated(t)
+            and not inst.checked
+            and t.rows % _sgs(lo) == 0
+            and access.row_stride == 1
+            and access.m.space == StorageClass.CrossWorkgroup
+            and t.element.size in (4, 8)
+        )
+
+    def block_load(self, lo: Lowering, t: ir.CoopMatrixType, access: Access) -> list[Id]:
+        """The components, column by column: block reads of up to 8 values per lane from the
+        column's first row (an address every lane shares), as integers of the element's
+        width (the widths the block read builtins exist for), bit-cast back."""
+        sgs, el = _sgs(lo), t.element
+        blocks = t.row_blocks(sgs)
+        space = access.m.space
+        word = lo.m.type_int(el.size * 8)
+        word_pointer = lo.m.type_pointer(space, word)
+        components = []
+        for col in range(t.cols):
+            column = access.pointer(Entry(0, col, 0, False))
+            block = 0
+            while block < blocks:
+                width = next(w for w in BLOCK_READ_WIDTHS if w <= blocks - block)
+                start = lo.offset_pointer(column, space, el, sgs * block)
+                if el.is_float:
+                    start = lo.op(Op.Bitcast, word_pointer, start)
+                vector = word if width == 1 else lo.m.type_vector(word, width)
+                data = lo.op(Op.SubgroupBlockReadINTEL, vector, start)
+                for k in range(width):
+                    value = data if width == 1 else lo.op(Op.CompositeExtract, word, data, k)
+                    if el.is_float:
+                        value = lo.op(Op.Bitcast, lo.scalar_type(el), value)
+                    components.append(value)
+                block += width
+        return components
 
     def store(self, lo: Lowering, inst: ir.CoopMatrixStoreInst) -> None:
         value: CoopMatrix = lo.get(inst.operands[0])
@@ -160,13 +217,26 @@ class Plain:
         return CoopMatrix(inst.type, [value] * self.count(inst.type, _sgs(lo)))
 
     def apply(self, lo: Lowering, inst: ir.CoopMatrixApplyInst) -> CoopMatrix:
+        """The region runs once per entry, on the work-item that holds it in the documented
+        layout, and never for padding: its side effects and what it reads of the work-item
+        (subgroup_local_id) are that work-item's. A matrix_b is translated to the documented
+        layout for it and back."""
         m: CoopMatrix = lo.get(inst.operands[0])
         t = m.type
+        if not self.replicated(t):
+            return CoopMatrix(t, self._apply(lo, inst, t, m.components))
+        held = [self._pick(lo, m, k) for k in range(t.components(_sgs(lo)))]
+        return CoopMatrix(t, self._whole(lo, t, self._apply(lo, inst, t, held)))
+
+    def _apply(
+        self, lo: Lowering, inst: ir.CoopMatrixApplyInst, t: ir.CoopMatrixType, held: list[Id]
+    ) -> list[Id]:
+        """The region on components ``held`` in the documented layout."""
         i32 = lo.scalar_type(ir.I32)
         rt = lo.scalar_type(t.element)
         row_param, col_param, value_param = inst.body.params
         result = []
-        for e, component in zip(self.entries(lo, t), m.components):
+        for e, component in zip(self.entries(lo, t, documented=True), held):
 
             def run(e: Entry = e, component: Id = component) -> Id:
                 row = e.row if isinstance(e.row, int) else lo.op(Op.UConvert, i32, e.row)
@@ -177,36 +247,51 @@ class Plain:
 
             if e.padded:  # the region may read memory at its row: skip the padding
                 inside = lo.op(Op.SLessThan, lo.m.type_bool(), e.row, lo.as_id(t.rows))
-                new = lo.if_value(inside, rt, run, component)
+                result.append(lo.if_value(inside, rt, run, component))
             else:
-                new = run()
-            if self.replicated(t):  # the work-item that holds the entry decides it
-                new = _broadcast(lo, rt, new, e.row % _sgs(lo))  # type: ignore[operator]
-            result.append(new)
-        return CoopMatrix(t, result)
+                result.append(run())
+        return result
+
+    def _pick(self, lo: Lowering, m: CoopMatrix, k: int) -> Id:
+        """Component k of the documented layout from a whole matrix_b (0 for padding)."""
+        t, sgs = m.type, _sgs(lo)
+        blocks = t.row_blocks(sgs)
+        block, col = k % blocks, k // blocks
+        lane, boolean = lo.lane(), lo.m.type_bool()
+        rt = lo.scalar_type(t.element)
+        value = lo.const(t.element, 0)  # pick row lane + S * block of the column
+        for r in range(block * sgs, min((block + 1) * sgs, t.rows)):
+            mine = lo.op(Op.IEqual, boolean, lane, lo.as_id(r - block * sgs))
+            value = lo.op(Op.Select, rt, mine, m.components[r + t.rows * col], value)
+        return value
+
+    def _whole(self, lo: Lowering, t: ir.CoopMatrixType, held: list[Id]) -> list[Id]:
+        """A whole matrix (column-major) from components in the documented layout: each entry
+        broadcast from the work-item that holds it."""
+        sgs = _sgs(lo)
+        blocks = t.row_blocks(sgs)
+        rt = lo.scalar_type(t.element)
+        return [
+            _broadcast(lo, rt, held[r // sgs + blocks * c], r % sgs)
+            for c in range(t.cols)
+            for r in range(t.rows)
+        ]
 
     def extract(self, lo: Lowering, inst: ir.CoopMatrixExtractInst) -> Id:
         m: CoopMatrix = lo.get(inst.operands[0])
         t = m.type
         _check_index(lo, inst, t)
+        if self.replicated(t):
+            return self._pick(lo, m, inst.index)
         sgs = _sgs(lo)
         rt, zero = lo.scalar_type(t.element), lo.const(t.element, 0)
-        blocks = t.row_blocks(sgs)
-        block, col = inst.index % blocks, inst.index // blocks
-        lane = lo.lane()
-        boolean = lo.m.type_bool()
-        if not self.replicated(t):
-            value = m.components[inst.index]
-            if (block + 1) * sgs <= t.rows:
-                return value
-            row = lo.add(lane, sgs * block)
-            inside = lo.op(Op.SLessThan, boolean, row, lo.as_id(t.rows))
-            return lo.op(Op.Select, rt, inside, value, zero)
-        value = zero  # pick row lane + S * block of the column from the whole matrix
-        for r in range(block * sgs, min((block + 1) * sgs, t.rows)):
-            mine = lo.op(Op.IEqual, boolean, lane, lo.as_id(r - block * sgs))
-            value = lo.op(Op.Select, rt, mine, m.components[r + t.rows * col], value)
-        return value
+        block = inst.index % t.row_blocks(sgs)
+        value = m.components[inst.index]
+        if (block + 1) * sgs <= t.rows:
+            return value
+        row = lo.add(lo.lane(), sgs * block)
+        inside = lo.op(Op.SLessThan, lo.m.type_bool(), row, lo.as_id(t.rows))
+        return lo.op(Op.Select, rt, inside, value, zero)
 
     def insert(self, lo: Lowering, inst: ir.CoopMatrixInsertInst) -> CoopMatrix:
         value = lo.get(inst.operands[0])
@@ -241,7 +326,8 @@ class Plain:
         sgs = _sgs(lo)
         blocks = m.type.row_blocks(sgs)
         if inst.mode == "row":  # each work-item sums its own rows
-            rows = [[m.components[b + blocks * c] for c in range(m.type.cols)] for b in range(blocks)]
+            cols = range(m.type.cols)
+            rows = [[m.components[b + blocks * c] for c in cols] for b in range(blocks)]
             return CoopMatrix(t, [_fold(combine, line) for line in rows])
         identity = lo.const(el, _identity(inst.op, el))
         rt = lo.scalar_type(el)
@@ -272,15 +358,7 @@ class Plain:
         t = ir.CoopMatrixType(m.type.element, m.type.rows, m.type.cols, use)
         if self.replicated(t) == self.replicated(m.type):
             return CoopMatrix(t, m.components)
-        sgs = _sgs(lo)
-        blocks = m.type.row_blocks(sgs)
-        rt = lo.scalar_type(t.element)
-        whole = []
-        for c in range(t.cols):
-            for r in range(t.rows):
-                held = m.components[r // sgs + blocks * c]
-                whole.append(_broadcast(lo, rt, held, r % sgs))
-        return CoopMatrix(t, whole)
+        return CoopMatrix(t, self._whole(lo, t, m.components))
 
 
 class Access:
@@ -297,16 +375,23 @@ class Access:
         self.lo, self.m = lo, lo.get(memref)
         self.x, self.y = lo.dim(x), lo.dim(y)
         self.transpose, self.checked = inst.transpose, inst.checked
-        s0, s1 = self.m.stride
+        s0, s1 = (*self.m.stride, 0, 0)[:2]  # a vector is one column, a scalar 1 x 1
         # Matrix rows walk memref mode 0 (.n) or mode 1 (.t).
         self.row_stride, self.col_stride = (s1, s0) if self.transpose else (s0, s1)
         self.row_mode, self.col_mode = (1, 0) if self.transpose else (0, 1)
-        start = lo.add(lo.mul(self.x, s0), lo.mul(self.y, s1))
-        self.base = lo.offset_pointer(self.m.pointer, self.m.space, self.m.type.element, start)
+        self.start = lo.add(lo.mul(self.x, s0), lo.mul(self.y, s1))
+        # A checked access may start outside the memref, and an in-bounds access chain to
+        # outside its object is undefined (poison in LLVM, even for an entry chained from it
+        # that lies inside): there, each entry's pointer is one chain from the memref's.
+        self.base = self.m.pointer
+        if not self.checked:
+            self.base = lo.offset_pointer(self.base, self.m.space, self.m.type.element, self.start)
 
     def pointer(self, e: Entry) -> Id:
         lo = self.lo
         offset = lo.add(lo.mul(e.row, self.row_stride), lo.mul(e.col, self.col_stride))
+        if self.checked:
+            offset = lo.add(self.start, offset)
         return lo.offset_pointer(self.base, self.m.space, self.m.type.element, offset)
 
     def condition(self, e: Entry, t: ir.CoopMatrixType) -> Id | None:
@@ -331,12 +416,17 @@ class Access:
     def _inside(self, index: Dim, mode: int) -> list[Id]:
         """0 <= index < extent, as one unsigned comparison."""
         lo = self.lo
-        extent = self.m.shape[mode]
+        extent = (*self.m.shape, 1, 1)[mode]
         if isinstance(index, int) and isinstance(extent, int):
             if 0 <= index < extent:
                 return []
             return [lo.m.constant(lo.m.type_bool(), False)]
         return [lo.op(Op.ULessThan, lo.m.type_bool(), lo.as_id(index), lo.as_id(extent))]
+
+
+def _is_gpu(target: CoreInfo) -> bool:
+    """A target with subgroup block IO where block reads beat plain loads (GPUs)."""
+    return target.subgroup_block_io and target.block_reads_pay
 
 
 def _sgs(lo: Lowering) -> int:
@@ -384,7 +474,10 @@ def _identity(op: str, el: ir.ScalarType) -> int | float:
         return 0
     if el.is_float:
         return float("-inf") if op == "max" else float("inf")
-    low, high = (0, 2**el.bits - 1) if el.kind == "uint" else (-(2 ** (el.bits - 1)), 2 ** (el.bits - 1) - 1)
+    if el.kind == "uint":
+        low, high = 0, 2**el.bits - 1
+    else:
+        low, high = -(2 ** (el.bits - 1)), 2 ** (el.bits - 1) - 1
     return low if op == "max" else high
 
 
