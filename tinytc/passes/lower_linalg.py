@@ -30,6 +30,7 @@ from ..gemm import (
     check_tiling,
     choose_tiling,
     fused_cols_per_item,
+    fused_k_unroll,
     fused_rows_per_item,
 )
 from ..ir import (
@@ -557,7 +558,7 @@ class Lowering:
         cols = e.size(second.output, 1)
         acc = accumulator(out.type.element)
         tiling2 = self.tiling(second, rows, cols if isinstance(cols, int) else None)
-        unroll = (first.tiling or tiling2).k_unroll
+        unroll = fused_k_unroll((first.tiling or tiling2).k_unroll, mb)
         b2 = Operand(second.operands[2], second.trans_b)
 
         par = e.add(ParallelInst())
