@@ -374,8 +374,7 @@ class Lowering:
             first_col = e.arith("mul", sg_index, nb)
 
         def col_tile(n0: Size) -> list[Value]:
-            col_check = "" if isinstance(cols, int) and cols % nb == 0 else "cols"
-            tile_cols = min(nb, cols) if isinstance(cols, int) else nb
+            tile_cols, col_check = _col_tiles(cols, nb)
             self.row_tiles(rows, mt, lambda m0, r, rc: body(
                 Tile(m0, n0, r, tile_cols, _both(rc, col_check))))  # fmt: skip
             return []
@@ -404,45 +403,24 @@ class Lowering:
         unroll: int,
         el: ScalarType,
         acc: ScalarType,
-        a_value: Value | None = None,
     ) -> Value:
         """sum_k op(A)(tile rows, k) op(B)(k, tile cols) in a register tile of type acc."""
         e = self.e
-        acc_type = CoopMatrixType(acc, t.rows, t.cols, "matrix_acc")
-        zero = e.add(
-            CoopMatrixConstructInst(acc_type, e.value(0 if not acc.is_float else 0.0, acc))
-        )
         b_el = b.type.element
 
-        def step(k: Size, ku: int, c: Value, checked_k: bool) -> list[Value]:
-            at = CoopMatrixType(el, t.rows, ku, "matrix_a")
-            bt = CoopMatrixType(b_el, ku, t.cols, "matrix_b")
-            a_check = "rows" if "rows" in t.checked or t.checked == "both" else ""
-            b_check = "cols" if "cols" in t.checked or t.checked == "both" else ""
-            x = e.load(a, t.row, k, at, a_check)
-            y = e.load(b, k, t.col, bt, b_check)
+        def step(k: Size, ku: int, c: Value) -> list[Value]:
+            x = e.load(a, t.row, k, CoopMatrixType(el, t.rows, ku, "matrix_a"), _rows(t))
+            y = e.load(b, k, t.col, CoopMatrixType(b_el, ku, t.cols, "matrix_b"), _cols(t))
             return [e.add(CoopMatrixMulAddInst(x, y, c)).result]
 
-        total = zero.result
-        if isinstance(depth, int):
-            main = depth - depth % unroll
-            if main:
-                (total,) = e.loop(0, main, unroll, [total], lambda k, c: step(k, unroll, c, False))
-            if depth % unroll:
-                (total,) = step(main, depth % unroll, total, False)
-            return total
-        rest = e.arith("rem", depth, unroll)
-        main = e.arith("sub", depth, rest)
-        (total,) = e.loop(0, main, unroll, [total], lambda k, c: step(k, unroll, c, False))
-        (total,) = e.loop(main, depth, 1, [total], lambda k, c: step(k, 1, c, False))
-        return total
+        zero = self.zeros(CoopMatrixType(acc, t.rows, t.cols, "matrix_acc"))
+        return self.sum_over_k(depth, unroll, zero, step)
 
     def row_sum(self, t: Tile, a: Operand, depth: Size, unroll: int, acc: ScalarType) -> Value:
         """sum_k op(A)(tile rows, k): chunks of columns reduced along their rows."""
         e = self.e
         el = a.type.element
         vector = a.type.order == 1
-        zero = self.zeros(CoopMatrixType(acc, t.rows, 1, "matrix_acc"))
 
         def step(k: Size, ku: int, total: Value) -> list[Value]:
             if vector:  # the vector's entries k.. as a column, summed down its rows
@@ -451,22 +429,29 @@ class Lowering:
                 reduced = e.add(CoopMatrixReduceInst("add", "column", part)).result
             else:
                 part_t = CoopMatrixType(el, t.rows, ku, "matrix_acc")
-                check = "rows" if t.checked in ("rows", "both") else ""
-                part = self.convert(e.load(a, t.row, k, part_t, check), acc)
+                part = self.convert(e.load(a, t.row, k, part_t, _rows(t)), acc)
                 reduced = e.add(CoopMatrixReduceInst("add", "row", part)).result
             return [e.add(ArithInst("add", total, reduced)).result]
 
+        zero = self.zeros(CoopMatrixType(acc, t.rows, 1, "matrix_acc"))
+        return self.sum_over_k(depth, unroll, zero, step)
+
+    def sum_over_k(
+        self, depth: Size, unroll: int, init: Value, step: Callable[[Size, int, Value], list[Value]]
+    ) -> Value:
+        """init carried through step(k, ku, total) for k = 0, ku, ... < depth: a loop in steps of
+        unroll, then the rest (one static step, or a loop of single steps)."""
+        e = self.e
+        total = init
         if isinstance(depth, int):
             main = depth - depth % unroll
-            total = zero
             if main:
                 (total,) = e.loop(0, main, unroll, [total], lambda k, c: step(k, unroll, c))
             if depth % unroll:
                 (total,) = step(main, depth % unroll, total)
             return total
-        rest = e.arith("rem", depth, unroll)
-        main = e.arith("sub", depth, rest)
-        (total,) = e.loop(0, main, unroll, [zero], lambda k, c: step(k, unroll, c))
+        main = e.arith("sub", depth, e.arith("rem", depth, unroll))
+        (total,) = e.loop(0, main, unroll, [total], lambda k, c: step(k, unroll, c))
         (total,) = e.loop(main, depth, 1, [total], lambda k, c: step(k, 1, c))
         return total
 
@@ -578,8 +563,7 @@ class Lowering:
             )
 
             def col_tile(n0: Size) -> list[Value]:
-                col_check = "" if isinstance(cols, int) and cols % nb == 0 else "cols"
-                tile_cols = min(nb, cols) if isinstance(cols, int) else nb
+                tile_cols, col_check = _col_tiles(cols, nb)
                 t2 = Tile(m0, n0, r, tile_cols, _both(checked, col_check))
                 bt = CoopMatrixType(b2.type.element, k2, tile_cols, "matrix_b")
                 y = e.load(b2, 0, n0, bt, "cols" if col_check else "")
@@ -592,6 +576,21 @@ class Lowering:
 
         self.row_tiles(rows, self.sgs * mb, row_tile)
         e.b.exit()
+
+
+def _col_tiles(cols: Size, nb: int) -> tuple[int, str]:
+    """Columns of a tile, and "cols" when some tile may hang over a dynamic or ragged edge."""
+    if isinstance(cols, int):
+        return min(nb, cols), "" if cols % nb == 0 else "cols"
+    return nb, "cols"
+
+
+def _rows(t: Tile) -> str:
+    return "rows" if t.checked in ("rows", "both") else ""
+
+
+def _cols(t: Tile) -> str:
+    return "cols" if t.checked in ("cols", "both") else ""
 
 
 def _both(a: str, b: str) -> str:

@@ -20,7 +20,7 @@ from ...target import CoreInfo
 from .._grammar import GroupOperation, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
 from ..convert import Dim, Lowering, Memref
 from ..convert_memory import load_scalar, store_scalar
-from ..convert_scalar import binary, convert
+from ..convert_scalar import binary, convert, round_bf16
 from ..instruction import Id
 from . import CoopMatrix
 
@@ -201,8 +201,6 @@ class Plain:
                         total = lo.op(Op.IAdd, rt, total, lo.op(Op.IMul, rt, x, y))
                 result.append(total)
         if acc == ir.BF16:
-            from ..convert_scalar import round_bf16
-
             result = [round_bf16(lo, x) for x in result]
         return CoopMatrix(c.type, result)
 
@@ -347,9 +345,7 @@ class Plain:
             opcode = table[inst.op] if table else REDUCE[(inst.op, el.is_float)]
             total = lo.op(opcode, rt, lo.u32(Scope.Subgroup), GroupOperation.Reduce, own)
             if el == ir.BF16:
-                from ..convert_scalar import round_bf16
-
-                total = round_bf16(lo, total)
+                    total = round_bf16(lo, total)
             result.append(total)
         return CoopMatrix(t, result)
 
