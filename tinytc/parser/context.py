@@ -9,9 +9,7 @@ from ..errors import CompilationError, Location, Source
 from ..ir import Builder, Constant, Inst, Region, ScalarType, Type, Value
 from ..ir.types import FLOAT_MAX
 from .driver import Span
-from .lexer import Token
-
-INT_LIMIT = 2**63 - 1
+from .lexer import Token, parse_integer
 
 
 @dataclass
@@ -26,11 +24,7 @@ class Ref:
 def parse_int(token: Token) -> int:
     text = token.value
     value = {"true": 1, "false": 0}.get(text)
-    if value is None:
-        value = int(text)
-    if abs(value) > INT_LIMIT:
-        raise CompilationError(token.loc, f"integer constant {text} is out of range")
-    return value
+    return parse_integer(text, token.loc) if value is None else value
 
 
 def parse_float(text: str, loc: Location) -> float:
