@@ -45,6 +45,7 @@ class ParseContext(Span):
         self.scopes: list[dict[str, Value]] = []
         self.left_scope: dict[str, Value] = {}  # names of closed regions, for diagnostics
         self.last_if: Inst | None = None
+        self.groups_without_offset: set[Location] = set()  # group types written that way
 
     # Scopes follow regions: a region sees the names of the regions around it.
 
