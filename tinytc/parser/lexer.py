@@ -10,8 +10,9 @@ from ..errors import CompilationError, Location, Source
 from ..ir.types import MATRIX_USES, SCALAR_TYPES, CoopMatrixType
 
 KEYWORDS = frozenset(
-    "func work_group_size subgroup_size batch_per_group memref strided group offset void true false arith cast"
-    " cmp alloca expand fuse group_id group_size load size subview if else axpby barrier for"
+    "func work_group_size subgroup_size batch_per_group memref strided group offset void true"
+    " false arith cast cmp alloca expand fuse group_id group_size load size subview if else"
+    " axpby barrier for"
     " foreach lifetime_stop gemm gemv ger hadamard hadamard_product store sum yield init"
     " parallel subgroup_id subgroup_local_id num_subgroups cooperative_matrix_load"
     " cooperative_matrix_store cooperative_matrix_mul_add cooperative_matrix_scale"

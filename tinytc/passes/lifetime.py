@@ -7,7 +7,6 @@ The stack pass then gives every alloca a byte offset in the kernel's local-memor
 
 from __future__ import annotations
 
-from ..errors import CompilationError
 from ..ir import (
     AllocaInst,
     Function,
