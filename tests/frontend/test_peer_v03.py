@@ -16,6 +16,8 @@ import pytest
 import tinytc
 from tinytc import Group, reference
 from tinytc.cli import oc_main, opt_main
+from tinytc.ir import I1, Builder
+from tinytc.passes.check_ir import CheckIrPass
 from tinytc.testing.inputs import clone_arguments
 
 pytestmark = pytest.mark.filterwarnings("ignore:Kernel .* retrieved more than once")
@@ -292,3 +294,18 @@ def test_alloca_beyond_local_memory_is_reported_at_the_alloca() -> None:
         "target has 131072"
     )
     assert str(e.value.location) == "<input>:2.8-38"
+
+
+def test_built_programs_cannot_take_i1_parameters() -> None:
+    source = tinytc.Source("func @k(%b: i1) {\n}\n")
+    where = tinytc.Location(source, 8, 10)
+    builder = Builder()
+    with builder.function("k", [("b", I1)], loc=where):
+        pass
+    with pytest.raises(tinytc.CompilationError) as e:
+        CheckIrPass().run(builder.program)
+    assert e.value.message == (
+        "i1 (bool) cannot be a kernel parameter: take an i8 and compare it with 0 (the parser "
+        "does so for a parameter written bool or i1)"
+    )
+    assert str(e.value.location) == "<input>:1.9-10"
