@@ -1207,13 +1207,26 @@ LIMITS = [
     case(
         "integer-constant-of-5000-digits",
         func("  %a = arith.add 1, " + "9" * 5000 + " : i32"),
-        "integer constant 99999999999999999999... (5000 digits) is out of range",
+        "integer constant 99999999999999999999... (5000 characters) is out of range",
         "<input>:2.21-5020",
+    ),
+    case(
+        "float-constant-of-5000-digits",
+        func("  %x = cast 1e" + "9" * 5000 + " : f64 -> f64"),
+        "floating constant 1e999999999999999999... (5002 characters) is out of range of double "
+        "precision",
+        "<input>:2.13-5014",
+    ),
+    case(
+        "long-f32-constant",
+        func("  %x = cast 1" + "0" * 40 + ".0 : f32 -> f32"),
+        "constant 10000000000000000000... (43 characters) is out of range of f32",
+        "<input>:2.13-55",
     ),
     case(
         "memref-size-of-5000-digits",
         func("", "%x: memref<f32x" + "1" * 5000 + ">"),
-        "integer constant 11111111111111111111... (5000 digits) is out of range",
+        "integer constant 11111111111111111111... (5000 characters) is out of range",
         "<input>:1.24-5023",
     ),
     case(

@@ -9,7 +9,7 @@ from ..errors import CompilationError, Location, Source
 from ..ir import Builder, Constant, Inst, Region, ScalarType, Type, Value
 from ..ir.types import FLOAT_MAX
 from .driver import Span
-from .lexer import Token, parse_integer
+from .lexer import Token, parse_integer, shorten
 
 
 @dataclass
@@ -34,7 +34,9 @@ def parse_float(text: str, loc: Location) -> float:
     except OverflowError:
         value = math.inf
     if math.isinf(value):
-        raise CompilationError(loc, f"floating constant {text} is out of range of double precision")
+        raise CompilationError(
+            loc, f"floating constant {shorten(text)} is out of range of double precision"
+        )
     return -value if text.startswith("-") else value
 
 
@@ -95,7 +97,9 @@ class ParseContext(Span):
                 raise CompilationError(ref.loc, f"floating constant for integer type {type}")
             number: int | float = parse_float(ref.text, ref.loc)
             if abs(number) > FLOAT_MAX[type.name]:
-                raise CompilationError(ref.loc, f"constant {ref.text} is out of range of {type}")
+                raise CompilationError(
+                    ref.loc, f"constant {shorten(ref.text)} is out of range of {type}"
+                )
         else:
             number = parse_int(Token("INTEGER", ref.text, ref.loc))
             if type.is_float:

@@ -140,9 +140,13 @@ def parse_integer(text: str, loc: Location) -> int:
     on the length first, so that no huge literal is ever converted)."""
     digits = text.lstrip("+-").lstrip("0")
     if len(digits) > len(str(INT_LIMIT)) or abs(int(text)) > INT_LIMIT:
-        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(digits)} digits)"
-        raise CompilationError(loc, f"integer constant {shown} is out of range")
+        raise CompilationError(loc, f"integer constant {shorten(text)} is out of range")
     return int(text)
+
+
+def shorten(literal: str) -> str:
+    """A literal as diagnostics quote it: long ones by their start and length."""
+    return literal if len(literal) <= 40 else f"{literal[:20]}... ({len(literal)} characters)"
 
 
 def tokenize(source: Source) -> Iterator[Token]:
