@@ -1,0 +1,465 @@
+"""conv2d, forward and backward-data, as implicit GEMMs over coordinate-transformed views.
+
+Forward (NCHW names; NHWC only changes strides): rows m merge (n, ho, wo), columns are the
+output channels k, and the reduction runs over the input channels c for every filter tap
+(y, x). The input is read through pad(embed(y, ho), embed(x, wo)): h = ho*sh + y*dh - top.
+
+Backward-data, dx[n, c, h, w] = sum over (k, y, x) of dy[n, k, ho, wo] w[k, c, y, x] with
+h + top = ho*sh + y*dh, is split by the residue of h + top modulo the stride (and the same
+for w) into stride_h * stride_w sub-GEMMs without atomics. For residue r only the taps with
+y*dh = r (mod sh) meet an integer ho, and for them ho = q + (hf + top - y*dh) / sh, where
+h = hf + q*sh enumerates the class: every gather offset is a constant plus the row's
+coordinates, so no tap is tried and rejected (the direct form would waste
+1 - 1/(sh*sw) of its work on stride 2 and more), and no two sub-GEMMs write the same dx
+element, so none needs an atomic add. A class that no tap reaches (its residue is not a
+multiple of gcd(sh, dh), or the filter is too small) stores zeros.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..arguments import ArgumentError
+from ..target import CoreInfo, get_target
+from ..transforms import (
+    Embed,
+    Expr,
+    Merge,
+    Pad,
+    PassThrough,
+    Step,
+    View,
+    in_range,
+    linear_offset,
+    sym,
+)
+from .implicit_gemm import GemmSpec, Tap, generate, tile_counts
+from .tiling import ConvTiling, check_conv_tiling, default_conv_tiling
+
+LAYOUTS = {"NCHW": ("KCYX", "NKHW"), "NHWC": ("KYXC", "NHWK")}
+DTYPES = {
+    "f32": (np.dtype(np.float32), "f32"),
+    "f64": (np.dtype(np.float64), "f64"),
+    "f16": (np.dtype(np.float16), "f32"),
+    "bf16": (np.dtype(np.uint16), "f32"),  # bf16 bits, as tinytc.jit takes them
+}
+DIRECTIONS = ("forward", "backward_data")
+
+
+@dataclass(frozen=True)
+class Conv2dProblem:
+    """Sizes and parameters of one 2-D convolution (names as in NCHW/KCYX)."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    y: int
+    x: int
+    layout: str
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    padding: tuple[tuple[int, int], tuple[int, int]]
+    dtype: str
+    direction: str
+
+    @property
+    def ho(self) -> int:
+        return (self.h + sum(self.padding[0]) - self.dilation[0] * (self.y - 1) - 1) // self.stride[
+            0
+        ] + 1
+
+    @property
+    def wo(self) -> int:
+        return (self.w + sum(self.padding[1]) - self.dilation[1] * (self.x - 1) - 1) // self.stride[
+            1
+        ] + 1
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return self._shape(self.c, self.h, self.w)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return self._shape(self.k, self.ho, self.wo)
+
+    @property
+    def filter_shape(self) -> tuple[int, ...]:
+        sizes = {"K": self.k, "C": self.c, "Y": self.y, "X": self.x}
+        return tuple(sizes[d] for d in LAYOUTS[self.layout][0])
+
+    def _shape(self, c: int, h: int, w: int) -> tuple[int, ...]:
+        sizes = {"N": self.n, "C": c, "H": h, "W": w}
+        return tuple(sizes[d] for d in self.layout)
+
+    def strides(self, c: int, h: int, w: int) -> dict[str, int]:
+        """Element strides of an (n, c, h, w) tensor of the problem's layout, C order."""
+        sizes = {"n": self.n, "c": c, "h": h, "w": w}
+        order = self.layout.lower()
+        return {d: math.prod(sizes[e] for e in order[i + 1 :]) for i, d in enumerate(order)}
+
+    def flops(self) -> int:
+        return 2 * self.n * self.k * self.ho * self.wo * self.c * self.y * self.x
+
+
+def _positive_pair(value: Any, what: str) -> tuple[int, int]:
+    if (
+        not isinstance(value, tuple | list)
+        or len(value) != 2
+        or not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value)
+        or min(value) < 1
+    ):
+        raise ArgumentError(f"{what} must be two positive integers, got {value!r}")
+    return int(value[0]), int(value[1])
+
+
+def make_problem(
+    input_shape: Any,
+    filter_shape: Any,
+    layout: str,
+    stride: Any,
+    dilation: Any,
+    padding: Any,
+    dtype: str,
+    direction: str,
+) -> Conv2dProblem:
+    """The problem, or an ArgumentError naming the first argument that does not fit."""
+    if layout not in LAYOUTS:
+        raise ArgumentError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    if dtype not in DTYPES:
+        raise ArgumentError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if direction not in DIRECTIONS:
+        raise ArgumentError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
+    shapes = []
+    for what, shape, names in (
+        ("input_shape", input_shape, layout),
+        ("filter_shape", filter_shape, LAYOUTS[layout][0]),
+    ):
+        if (
+            not isinstance(shape, tuple | list)
+            or len(shape) != 4
+            or not all(isinstance(s, int | np.integer) and s >= 1 for s in shape)
+        ):
+            raise ArgumentError(f"{what} must be 4 positive integers ({names}), got {shape!r}")
+        shapes.append(dict(zip(names, (int(s) for s in shape))))
+    inp, filt = shapes
+    if inp["C"] != filt["C"]:
+        raise ArgumentError(
+            f"the input has {inp['C']} channels but the filter ({LAYOUTS[layout][0]}) "
+            f"takes {filt['C']}"
+        )
+    if (
+        not isinstance(padding, tuple | list)
+        or len(padding) != 2
+        or not all(isinstance(p, tuple | list) and len(p) == 2 for p in padding)
+        or not all(isinstance(v, int | np.integer) and v >= 0 for p in padding for v in p)
+    ):
+        raise ArgumentError(
+            f"padding must be ((top, bottom), (left, right)) of non-negative integers, "
+            f"got {padding!r}"
+        )
+    problem = Conv2dProblem(
+        inp["N"],
+        inp["C"],
+        inp["H"],
+        inp["W"],
+        filt["K"],
+        filt["Y"],
+        filt["X"],
+        layout,
+        _positive_pair(stride, "stride"),
+        _positive_pair(dilation, "dilation"),
+        ((int(padding[0][0]), int(padding[0][1])), (int(padding[1][0]), int(padding[1][1]))),
+        dtype,
+        direction,
+    )
+    if problem.ho < 1 or problem.wo < 1:
+        raise ArgumentError(
+            f"the dilated filter ({problem.y}x{problem.x}, dilation {problem.dilation}) does "
+            f"not fit the padded input ({problem.h}x{problem.w}, padding {problem.padding})"
+        )
+    return problem
+
+
+def _filter_index(p: Conv2dProblem, y: int, x: int) -> tuple[str, ...]:
+    """Subview of the filter memref (its C-order dimensions reversed) at tap (y, x): (C, K)."""
+    at = {"K": ":", "C": ":", "Y": str(y), "X": str(x)}
+    return tuple(at[d] for d in reversed(LAYOUTS[p.layout][0]))
+
+
+def _rows(rows: int, tiling: ConvTiling) -> tuple[Expr, list]:
+    """The row symbol m and the predicate that it is a real row. The last tile may reach
+    past the rows, but every access is guarded by that predicate, so the expressions may
+    assume m < rows (a merge with N = 1 then costs no division for n)."""
+    padded = math.ceil(rows / tiling.rows_per_tile) * tiling.rows_per_tile
+    return sym("m", rows), in_range(sym("m", padded), 0, rows) or []
+
+
+def _and(*preds: list | None) -> list | None:
+    return None if any(p is None for p in preds) else [q for p in preds for q in p]
+
+
+def forward_spec(p: Conv2dProblem, tiling: ConvTiling) -> GemmSpec:
+    rows = p.n * p.ho * p.wo
+    m, row_ok = _rows(rows, tiling)
+    (st, sb), (sl, sr) = p.padding
+    view = View(
+        {"n": p.n, "c": p.c, "h": p.h, "w": p.w},
+        (
+            (Step(Merge(), ("m",), ("n", "ho", "wo")),),
+            (
+                Step(PassThrough(), ("n",), ("n",)),
+                Step(PassThrough(), ("c",), ("c",)),
+                Step(Embed((p.y, p.ho), (p.dilation[0], p.stride[0])), ("y", "ho"), ("hp",)),
+                Step(Embed((p.x, p.wo), (p.dilation[1], p.stride[1])), ("x", "wo"), ("wp",)),
+            ),
+            (
+                Step(PassThrough(), ("n",), ("n",)),
+                Step(PassThrough(), ("c",), ("c",)),
+                Step(Pad(st, sb), ("hp",), ("h",)),
+                Step(Pad(sl, sr), ("wp",), ("w",)),
+            ),
+        ),
+    )
+    src_strides = p.strides(p.c, p.h, p.w)
+    taps = []
+    for y in range(p.y):
+        for x in range(p.x):
+            low = view.lower({"m": m, "c": 0, "y": y, "x": x})
+            offset = linear_offset(low.coords, [src_strides[d] for d in "nchw"])
+            taps.append(Tap(_filter_index(p, y, x), offset, _and(row_ok, low.valid)))
+    out_view = View(
+        {"n": p.n, "k": p.k, "ho": p.ho, "wo": p.wo},
+        ((Step(Merge(), ("m",), ("n", "ho", "wo")),),),
+    )
+    out = out_view.lower({"m": m, "k": 0})
+    dst_strides = p.strides(p.k, p.ho, p.wo)
+    return GemmSpec(
+        name="conv2d_forward",
+        element=p.dtype,
+        accumulate=DTYPES[p.dtype][1],
+        src_size=p.n * p.c * p.h * p.w,
+        dst_size=p.n * p.k * p.ho * p.wo,
+        filter_shape=tuple(reversed(p.filter_shape)),
+        rows=rows,
+        out_channels=p.k,
+        red_channels=p.c,
+        red_stride=src_strides["c"],
+        dst_offset=linear_offset(out.coords, [dst_strides[d] for d in "nchw"]),
+        dst_valid=row_ok,
+        dst_stride=dst_strides["c"],
+        taps=tuple(taps),
+        filter_transposed=False,
+    )
+
+
+def backward_data_specs(p: Conv2dProblem, tiling: ConvTiling) -> list[GemmSpec]:
+    """One sub-GEMM per residue class (rh, rw) of (h + top, w + left) modulo the stride."""
+    sh, sw = p.stride
+    top, left = p.padding[0][0], p.padding[1][0]
+    specs = []
+    for rh in range(sh):
+        hf = (rh - top) % sh  # the first h of the class
+        qh = len(range(hf, p.h, sh))
+        for rw in range(sw):
+            wf = (rw - left) % sw
+            qw = len(range(wf, p.w, sw))
+            if qh and qw:
+                specs.append(_backward_class(p, tiling, (rh, rw), (hf, wf), (qh, qw)))
+    return specs
+
+
+def _backward_class(
+    p: Conv2dProblem,
+    tiling: ConvTiling,
+    residue: tuple[int, int],
+    first: tuple[int, int],
+    counts: tuple[int, int],
+) -> GemmSpec:
+    (sh, sw), (dh, dw) = p.stride, p.dilation
+    top, left = p.padding[0][0], p.padding[1][0]
+    (rh, rw), (hf, wf), (qh, qw) = residue, first, counts
+    rows = p.n * qh * qw
+    m, row_ok = _rows(rows, tiling)
+    merge = (Step(Merge(), ("m",), ("n", "qh", "qw")),)
+    src_strides = p.strides(p.k, p.ho, p.wo)
+    taps = []
+    for y in (y for y in range(p.y) if (y * dh - rh) % sh == 0):
+        for x in (x for x in range(p.x) if (x * dw - rw) % sw == 0):
+            shift_h = (hf + top - y * dh) // sh  # exact: the class makes it divisible
+            shift_w = (wf + left - x * dw) // sw
+            view = View(
+                {"n": p.n, "k": p.k, "ho": p.ho, "wo": p.wo},
+                (
+                    merge,
+                    (
+                        Step(PassThrough(), ("n",), ("n",)),
+                        Step(PassThrough(), ("k",), ("k",)),
+                        Step(Embed((qh,), (1,), shift_h), ("qh",), ("hs",)),
+                        Step(Embed((qw,), (1,), shift_w), ("qw",), ("ws",)),
+                    ),
+                    (  # the bounds of dy: a pad of nothing only checks them
+                        Step(PassThrough(), ("n",), ("n",)),
+                        Step(PassThrough(), ("k",), ("k",)),
+                        Step(Pad(0, 0), ("hs",), ("ho",)),
+                        Step(Pad(0, 0), ("ws",), ("wo",)),
+                    ),
+                ),
+            )
+            low = view.lower({"m": m, "k": 0})
+            offset = linear_offset(low.coords, [src_strides[d] for d in "nchw"])
+            taps.append(Tap(_filter_index(p, y, x), offset, _and(row_ok, low.valid)))
+    out_view = View(
+        {"n": p.n, "c": p.c, "h": p.h, "w": p.w},
+        (
+            merge,
+            (
+                Step(PassThrough(), ("n",), ("n",)),
+                Step(PassThrough(), ("c",), ("c",)),
+                Step(Embed((qh,), (sh,), hf), ("qh",), ("h",)),
+                Step(Embed((qw,), (sw,), wf), ("qw",), ("w",)),
+            ),
+        ),
+    )
+    out = out_view.lower({"m": m, "c": 0})
+    dst_strides = p.strides(p.c, p.h, p.w)
+    return GemmSpec(
+        name=f"conv2d_backward_data_{rh}_{rw}",
+        element=p.dtype,
+        accumulate=DTYPES[p.dtype][1],
+        src_size=p.n * p.k * p.ho * p.wo,
+        dst_size=p.n * p.c * p.h * p.w,
+        filter_shape=tuple(reversed(p.filter_shape)),
+        rows=rows,
+        out_channels=p.c,
+        red_channels=p.k,
+        red_stride=src_strides["c"],
+        dst_offset=linear_offset(out.coords, [dst_strides[d] for d in "nchw"]),
+        dst_valid=row_ok,
+        dst_stride=dst_strides["c"],
+        taps=tuple(taps),
+        filter_transposed=True,
+    )
+
+
+def default_tiling(p: Conv2dProblem, target: CoreInfo) -> ConvTiling:
+    """The default tiling of a problem on a target (a pure function)."""
+    size = DTYPES[p.dtype][0].itemsize
+    if p.direction == "forward":
+        return default_conv_tiling(p.n * p.ho * p.wo, p.k, p.c, size, target)
+    rows = p.n * math.ceil(p.h / p.stride[0]) * math.ceil(p.w / p.stride[1])
+    return default_conv_tiling(rows, p.c, p.k, size, target)
+
+
+class Conv2d:
+    """A compiled-on-first-use convolution; ``conv(x, w)`` (forward) or ``conv(dy, w)``
+    (backward-data) returns the result as a C-order array of the layout."""
+
+    def __init__(self, problem: Conv2dProblem, tiling: ConvTiling, queue: Any = None) -> None:
+        self.problem = problem
+        self.tiling = tiling
+        self.queue = queue
+        p = problem
+        specs = (
+            [forward_spec(p, tiling)]
+            if p.direction == "forward"
+            else backward_data_specs(p, tiling)
+        )
+        self.launches = [(s.name, math.prod(tile_counts(s, tiling))) for s in specs]
+        self.source = "\n\n".join(generate(s, tiling) for s in specs) + "\n"
+        forward = p.direction == "forward"
+        self.argument_shape = p.input_shape if forward else p.output_shape
+        self.result_shape = p.output_shape if forward else p.input_shape
+        self._kernels: Any = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return DTYPES[self.problem.dtype][0]
+
+    def _check(self, what: str, array: Any, shape: tuple[int, ...], names: str) -> np.ndarray:
+        if not isinstance(array, np.ndarray):
+            raise ArgumentError(f"{what} must be a numpy array, got {type(array).__name__}")
+        if array.dtype != self.dtype:
+            raise ArgumentError(
+                f"{what} must have dtype {self.dtype} ({self.problem.dtype}), got {array.dtype}"
+            )
+        if array.shape != shape:
+            raise ArgumentError(f"{what} must have shape {shape} ({names}), got {array.shape}")
+        return array
+
+    def __call__(self, a: Any, w: Any, *, out: Any = None) -> np.ndarray:
+        p = self.problem
+        filter_names = LAYOUTS[p.layout][0]
+        forward = p.direction == "forward"
+        first = "x" if forward else "dy"
+        a = np.ascontiguousarray(
+            self._check(first, a, self.argument_shape, p.layout if forward else "output")
+        )
+        w = np.ascontiguousarray(self._check("w", w, p.filter_shape, filter_names))
+        if out is None:
+            out = np.empty(self.result_shape, self.dtype)
+        else:
+            self._check("out", out, self.result_shape, p.layout)
+            if not out.flags.c_contiguous:
+                raise ArgumentError("out must be C-contiguous")
+        if self._kernels is None:
+            self._kernels = compile_kernels(self.source, self.queue)
+        for name, howmany in self.launches:
+            getattr(self._kernels, name)(a.reshape(-1), w.T, out.reshape(-1), howmany=howmany)
+        return out
+
+
+COMPILE_RECURSION_LIMIT = 20_000
+
+
+def compile_kernels(source: str, queue: Any) -> Any:
+    """tinytc.jit of a generated program. The compiler copies the IR with copy.deepcopy,
+    which recurses along def-use chains; the unrolled gathers are chains of a few hundred
+    instructions, deeper than Python's default limit of 1000 frames allows."""
+    from .. import jit
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, COMPILE_RECURSION_LIMIT))
+    try:
+        return jit(source, queue)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def conv2d(
+    input_shape: Any,
+    filter_shape: Any,
+    *,
+    layout: str = "NCHW",
+    stride: Any = (1, 1),
+    dilation: Any = (1, 1),
+    padding: Any = ((0, 0), (0, 0)),
+    dtype: str = "f32",
+    direction: str = "forward",
+    tiling: Any = None,
+    queue: Any = None,
+) -> Conv2d:
+    """A 2-D convolution (cross-correlation, as in PyTorch) of an input of ``input_shape``
+    (in ``layout``: NCHW or NHWC) with a filter of ``filter_shape`` (KCYX or KYXC).
+
+    ``direction="forward"`` gives ``conv(x, w) -> y`` (NKHW or NHWK);
+    ``"backward_data"`` gives ``conv(dy, w) -> dx``, the gradient with respect to the input.
+    ``tiling`` (a ConvTiling or a dict of its fields) replaces the target's default.
+    Arguments that do not fit raise ``tinytc.ArgumentError``.
+    """
+    problem = make_problem(
+        input_shape, filter_shape, layout, stride, dilation, padding, dtype, direction
+    )
+    target = get_target("cpu")
+    if queue is not None:
+        from ..runtime.device import core_info_from_device
+
+        target = core_info_from_device(queue.device)
+    chosen = default_tiling(problem, target) if tiling is None else tiling
+    return Conv2d(problem, check_conv_tiling(chosen, target), queue)

@@ -1,0 +1,76 @@
+"""Tile parameters of the implicit-GEMM kernels as validated data, with per-target defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from ..arguments import ArgumentError
+from ..gemm import lanes_per_register, register_block
+from ..target import CoreInfo
+
+MAX_ROWS_PER_ITEM = 8
+MAX_ACCUMULATORS = 64  # accumulator entries per lane
+MAX_TILE_VALUES = 256  # values per work-item of one coopmatrix (the plain implementation's limit)
+DEFAULT_K_CHUNK = 8
+
+
+@dataclass(frozen=True)
+class ConvTiling:
+    """One subgroup per work-group computes ``subgroup_size * rows_per_item`` output points
+    times ``cols_per_tile`` output channels, walking the reduction channels ``k_chunk`` at a
+    time for every filter tap."""
+
+    subgroup_size: int
+    rows_per_item: int
+    cols_per_tile: int
+    k_chunk: int
+
+    @property
+    def rows_per_tile(self) -> int:
+        return self.subgroup_size * self.rows_per_item
+
+
+def check_conv_tiling(tiling: object, target: CoreInfo) -> ConvTiling:
+    """The tiling if it can run on the target; else an ArgumentError that says why."""
+    if isinstance(tiling, dict):
+        try:
+            tiling = ConvTiling(**tiling)
+        except TypeError as err:
+            raise ArgumentError(f"tiling: {err}") from None
+    if not isinstance(tiling, ConvTiling):
+        raise ArgumentError(f"tiling must be a ConvTiling or a dict, got {type(tiling).__name__}")
+    for f in fields(ConvTiling):
+        v = getattr(tiling, f.name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ArgumentError(f"tiling: {f.name} must be a positive integer, got {v!r}")
+    t = tiling
+    if t.subgroup_size not in target.subgroup_sizes:
+        raise ArgumentError(
+            f"tiling: subgroup size {t.subgroup_size} is not one of {target.name}'s "
+            f"{target.subgroup_sizes}"
+        )
+    if t.rows_per_item > MAX_ROWS_PER_ITEM:
+        raise ArgumentError(f"tiling: rows_per_item {t.rows_per_item} exceeds {MAX_ROWS_PER_ITEM}")
+    if t.rows_per_item * t.cols_per_tile > MAX_ACCUMULATORS:
+        raise ArgumentError(
+            f"tiling: {t.rows_per_item} x {t.cols_per_tile} accumulators per lane exceed "
+            f"{MAX_ACCUMULATORS}"
+        )
+    for what, n in (("A", t.rows_per_item * t.k_chunk), ("B", t.k_chunk * t.cols_per_tile)):
+        if n > MAX_TILE_VALUES:
+            raise ArgumentError(
+                f"tiling: the {what} tile holds {n} values per work-item, more than "
+                f"{MAX_TILE_VALUES}"
+            )
+    return t
+
+
+def default_conv_tiling(
+    rows: int, out_channels: int, red_channels: int, element_size: int, target: CoreInfo
+) -> ConvTiling:
+    """A register block of at most 12 accumulators per lane whose column count divides the
+    output channels (no ragged column tile), as the gemm lowering chooses
+    (docs/performance-cpu.md lesson 7), and reduction steps of up to 8 channels."""
+    lanes = lanes_per_register(element_size, target)
+    blocks, cols = register_block(rows, out_channels, lanes, target)
+    return ConvTiling(lanes, blocks, cols, max(1, min(DEFAULT_K_CHUNK, red_channels)))
