@@ -349,8 +349,9 @@ def _backward_class(
 
 
 def default_tiling(p: Conv2dProblem, target: CoreInfo) -> ConvTiling:
-    """The default tiling of a problem on a target (a pure function)."""
-    size = DTYPES[p.dtype][0].itemsize
+    """The default tiling of a problem on a target (a pure function). The lanes fill a
+    register with accumulators: f16 and bf16 sum in f32, so they take f32's lanes."""
+    size = 8 if DTYPES[p.dtype][1] == "f64" else 4
     if p.direction == "forward":
         return default_conv_tiling(p.n * p.ho * p.wo, p.k, p.c, size, target)
     rows = p.n * math.ceil(p.h / p.stride[0]) * math.ceil(p.w / p.stride[1])

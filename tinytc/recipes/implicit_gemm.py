@@ -122,7 +122,7 @@ def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
         w(f"{m} = arith.add %ml, {sg * b} : index")
         em.push()
         em.bind("m", m)
-        src.append([(em.value(t.src_offset), em.predicate(t.valid)) for t in spec.taps])
+        src.append([_safe_offset(w, em, t) for t in spec.taps])
         dst.append((em.value(spec.dst_offset), em.predicate(spec.dst_valid)))
         em.pop()
     w(f"%zero = cooperative_matrix_construct 0.0 : {acc_type}")
@@ -147,6 +147,22 @@ def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
         f"work_group_size({sg},1) subgroup_size({sg}) {{"
     )
     return "\n".join([head, *w.lines, "}"])
+
+
+def _safe_offset(w: _Writer, em: Emitter, tap: Tap) -> tuple[str, str]:
+    """(offset, predicate) of a tap's gather for the bound row; where the predicate fails
+    the offset is 0, so that the loads need no branch (channel r of element 0 exists) and a
+    select gives the zero."""
+    offset, ok = em.value(tap.src_offset), em.predicate(tap.valid)
+    if ok in ("true", "false"):
+        return offset, ok
+    safe = em.fresh("i")
+    w(f"{safe} = if {ok} -> (index) {{")
+    w(f"  yield {offset} : index")
+    w("} else {")
+    w("  yield 0 : index")
+    w("}")
+    return safe, ok
 
 
 def _reduce(
@@ -185,15 +201,15 @@ def _reduce(
                     index = em.fresh("i")
                     w(f"{index} = arith.add {base}, {j * spec.red_stride} : index")
                 v = em.fresh("v")
-                if ok == "true":
-                    w(f"{v} = load %src[{index}] : {src_t}")
-                else:
-                    w(f"{v} = if {ok} -> ({e}) {{")
-                    w(f"  {v}l = load %src[{index}] : {src_t}")
-                    w(f"  yield {v}l : {e}")
+                w(f"{v} = load %src[{index}] : {src_t}")
+                if ok != "true":
+                    masked = em.fresh("v")
+                    w(f"{masked} = if {ok} -> ({e}) {{")
+                    w(f"  yield {v} : {e}")
                     w("} else {")
                     w(f"  yield 0.0 : {e}")
                     w("}")
+                    v = masked
                 nxt = em.fresh("A")
                 w(f"{nxt} = cooperative_matrix_insert {v}, {a}[{j * blocks + b}] : {a_type}")
                 a = nxt

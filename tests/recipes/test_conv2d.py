@@ -1,0 +1,217 @@
+"""tinytc.recipes.conv2d, forward and backward-data, against a direct numpy convolution; the
+generated program in the reference interpreter; invalid tilings and arguments."""
+
+import numpy as np
+import pytest
+from recipes_support import TO_LAYOUT, conv2d_backward_data_nchw, conv2d_nchw, to_layout
+
+import tinytc
+from tinytc import reference
+from tinytc.recipes import ConvTiling, conv2d
+
+TOLERANCE = {"f32": 1e-5, "f64": 1e-12, "f16": 3e-3}
+NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16}
+
+# (layout, direction, (N, C, H, W), (K, Y, X), stride, dilation, padding, dtype, tiling)
+T = ConvTiling
+# The 3x5 filters take explicit small tilings (a smaller program builds faster); the other
+# cases take the defaults.
+CASES = [
+    (
+        "NCHW",
+        "forward",
+        (3, 5, 17, 13),
+        (7, 3, 5),
+        (2, 3),
+        (2, 1),
+        ((1, 2), (0, 3)),
+        "f32",
+        T(16, 1, 7, 5),
+    ),
+    (
+        "NHWC",
+        "forward",
+        (3, 5, 17, 13),
+        (7, 3, 5),
+        (1, 1),
+        (1, 2),
+        ((2, 0), (1, 1)),
+        "f32",
+        T(8, 2, 4, 2),
+    ),
+    (
+        "NCHW",
+        "backward_data",
+        (3, 5, 17, 13),
+        (7, 3, 5),
+        (3, 2),
+        (1, 2),
+        ((1, 2), (0, 3)),
+        "f32",
+        T(16, 1, 7, 3),
+    ),
+    (
+        "NHWC",
+        "backward_data",
+        (3, 5, 17, 13),
+        (7, 3, 5),
+        (2, 3),
+        (2, 1),
+        ((0, 1), (2, 0)),
+        "f32",
+        T(4, 2, 3, 5),
+    ),
+    # 1x1 filter, stride 2: three of the four residue classes meet no tap and store zeros
+    (
+        "NCHW",
+        "backward_data",
+        (1, 3, 9, 8),
+        (4, 1, 1),
+        (2, 2),
+        (1, 1),
+        ((0, 0), (0, 0)),
+        "f32",
+        None,
+    ),
+    ("NHWC", "forward", (2, 5, 7, 6), (7, 2, 3), (1, 2), (1, 1), ((1, 0), (0, 1)), "f32", None),
+    (
+        "NCHW",
+        "backward_data",
+        (2, 5, 7, 6),
+        (7, 3, 2),
+        (2, 1),
+        (1, 1),
+        ((1, 1), (0, 1)),
+        "f64",
+        T(4, 2, 4, 3),
+    ),
+    ("NHWC", "forward", (1, 5, 9, 7), (3, 3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)), "f16", None),
+    (
+        "NCHW",
+        "backward_data",
+        (1, 5, 9, 7),
+        (3, 3, 3),
+        (2, 2),
+        (1, 1),
+        ((1, 1), (1, 1)),
+        "f16",
+        None,
+    ),
+]
+
+
+def _from_layout(a, layout):
+    return a.transpose(np.argsort(TO_LAYOUT[layout]))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[7]}-s{c[4]}-d{c[5]}")
+def test_conv2d_matches_numpy(case):
+    layout, direction, (n, c, h, w), (k, ky, kx), stride, dilation, padding, dtype, tiling = case
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((n, c, h, w)).astype(NP_DTYPE[dtype])
+    f = rng.standard_normal((k, c, ky, kx)).astype(NP_DTYPE[dtype])
+    conv = conv2d(
+        to_layout(x, layout).shape,
+        to_layout(f, layout).shape,
+        layout=layout,
+        stride=stride,
+        dilation=dilation,
+        padding=padding,
+        dtype=dtype,
+        direction=direction,
+        tiling=tiling,
+    )
+    if tiling is not None:
+        assert conv.tiling == tiling
+    y = conv2d_nchw(x.astype(np.float64), f.astype(np.float64), stride, dilation, padding)
+    if direction == "forward":
+        got = conv(to_layout(x, layout), to_layout(f, layout))
+        want = y
+    else:
+        dy = rng.standard_normal(y.shape).astype(NP_DTYPE[dtype])
+        got = conv(to_layout(dy, layout), to_layout(f, layout))
+        want = conv2d_backward_data_nchw(
+            dy.astype(np.float64), f.astype(np.float64), (h, w), stride, dilation, padding
+        )
+    assert got.dtype == NP_DTYPE[dtype] and got.flags.c_contiguous
+    got = _from_layout(got, layout).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOLERANCE[dtype] * np.abs(want).max())
+
+
+def test_out_is_filled_and_returned():
+    conv = conv2d((2, 3, 6, 5), (4, 3, 2, 2), padding=((1, 0), (0, 1)))
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 2, 2)).astype(np.float32)
+    out = np.full((2, 4, 6, 5), np.nan, np.float32)
+    assert conv(x, w, out=out) is out
+    want = conv2d_nchw(x, w, (1, 1), (1, 1), ((1, 0), (0, 1)))
+    np.testing.assert_allclose(out, want, atol=1e-5)
+
+
+def test_generated_program_runs_in_the_reference():
+    """The printed program is ordinary tensor language: the reference interpreter runs it."""
+    conv = conv2d((1, 2, 4, 5), (3, 2, 2, 2), stride=(2, 1), padding=((0, 1), (1, 0)))
+    program = tinytc.parse(conv.source)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 2, 4, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 2, 2)).astype(np.float32)
+    y = np.zeros((1, 3) + conv.problem.output_shape[2:], np.float32)
+    ((name, howmany),) = conv.launches
+    reference.run(program, name, [x.reshape(-1), w.T, y.reshape(-1)], howmany)
+    want = conv2d_nchw(x, w, (2, 1), (1, 1), ((0, 1), (1, 0)))
+    np.testing.assert_allclose(y, want, atol=1e-5)
+
+
+BAD_TILINGS = [
+    (dict(subgroup_size=3, rows_per_item=1, cols_per_tile=1, k_chunk=1), "subgroup size 3"),
+    (dict(subgroup_size=16, rows_per_item=0, cols_per_tile=1, k_chunk=1), "rows_per_item"),
+    (dict(subgroup_size=16, rows_per_item=8, cols_per_tile=16, k_chunk=1), "accumulators"),
+    (dict(subgroup_size=16, rows_per_item=1, cols_per_tile=32, k_chunk=16), "B tile"),
+    (dict(subgroup_size=16, rows_per_item=1.5, cols_per_tile=1, k_chunk=1), "positive integer"),
+    (dict(subgroup_size=16, rows=1), "unexpected keyword"),
+    ("16x2", "ConvTiling or a dict"),
+]
+
+
+@pytest.mark.parametrize("tiling, message", BAD_TILINGS)
+def test_bad_tilings_are_errors(tiling, message):
+    with pytest.raises(tinytc.ArgumentError, match=message):
+        conv2d((1, 4, 8, 8), (4, 4, 3, 3), tiling=tiling)
+
+
+BAD_CALLS = [
+    (dict(layout="CHWN"), "layout"),
+    (dict(dtype="i32"), "dtype"),
+    (dict(direction="backward_weight"), "direction"),
+    (dict(stride=(0, 1)), "stride"),
+    (dict(dilation=2), "dilation"),
+    (dict(padding=(1, 1)), "padding"),
+    (dict(dilation=(5, 1)), "does not fit"),
+]
+
+
+@pytest.mark.parametrize("kwargs, message", BAD_CALLS)
+def test_bad_arguments_are_errors(kwargs, message):
+    with pytest.raises(tinytc.ArgumentError, match=message):
+        conv2d((1, 4, 8, 8), (4, 4, 3, 3), **kwargs)
+
+
+def test_bad_shapes_and_arrays_are_errors():
+    with pytest.raises(tinytc.ArgumentError, match="channels"):
+        conv2d((1, 4, 8, 8), (4, 3, 3, 3))
+    with pytest.raises(tinytc.ArgumentError, match="input_shape"):
+        conv2d((1, 4, 8), (4, 4, 3, 3))
+    conv = conv2d((1, 4, 8, 8), (4, 3, 3, 8), layout="NHWC")  # N H W C and K Y X C
+    w = np.zeros((4, 3, 3, 8), np.float32)
+    with pytest.raises(tinytc.ArgumentError, match=r"shape \(1, 4, 8, 8\) \(NHWC\)"):
+        conv(np.zeros((1, 8, 4, 8), np.float32), w)  # an NCHW array
+    x = np.zeros((1, 4, 8, 8), np.float32)
+    with pytest.raises(tinytc.ArgumentError, match="dtype float32"):
+        conv(x.astype(np.float64), w)
+    with pytest.raises(tinytc.ArgumentError, match="numpy array"):
+        conv([0.0], w)
+    with pytest.raises(tinytc.ArgumentError, match="w must have shape"):
+        conv(x, w.reshape(4, 8, 3, 3))
+    with pytest.raises(tinytc.ArgumentError, match="out must have shape"):
+        conv(x, w, out=np.zeros((1, 4, 2, 6), np.float32))
