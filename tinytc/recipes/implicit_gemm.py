@@ -103,8 +103,7 @@ def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
     row_tiles, col_tiles = tile_counts(spec, tiling)
     em.bind("gid", "%gid")
     rt, ct = Merge().lower([sym("gid", row_tiles * col_tiles)], [row_tiles, col_tiles]).coords
-    w(f"%o0 = arith.mul {em.value(ct)}, {cols} : index")
-    w(f"%m0 = arith.mul {em.value(rt)}, {rows_per_tile} : index")
+    o0, m0 = em.value(ct * cols), em.value(rt * rows_per_tile)
     views = []
     for i, tap in enumerate(spec.taps):
         w(f"%f{i} = subview %filter[{','.join(tap.filter_index)}] : {filter_t}")
@@ -113,7 +112,7 @@ def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
     w.indent += 1
     w("%lane32 = subgroup_local_id")
     w("%lane = cast %lane32 : i32 -> index")
-    w("%ml = arith.add %m0, %lane : index")
+    w(f"%ml = arith.add {m0}, %lane : index")
     # Per row block b: where each tap reads (channel 0) and whether it may; where D goes.
     src: list[list[tuple[str, str]]] = []
     dst: list[tuple[str, str]] = []
@@ -131,15 +130,15 @@ def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
     if main:
         w(f"%acc = for %r0 = 0, {main}, {tiling.k_chunk} init(%a = %zero) -> ({acc_type}) {{")
         w.indent += 1
-        last = _reduce(w, em, spec, tiling, src, views, "%r0", tiling.k_chunk, "%a", acc_type)
+        last = _reduce(w, em, spec, tiling, src, views, o0, "%r0", tiling.k_chunk, "%a", acc_type)
         w(f"yield {last} : {acc_type}")
         w.indent -= 1
         w("}")
         acc = "%acc"
     if spec.taps and spec.red_channels % tiling.k_chunk:
         tail = spec.red_channels % tiling.k_chunk
-        acc = _reduce(w, em, spec, tiling, src, views, str(main), tail, acc, acc_type)
-    _store(w, em, spec, tiling, dst, acc, acc_type, dst_t)
+        acc = _reduce(w, em, spec, tiling, src, views, o0, str(main), tail, acc, acc_type)
+    _store(w, em, spec, tiling, dst, o0, acc, acc_type, dst_t)
     w.indent -= 1
     w("}")
     head = (
@@ -172,6 +171,7 @@ def _reduce(
     tiling: ConvTiling,
     src: list[list[tuple[str, str]]],
     views: list[tuple[str, str]],
+    o0: str,
     r0: str,
     chunk: int,
     acc: str,
@@ -216,9 +216,9 @@ def _reduce(
         bt = em.fresh("B")
         check = ".both_checked" if ragged else ""
         if spec.filter_transposed:
-            w(f"{bt} = cooperative_matrix_load.t{check} {view}[%o0, {r0}] : {view_t} -> {b_type}")
+            w(f"{bt} = cooperative_matrix_load.t{check} {view}[{o0}, {r0}] : {view_t} -> {b_type}")
         else:
-            w(f"{bt} = cooperative_matrix_load.n{check} {view}[{r0}, %o0] : {view_t} -> {b_type}")
+            w(f"{bt} = cooperative_matrix_load.n{check} {view}[{r0}, {o0}] : {view_t} -> {b_type}")
         nxt = em.fresh("D")
         w(f"{nxt} = cooperative_matrix_mul_add {a}, {bt}, {acc} : {a_type}, {b_type}, {acc_type}")
         acc = nxt
@@ -231,19 +231,21 @@ def _store(
     spec: GemmSpec,
     tiling: ConvTiling,
     dst: list[tuple[str, str]],
+    o0: str,
     acc: str,
     acc_type: str,
     dst_t: str,
 ) -> None:
     """Each lane writes its rows of D where the row exists and the channel does."""
     blocks, cols = tiling.rows_per_item, tiling.cols_per_tile
-    w(f"%os = arith.mul %o0, {spec.dst_stride} : index")
+    os = em.fresh("os")
+    w(f"{os} = arith.mul {o0}, {spec.dst_stride} : index")
     for j in range(cols):
         col_ok = None
         if spec.out_channels % cols:
             oj = em.fresh("o")
             col_ok = em.fresh("ok")
-            w(f"{oj} = arith.add %o0, {j} : index")
+            w(f"{oj} = arith.add {o0}, {j} : index")
             w(f"{col_ok} = cmp.lt {oj}, {spec.out_channels} : index")
         for b in range(blocks):
             offset, ok = dst[b]
@@ -257,7 +259,7 @@ def _store(
                 w(f"{cv} = cast {v} : {spec.accumulate} -> {spec.element}")
                 v = cv
             index = em.fresh("i")
-            w(f"{index} = arith.add {offset}, %os : index")
+            w(f"{index} = arith.add {offset}, {os} : index")
             if j:
                 jindex = em.fresh("i")
                 w(f"{jindex} = arith.add {index}, {j * spec.dst_stride} : index")
