@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="the first layer only")
+    parser.add_argument("--layer", type=int, action="append", help="layer index (0-3)")
     parser.add_argument("--tiling", help="subgroup_size,rows_per_item,cols_per_tile,k_chunk")
     parser.add_argument("--layout", choices=["NCHW", "NHWC"], action="append")
     parser.add_argument("--direction", choices=["forward", "backward_data"], action="append")
@@ -182,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     peak = bench.fma_peak("f32", args.repeat) / 1e9
     print(f"f32 FMA peak {peak:.0f} GFLOP/s (measured in this run)")
     rows = []
-    for layer in LAYERS[:1] if args.quick else LAYERS:
+    chosen = [LAYERS[i] for i in args.layer] if args.layer else LAYERS
+    for layer in chosen[:1] if args.quick else chosen:
         for direction in args.direction or ["forward", "backward_data"]:
             for layout in args.layout or ["NCHW", "NHWC"]:
                 r = bench_layer(layer, layout, direction, args.repeat, tiling, bench.median_time)

@@ -353,9 +353,11 @@ def default_tiling(p: Conv2dProblem, target: CoreInfo) -> ConvTiling:
     register with accumulators: f16 and bf16 sum in f32, so they take f32's lanes."""
     size = 8 if DTYPES[p.dtype][1] == "f64" else 4
     if p.direction == "forward":
-        return default_conv_tiling(p.n * p.ho * p.wo, p.k, p.c, size, target)
-    rows = p.n * math.ceil(p.h / p.stride[0]) * math.ceil(p.w / p.stride[1])
-    return default_conv_tiling(rows, p.c, p.k, size, target)
+        return default_conv_tiling(p.n * p.ho * p.wo, p.k, p.c, p.y * p.x, size, target)
+    (sh, sw), (dh, dw) = p.stride, p.dilation
+    rows = p.n * math.ceil(p.h / sh) * math.ceil(p.w / sw)
+    taps = math.ceil(p.y / (sh // math.gcd(sh, dh))) * math.ceil(p.x / (sw // math.gcd(sw, dw)))
+    return default_conv_tiling(rows, p.c, p.k, taps, size, target)
 
 
 class Conv2d:

@@ -70,7 +70,12 @@ DEFAULT_K_CHUNK = 4
 
 
 def default_conv_tiling(
-    rows: int, out_channels: int, red_channels: int, element_size: int, target: CoreInfo
+    rows: int,
+    out_channels: int,
+    red_channels: int,
+    taps: int,
+    element_size: int,
+    target: CoreInfo,
 ) -> ConvTiling:
     """Every gathered source value feeds one multiply-add per column of the tile, so the
     columns come first: the largest divisor of the output channels up to 32 (no ragged
@@ -82,4 +87,11 @@ def default_conv_tiling(
         d for d in range(1, min(MAX_COLS_PER_TILE, out_channels) + 1) if out_channels % d == 0
     )
     blocks = max(1, min(4, CONV_ACCUMULATORS // cols, -(-rows // lanes)))
-    return ConvTiling(lanes, blocks, cols, max(1, min(DEFAULT_K_CHUNK, red_channels)))
+    # One tap (1x1 filters) leaves a short loop body: a longer step amortizes the loop
+    # (256->64 1x1 layer: k_chunk 8 15.6 -> 22.8 GFLOP/s NCHW, 16.8 -> 17.8 NHWC).
+    chunk = (
+        2 * DEFAULT_K_CHUNK
+        if taps == 1 and cols * 2 * DEFAULT_K_CHUNK <= MAX_TILE_VALUES
+        else DEFAULT_K_CHUNK
+    )
+    return ConvTiling(lanes, blocks, cols, max(1, min(chunk, red_channels)))
