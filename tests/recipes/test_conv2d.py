@@ -149,6 +149,23 @@ def test_out_is_filled_and_returned():
     np.testing.assert_allclose(out, want, atol=1e-5)
 
 
+def test_pyopencl_arrays_in_and_out():
+    cla = pytest.importorskip("pyopencl.array")
+    from tinytc.runtime import default_queue
+
+    queue = default_queue()
+    conv = conv2d((2, 5, 4, 3), (4, 2, 1, 3), layout="NHWC", direction="backward_data")
+    rng = np.random.default_rng(4)
+    dy = rng.standard_normal((2, 4, 4, 4)).astype(np.float32)  # N Ho Wo K
+    w = rng.standard_normal((4, 2, 1, 3)).astype(np.float32)  # K Y X C
+    dx = conv(cla.to_device(queue, dy), cla.to_device(queue, w))
+    assert isinstance(dx, cla.Array)
+    want = conv2d_backward_data_nchw(
+        dy.transpose(0, 3, 1, 2), w.transpose(0, 3, 1, 2), (5, 4), (1, 1), (1, 1), ((0, 0),) * 2
+    )
+    np.testing.assert_allclose(_from_layout(dx.get(), "NHWC"), want, atol=1e-5)
+
+
 def test_generated_program_runs_in_the_reference():
     """The printed program is ordinary tensor language: the reference interpreter runs it."""
     conv = conv2d((1, 2, 4, 5), (3, 2, 2, 2), stride=(2, 1), padding=((0, 1), (1, 0)))
@@ -209,7 +226,7 @@ def test_bad_shapes_and_arrays_are_errors():
     x = np.zeros((1, 4, 8, 8), np.float32)
     with pytest.raises(tinytc.ArgumentError, match="dtype float32"):
         conv(x.astype(np.float64), w)
-    with pytest.raises(tinytc.ArgumentError, match="numpy array"):
+    with pytest.raises(tinytc.ArgumentError, match="numpy or pyopencl array"):
         conv([0.0], w)
     with pytest.raises(tinytc.ArgumentError, match="w must have shape"):
         conv(x, w.reshape(4, 8, 3, 3))

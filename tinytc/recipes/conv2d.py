@@ -385,37 +385,53 @@ class Conv2d:
     def dtype(self) -> np.dtype:
         return DTYPES[self.problem.dtype][0]
 
-    def _check(self, what: str, array: Any, shape: tuple[int, ...], names: str) -> np.ndarray:
-        if not isinstance(array, np.ndarray):
-            raise ArgumentError(f"{what} must be a numpy array, got {type(array).__name__}")
+    def _check(self, what: str, array: Any, shape: tuple[int, ...], names: str) -> Any:
+        """The array, C-contiguous, if it has the shape and dtype (numpy arrays are copied
+        when they are not contiguous; pyopencl arrays must be)."""
+        if not isinstance(array, np.ndarray) and not _is_pyopencl(array):
+            raise ArgumentError(
+                f"{what} must be a numpy or pyopencl array, got {type(array).__name__}"
+            )
         if array.dtype != self.dtype:
             raise ArgumentError(
                 f"{what} must have dtype {self.dtype} ({self.problem.dtype}), got {array.dtype}"
             )
-        if array.shape != shape:
+        if tuple(array.shape) != shape:
             raise ArgumentError(f"{what} must have shape {shape} ({names}), got {array.shape}")
+        if isinstance(array, np.ndarray) and what != "out":
+            return np.ascontiguousarray(array)
+        if not array.flags.c_contiguous:
+            raise ArgumentError(f"{what} must be C-contiguous")
         return array
 
-    def __call__(self, a: Any, w: Any, *, out: Any = None) -> np.ndarray:
+    def __call__(self, a: Any, w: Any, *, out: Any = None) -> Any:
         p = self.problem
-        filter_names = LAYOUTS[p.layout][0]
         forward = p.direction == "forward"
         first = "x" if forward else "dy"
-        a = np.ascontiguousarray(
-            self._check(first, a, self.argument_shape, p.layout if forward else "output")
-        )
-        w = np.ascontiguousarray(self._check("w", w, p.filter_shape, filter_names))
+        output_names = LAYOUTS[p.layout][1]
+        a = self._check(first, a, self.argument_shape, p.layout if forward else output_names)
+        w = self._check("w", w, p.filter_shape, LAYOUTS[p.layout][0])
+        queue = self.queue
+        if queue is None and _is_pyopencl(a):
+            queue = a.queue
         if out is None:
-            out = np.empty(self.result_shape, self.dtype)
+            if _is_pyopencl(a):
+                import pyopencl.array as cla
+
+                out = cla.empty(queue, self.result_shape, self.dtype)
+            else:
+                out = np.empty(self.result_shape, self.dtype)
         else:
-            self._check("out", out, self.result_shape, p.layout)
-            if not out.flags.c_contiguous:
-                raise ArgumentError("out must be C-contiguous")
+            self._check("out", out, self.result_shape, output_names if forward else p.layout)
         if self._kernels is None:
-            self._kernels = compile_kernels(self.source, self.queue)
+            self._kernels = compile_kernels(self.source, queue)
         for name, howmany in self.launches:
             getattr(self._kernels, name)(a.reshape(-1), w.T, out.reshape(-1), howmany=howmany)
         return out
+
+
+def _is_pyopencl(array: Any) -> bool:
+    return type(array).__module__.startswith("pyopencl")
 
 
 COMPILE_RECURSION_LIMIT = 20_000
