@@ -4,7 +4,8 @@ it is importable, PyTorch on the CPU, all measured in one run, with the FMA peak
 tools/bench.py measured in the same run.
 
     python tools/bench_conv2d.py [--repeat 5] [--quick] [--json out.json]
-        [--tiling subgroup_size,rows_per_item,cols_per_tile,k_chunk]
+        [--tiling subgroup_size,rows_per_item,cols_per_tile,k_chunk[,gather|rows]]
+        [--layer 0..3] [--layout NCHW|NHWC] [--direction forward|backward_data]
 
 This is a tool, not a test: timings vary with the machine's load.
 """
@@ -173,13 +174,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="the first layer only")
     parser.add_argument("--layer", type=int, action="append", help="layer index (0-3)")
-    parser.add_argument("--tiling", help="subgroup_size,rows_per_item,cols_per_tile,k_chunk")
+    parser.add_argument(
+        "--tiling", help="subgroup_size,rows_per_item,cols_per_tile,k_chunk[,gather|rows]"
+    )
     parser.add_argument("--layout", choices=["NCHW", "NHWC"], action="append")
     parser.add_argument("--direction", choices=["forward", "backward_data"], action="append")
     parser.add_argument("--json", type=pathlib.Path)
     args = parser.parse_args(argv)
     bench = _bench_module()
-    tiling = ConvTiling(*map(int, args.tiling.split(","))) if args.tiling else None
+    tiling = None
+    if args.tiling:
+        fields = args.tiling.split(",")
+        tiling = ConvTiling(*map(int, fields[:4]), *fields[4:])
     peak = bench.fma_peak("f32", args.repeat) / 1e9
     print(f"f32 FMA peak {peak:.0f} GFLOP/s (measured in this run)")
     rows = []

@@ -85,6 +85,64 @@ CASES = [
         "f64",
         T(4, 2, 4, 3),
     ),
+    # the all-load kernel along output rows: by default for 1x1 with stride_w 1, on request
+    # with padding, dilation and stride_h (the checked loads give the padding)
+    ("NHWC", "forward", (2, 9, 5, 6), (20, 1, 1), (1, 1), (1, 1), ((0, 0), (0, 0)), "f32", None),
+    (
+        "NCHW",
+        "backward_data",
+        (2, 9, 5, 6),
+        (20, 1, 1),
+        (3, 1),
+        (1, 1),
+        ((0, 0), (0, 0)),
+        "f32",
+        None,
+    ),
+    (
+        "NCHW",
+        "forward",
+        (3, 5, 11, 13),
+        (7, 3, 3),
+        (2, 1),
+        (2, 2),
+        ((1, 2), (0, 3)),
+        "f32",
+        T(16, 1, 4, 3, "rows"),
+    ),
+    (
+        "NHWC",
+        "forward",
+        (3, 5, 11, 13),
+        (7, 3, 3),
+        (3, 1),
+        (1, 2),
+        ((2, 0), (3, 1)),
+        "f32",
+        T(4, 2, 5, 2, "rows"),
+    ),
+    (
+        "NCHW",
+        "backward_data",
+        (2, 5, 11, 13),
+        (7, 3, 2),
+        (2, 1),
+        (2, 1),
+        ((0, 2), (3, 1)),
+        "f32",
+        T(8, 2, 7, 5, "rows"),
+    ),
+    (
+        "NHWC",
+        "backward_data",
+        (2, 5, 11, 13),
+        (7, 3, 2),
+        (3, 1),
+        (1, 2),
+        ((1, 1), (1, 0)),
+        "f32",
+        T(4, 1, 3, 4, "rows"),
+    ),
     ("NHWC", "forward", (1, 5, 9, 7), (3, 3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)), "f16", None),
     (
         "NCHW",
@@ -166,16 +224,20 @@ def test_pyopencl_arrays_in_and_out():
     np.testing.assert_allclose(_from_layout(dx.get(), "NHWC"), want, atol=1e-5)
 
 
-def test_generated_program_runs_in_the_reference():
+@pytest.mark.parametrize("kernel", ["gather", "rows"])
+def test_generated_program_runs_in_the_reference(kernel):
     """The printed program is ordinary tensor language: the reference interpreter runs it."""
-    conv = conv2d((1, 2, 4, 5), (3, 2, 2, 2), stride=(2, 1), padding=((0, 1), (1, 0)))
+    tiling = ConvTiling(4, 2, 3, 2, kernel)
+    conv = conv2d((1, 2, 4, 5), (3, 2, 2, 2), stride=(2, 1), padding=((0, 1), (1, 0)),
+                  tiling=tiling)  # fmt: skip
     program = tinytc.parse(conv.source)
     rng = np.random.default_rng(3)
     x = rng.standard_normal((1, 2, 4, 5)).astype(np.float32)
     w = rng.standard_normal((3, 2, 2, 2)).astype(np.float32)
     y = np.zeros((1, 3) + conv.problem.output_shape[2:], np.float32)
     ((name, howmany),) = conv.launches
-    reference.run(program, name, [x.reshape(-1), w.T, y.reshape(-1)], howmany)
+    src, out = (x.T, y.T) if kernel == "rows" else (x.reshape(-1), y.reshape(-1))
+    reference.run(program, name, [src, w.T, out], howmany)
     want = conv2d_nchw(x, w, (2, 1), (1, 1), ((0, 1), (1, 0)))
     np.testing.assert_allclose(y, want, atol=1e-5)
 
@@ -188,6 +250,7 @@ BAD_TILINGS = [
     (dict(subgroup_size=16, rows_per_item=1.5, cols_per_tile=1, k_chunk=1), "positive integer"),
     (dict(subgroup_size=16, rows=1), "unexpected keyword"),
     ("16x2", "ConvTiling or a dict"),
+    (dict(subgroup_size=16, rows_per_item=1, cols_per_tile=4, k_chunk=2, kernel="x"), "kernel"),
 ]
 
 
@@ -195,6 +258,9 @@ BAD_TILINGS = [
 def test_bad_tilings_are_errors(tiling, message):
     with pytest.raises(tinytc.ArgumentError, match=message):
         conv2d((1, 4, 8, 8), (4, 4, 3, 3), tiling=tiling)
+    rows = ConvTiling(16, 1, 4, 4, "rows")
+    with pytest.raises(tinytc.ArgumentError, match="stride_w 1"):
+        conv2d((1, 4, 8, 8), (4, 4, 3, 3), stride=(1, 2), tiling=rows)
 
 
 BAD_CALLS = [
