@@ -18,7 +18,6 @@ multiple of gcd(sh, dh), or the filter is too small) stores zeros.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +37,7 @@ from ..transforms import (
     linear_offset,
     sym,
 )
+from .build import compile_kernels
 from .implicit_gemm import GemmSpec, Tap, generate, tile_counts
 from .segment_gemm import SegmentSpec, SegmentTap, generate_segment, segment_launches
 from .tiling import (
@@ -559,23 +559,6 @@ def _filter_yxck(w: Any) -> Any:
 
 def _is_pyopencl(array: Any) -> bool:
     return type(array).__module__.startswith("pyopencl")
-
-
-COMPILE_RECURSION_LIMIT = 20_000
-
-
-def compile_kernels(source: str, queue: Any) -> Any:
-    """tinytc.jit of a generated program. The compiler copies the IR with copy.deepcopy,
-    which recurses along def-use chains; the unrolled gathers are chains of a few hundred
-    instructions, deeper than Python's default limit of 1000 frames allows."""
-    from .. import jit
-
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, COMPILE_RECURSION_LIMIT))
-    try:
-        return jit(source, queue)
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 def conv2d(

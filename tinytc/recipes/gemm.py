@@ -20,7 +20,7 @@ import numpy as np
 from ..arguments import ArgumentError
 from ..gemm import lanes_per_register
 from ..target import get_target
-from .conv2d import compile_kernels
+from .build import compile_kernels
 
 DTYPES = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
 TRANSPOSES = ("n", "t")

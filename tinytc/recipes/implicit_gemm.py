@@ -58,7 +58,7 @@ def tile_counts(spec: GemmSpec, tiling: ConvTiling) -> tuple[int, int]:
     )
 
 
-def _memref(element: str, shape: tuple[int, ...], stride: tuple[int, ...] | None = None) -> str:
+def memref_type(element: str, shape: tuple[int, ...], stride: tuple[int, ...] | None = None) -> str:
     dims = "x".join(str(d) for d in shape)
     if stride is None:
         return f"memref<{element}x{dims}>"
@@ -69,14 +69,16 @@ def _tap_view(spec: GemmSpec, tap: Tap) -> str:
     """The type of a tap's 2-D filter subview."""
     strides = [math.prod(spec.filter_shape[:i]) for i in range(len(spec.filter_shape))]
     kept = [i for i, s in enumerate(tap.filter_index) if s == ":"]
-    return _memref(
+    return memref_type(
         spec.element,
         tuple(spec.filter_shape[i] for i in kept),
         tuple(strides[i] for i in kept),
     )
 
 
-class _Writer:
+class Writer:
+    """Collects indented lines of a kernel body; ``w(text)`` adds one."""
+
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.indent = 1
@@ -87,15 +89,15 @@ class _Writer:
 
 def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
     """The kernel's text: one work-group (one subgroup) per (row tile, column tile)."""
-    w = _Writer()
+    w = Writer()
     em = Emitter(w)
     sg, blocks, cols = tiling.subgroup_size, tiling.rows_per_item, tiling.cols_per_tile
     rows_per_tile = tiling.rows_per_tile
     e, acc_t = spec.element, spec.accumulate
     acc_type = f"coopmatrix<{acc_t}x{rows_per_tile}x{cols},matrix_acc>"
-    src_t = _memref(e, (spec.src_size,))
-    dst_t = _memref(e, (spec.dst_size,))
-    filter_t = _memref(e, spec.filter_shape)
+    src_t = memref_type(e, (spec.src_size,))
+    dst_t = memref_type(e, (spec.dst_size,))
+    filter_t = memref_type(e, spec.filter_shape)
 
     w("%gid = group_id")
     # Work-group gid takes row tile gid / col_tiles, column tile gid mod col_tiles: the
@@ -148,7 +150,7 @@ def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
     return "\n".join([head, *w.lines, "}"])
 
 
-def _safe_offset(w: _Writer, em: Emitter, tap: Tap) -> tuple[str, str]:
+def _safe_offset(w: Writer, em: Emitter, tap: Tap) -> tuple[str, str]:
     """(offset, predicate) of a tap's gather for the bound row; where the predicate fails
     the offset is 0, so that the loads need no branch (channel r of element 0 exists) and a
     select gives the zero."""
@@ -165,7 +167,7 @@ def _safe_offset(w: _Writer, em: Emitter, tap: Tap) -> tuple[str, str]:
 
 
 def _reduce(
-    w: _Writer,
+    w: Writer,
     em: Emitter,
     spec: GemmSpec,
     tiling: ConvTiling,
@@ -182,7 +184,7 @@ def _reduce(
     blocks, cols, rows = tiling.rows_per_item, tiling.cols_per_tile, tiling.rows_per_tile
     a_type = f"coopmatrix<{e}x{rows}x{chunk},matrix_a>"
     b_type = f"coopmatrix<{e}x{chunk}x{cols},matrix_b>"
-    src_t = _memref(e, (spec.src_size,))
+    src_t = memref_type(e, (spec.src_size,))
     rs = em.fresh("rs")
     w(f"{rs} = arith.mul {r0}, {spec.red_stride} : index")
     ragged = spec.out_channels % cols != 0
@@ -226,7 +228,7 @@ def _reduce(
 
 
 def _store(
-    w: _Writer,
+    w: Writer,
     em: Emitter,
     spec: GemmSpec,
     tiling: ConvTiling,

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from ..transforms import Emitter, Expr, InRange, Merge, sym
-from .implicit_gemm import _memref, _Writer
+from .implicit_gemm import Writer, memref_type
 from .tiling import ConvTiling
 
 
@@ -74,12 +74,12 @@ def _row_view(spec: SegmentSpec, shape: tuple[int, ...], h: str, n: str) -> tupl
     strides = [math.prod(shape[:i]) for i in range(4)]
     kept = (0, 2) if spec.points_in_lanes else (0, 1)
     index = f"[:,{h},:,{n}]" if spec.points_in_lanes else f"[:,:,{h},{n}]"
-    view = _memref(spec.element, tuple(shape[i] for i in kept), tuple(strides[i] for i in kept))
+    view = memref_type(spec.element, tuple(shape[i] for i in kept), tuple(strides[i] for i in kept))
     return index, view
 
 
 def generate_segment(spec: SegmentSpec, tiling: ConvTiling) -> str:
-    w = _Writer()
+    w = Writer()
     em = Emitter(w)
     e, sg = spec.element, tiling.subgroup_size
     points, outs = segment_tiles(spec, tiling)
@@ -88,7 +88,7 @@ def generate_segment(spec: SegmentSpec, tiling: ConvTiling) -> str:
     rows, cols = tiling.rows_per_tile, tiling.cols_per_tile
     acc_type = f"coopmatrix<{spec.accumulate}x{rows}x{cols},matrix_acc>"
     src_t, dst_t, filter_t = (
-        _memref(e, s) for s in (spec.src_shape, spec.dst_shape, spec.filter_shape)
+        memref_type(e, s) for s in (spec.src_shape, spec.dst_shape, spec.filter_shape)
     )
     w("%gid = group_id")
     em.bind("gid", "%gid")
@@ -102,7 +102,7 @@ def generate_segment(spec: SegmentSpec, tiling: ConvTiling) -> str:
             continue  # this output row never meets this tap
         strides = [math.prod(spec.filter_shape[:k]) for k in range(4)]
         kept = [k for k, s in enumerate(tap.filter_index) if s == ":"]
-        view_t = _memref(
+        view_t = memref_type(
             e, tuple(spec.filter_shape[k] for k in kept), tuple(strides[k] for k in kept)
         )
         w(f"%f{i} = subview %filter[{','.join(tap.filter_index)}] : {filter_t}")
@@ -144,7 +144,7 @@ def generate_segment(spec: SegmentSpec, tiling: ConvTiling) -> str:
     return "\n".join([head, *w.lines, "}"])
 
 
-def _select(w: _Writer, em: Emitter, cond: str, value: str, otherwise: str) -> str:
+def _select(w: Writer, em: Emitter, cond: str, value: str, otherwise: str) -> str:
     name = em.fresh("i")
     w(f"{name} = if {cond} -> (index) {{")
     w(f"  yield {value} : index")
@@ -155,7 +155,7 @@ def _select(w: _Writer, em: Emitter, cond: str, value: str, otherwise: str) -> s
 
 
 def _segment_step(
-    w: _Writer,
+    w: Writer,
     em: Emitter,
     spec: SegmentSpec,
     tiling: ConvTiling,
@@ -176,7 +176,7 @@ def _segment_step(
     else:
         fil_type = f"coopmatrix<{e}x{rows}x{chunk},matrix_a>"
         src_type = f"coopmatrix<{e}x{chunk}x{cols},matrix_b>"
-    src_t = _memref(e, spec.src_shape)
+    src_t = memref_type(e, spec.src_shape)
     _, outs = segment_tiles(spec, tiling)
     check_f = ".both_checked" if spec.out_channels % outs else ""
     for view, view_t, h, pos in taps:
