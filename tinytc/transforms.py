@@ -451,12 +451,18 @@ class Emitter:
                 lo, hi = p.expr.bounds()
                 if (cond == "ge" and lo >= bound) or (cond == "lt" and hi < bound):
                     continue  # this side always holds
-                name = self.fresh("ok")
-                self.line(f"{name} = cmp.{cond} {self.value(p.expr)}, {bound} : index")
-                acc = name if acc is None else self._and(acc, name)
+                name = self._emit(("cmp", cond, self.value(p.expr), bound), "ok")
+                acc = name if acc is None else self._emit(("and", acc, name), "ok")
         return acc or "true"
 
-    def _and(self, a: str, b: str) -> str:
-        name = self.fresh("ok")
-        self.line(f"{name} = arith.and {a}, {b} : i1")
-        return name
+    def _emit(self, key: tuple[Any, ...], hint: str) -> str:
+        known = self._lookup(key)
+        if known:
+            return known
+        name = self.fresh(hint)
+        op, a, b = key[0], key[-2], key[-1]
+        if op == "cmp":
+            self.line(f"{name} = cmp.{key[1]} {a}, {b} : index")
+        else:
+            self.line(f"{name} = arith.and {a}, {b} : i1")
+        return self._remember(key, name)
