@@ -14,34 +14,15 @@ NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16}
 
 # (layout, direction, (N, C, H, W), (K, Y, X), stride, dilation, padding, dtype, tiling)
 T = ConvTiling
+F, BD = "forward", "backward_data"
 # The 3x5 filters take explicit small tilings (a smaller program builds faster); the other
 # cases take the defaults.
 CASES = [
+    ("NCHW", F, (3, 5, 17, 13), (7, 3, 5), (2, 3), (2, 1), ((1, 2), (0, 3)), "f32", T(16, 1, 7, 5)),
+    ("NHWC", F, (3, 5, 17, 13), (7, 3, 5), (1, 1), (1, 2), ((2, 0), (1, 1)), "f32", T(8, 2, 4, 2)),
     (
         "NCHW",
-        "forward",
-        (3, 5, 17, 13),
-        (7, 3, 5),
-        (2, 3),
-        (2, 1),
-        ((1, 2), (0, 3)),
-        "f32",
-        T(16, 1, 7, 5),
-    ),
-    (
-        "NHWC",
-        "forward",
-        (3, 5, 17, 13),
-        (7, 3, 5),
-        (1, 1),
-        (1, 2),
-        ((2, 0), (1, 1)),
-        "f32",
-        T(8, 2, 4, 2),
-    ),
-    (
-        "NCHW",
-        "backward_data",
+        BD,
         (3, 5, 17, 13),
         (7, 3, 5),
         (3, 2),
@@ -50,58 +31,19 @@ CASES = [
         "f32",
         T(16, 1, 7, 3),
     ),
-    (
-        "NHWC",
-        "backward_data",
-        (3, 5, 17, 13),
-        (7, 3, 5),
-        (2, 3),
-        (2, 1),
-        ((0, 1), (2, 0)),
-        "f32",
-        T(4, 2, 3, 5),
-    ),
+    ("NHWC", BD, (3, 5, 17, 13), (7, 3, 5), (2, 3), (2, 1), ((0, 1), (2, 0)), "f32", T(4, 2, 3, 5)),
     # 1x1 filter, stride 2: three of the four residue classes meet no tap and store zeros
+    ("NCHW", BD, (1, 3, 9, 8), (4, 1, 1), (2, 2), (1, 1), ((0, 0), (0, 0)), "f32", None),
+    # ragged row and column tiles, a reduction tail, other subgroup sizes
+    ("NHWC", F, (2, 5, 7, 6), (7, 2, 3), (1, 2), (1, 1), ((1, 0), (0, 1)), "f32", None),
+    ("NCHW", BD, (2, 5, 7, 6), (7, 3, 2), (2, 1), (1, 1), ((1, 1), (0, 1)), "f64", T(4, 2, 4, 3)),
+    # the all-load kernel along output rows: by default for 1x1 with stride_w 1, on
+    # request with padding, dilation and stride_h (the checked loads give the padding)
+    ("NHWC", F, (2, 9, 5, 6), (20, 1, 1), (1, 1), (1, 1), ((0, 0), (0, 0)), "f32", None),
+    ("NCHW", BD, (2, 9, 5, 6), (20, 1, 1), (3, 1), (1, 1), ((0, 0), (0, 0)), "f32", None),
     (
         "NCHW",
-        "backward_data",
-        (1, 3, 9, 8),
-        (4, 1, 1),
-        (2, 2),
-        (1, 1),
-        ((0, 0), (0, 0)),
-        "f32",
-        None,
-    ),
-    ("NHWC", "forward", (2, 5, 7, 6), (7, 2, 3), (1, 2), (1, 1), ((1, 0), (0, 1)), "f32", None),
-    (
-        "NCHW",
-        "backward_data",
-        (2, 5, 7, 6),
-        (7, 3, 2),
-        (2, 1),
-        (1, 1),
-        ((1, 1), (0, 1)),
-        "f64",
-        T(4, 2, 4, 3),
-    ),
-    # the all-load kernel along output rows: by default for 1x1 with stride_w 1, on request
-    # with padding, dilation and stride_h (the checked loads give the padding)
-    ("NHWC", "forward", (2, 9, 5, 6), (20, 1, 1), (1, 1), (1, 1), ((0, 0), (0, 0)), "f32", None),
-    (
-        "NCHW",
-        "backward_data",
-        (2, 9, 5, 6),
-        (20, 1, 1),
-        (3, 1),
-        (1, 1),
-        ((0, 0), (0, 0)),
-        "f32",
-        None,
-    ),
-    (
-        "NCHW",
-        "forward",
+        F,
         (3, 5, 11, 13),
         (7, 3, 3),
         (2, 1),
@@ -112,7 +54,7 @@ CASES = [
     ),
     (
         "NHWC",
-        "forward",
+        F,
         (3, 5, 11, 13),
         (7, 3, 3),
         (3, 1),
@@ -123,7 +65,7 @@ CASES = [
     ),
     (
         "NCHW",
-        "backward_data",
+        BD,
         (2, 5, 11, 13),
         (7, 3, 2),
         (2, 1),
@@ -134,7 +76,7 @@ CASES = [
     ),
     (
         "NHWC",
-        "backward_data",
+        BD,
         (2, 5, 11, 13),
         (7, 3, 2),
         (3, 1),
@@ -143,18 +85,10 @@ CASES = [
         "f32",
         T(4, 1, 3, 4, "rows"),
     ),
-    ("NHWC", "forward", (1, 5, 9, 7), (3, 3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)), "f16", None),
-    (
-        "NCHW",
-        "backward_data",
-        (1, 5, 9, 7),
-        (3, 3, 3),
-        (2, 2),
-        (1, 1),
-        ((1, 1), (1, 1)),
-        "f16",
-        None,
-    ),
+    # f16 through both kernels (the rows kernel casts its f32 sums for the store)
+    ("NHWC", F, (1, 5, 9, 7), (3, 3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)), "f16", None),
+    ("NCHW", BD, (1, 5, 9, 7), (3, 3, 3), (2, 2), (1, 1), ((1, 1), (1, 1)), "f16", None),
+    ("NHWC", BD, (2, 6, 5, 4), (3, 1, 1), (2, 1), (1, 1), ((0, 0), (0, 0)), "f16", None),
 ]
 
 
