@@ -6,7 +6,7 @@ import pytest
 from recipes_support import TO_LAYOUT, conv2d_backward_data_nchw, conv2d_nchw, to_layout
 
 import tinytc
-from tinytc import reference
+from tinytc import bf16, reference
 from tinytc.recipes import ConvTiling, conv2d
 
 TOLERANCE = {"f32": 1e-5, "f64": 1e-12, "f16": 3e-3}
@@ -232,3 +232,23 @@ def test_bad_shapes_and_arrays_are_errors():
         conv(x, w.reshape(4, 8, 3, 3))
     with pytest.raises(tinytc.ArgumentError, match="out must have shape"):
         conv(x, w, out=np.zeros((1, 4, 2, 6), np.float32))
+
+
+@pytest.mark.parametrize(
+    "layout, shape, filt, stride, padding",
+    [
+        ("NHWC", (1, 6, 5, 4), (3, 1, 1, 4), (1, 1), ((0, 0), (0, 0))),  # the rows kernel
+        ("NCHW", (1, 3, 6, 5), (4, 3, 2, 2), (2, 1), ((1, 0), (0, 1))),  # the gather kernel
+    ],
+)
+def test_bf16_sums_in_f32(layout, shape, filt, stride, padding):
+    """bf16 arrays hold the bits (uint16); products are summed in f32 and rounded once."""
+    conv = conv2d(shape, filt, layout=layout, stride=stride, padding=padding, dtype="bf16")
+    rng = np.random.default_rng(5)
+    x = bf16.to_bits(rng.standard_normal(shape).astype(np.float32))
+    w = bf16.to_bits(rng.standard_normal(filt).astype(np.float32))
+    y = bf16.from_bits(conv(x, w)).astype(np.float64)
+    xr, wr = (_from_layout(bf16.from_bits(a).astype(np.float64), layout) for a in (x, w))
+    want = conv2d_nchw(xr, wr, stride, (1, 1), padding)
+    got = _from_layout(y, layout)
+    np.testing.assert_allclose(got, want, rtol=0, atol=8e-3 * np.abs(want).max())
