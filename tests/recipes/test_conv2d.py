@@ -252,3 +252,50 @@ def test_bf16_sums_in_f32(layout, shape, filt, stride, padding):
     want = conv2d_nchw(xr, wr, stride, (1, 1), padding)
     got = _from_layout(y, layout)
     np.testing.assert_allclose(got, want, rtol=0, atol=8e-3 * np.abs(want).max())
+
+
+def _random_problem(rng):
+    """A small problem whose dilated filter fits the padded input."""
+    while True:
+        n, c, k = (int(v) for v in rng.integers(1, [3, 7, 8]))
+        h, w = (int(v) for v in rng.integers(3, 10, 2))
+        ky, kx = (int(v) for v in rng.integers(1, 4, 2))
+        stride = tuple(int(v) for v in rng.integers(1, 4, 2))
+        dilation = tuple(int(v) for v in rng.integers(1, 3, 2))
+        padding = tuple(tuple(int(v) for v in rng.integers(0, 3, 2)) for _ in range(2))
+        if all(
+            size + sum(pad) >= d * (f - 1) + 1
+            for size, pad, d, f in zip((h, w), padding, dilation, (ky, kx))
+        ):
+            return (n, c, h, w), (k, ky, kx), stride, dilation, padding
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_problems_match_numpy(seed):
+    """Derandomized random problems: shapes, strides, dilations, padding, layout, direction."""
+    rng = np.random.default_rng(100 + seed)
+    (n, c, h, w), (k, ky, kx), stride, dilation, padding = _random_problem(rng)
+    layout = ("NCHW", "NHWC")[seed % 2]
+    direction = ("forward", "backward_data")[seed // 2]
+    x = rng.standard_normal((n, c, h, w))
+    f = rng.standard_normal((k, c, ky, kx))
+    conv = conv2d(
+        to_layout(x, layout).shape,
+        to_layout(f, layout).shape,
+        layout=layout,
+        stride=stride,
+        dilation=dilation,
+        padding=padding,
+        direction=direction,
+        dtype="f64",
+    )
+    y = conv2d_nchw(x, f, stride, dilation, padding)
+    if direction == "forward":
+        got, want = conv(to_layout(x, layout), to_layout(f, layout)), y
+    else:
+        dy = rng.standard_normal(y.shape)
+        got = conv(to_layout(dy, layout), to_layout(f, layout))
+        want = conv2d_backward_data_nchw(dy, f, (h, w), stride, dilation, padding)
+    np.testing.assert_allclose(
+        _from_layout(got, layout), want, atol=1e-12 * max(1, abs(want).max())
+    )
