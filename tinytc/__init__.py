@@ -5,6 +5,7 @@ from .compiler import compile
 from .errors import CompilationError, Location, Source
 from .ir import Program
 from .parser import parse
+from .tune import tune
 
 
 def jit(source_or_program: str | Program, queue: object = None, opt_level: int = 2) -> object:
@@ -24,4 +25,5 @@ __all__ = [
     "compile",
     "jit",
     "parse",
+    "tune",
 ]

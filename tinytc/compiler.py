@@ -4,9 +4,10 @@ tests, benchmarks and fuzzing all go through ``run_pipeline``."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from .ir import Program
+from .gemm import Tiling
+from .ir import LinalgInst, Program
 from .parser import parse
 from .passes import DEFAULT_PIPELINE, run_passes
 from .spirv.convert import lower
@@ -24,12 +25,28 @@ def run_pipeline(
     target: str | CoreInfo = "cpu",
     opt_level: int = 2,
     passes: Sequence[str] = DEFAULT_PIPELINE,
+    tilings: Mapping[str, Sequence[Tiling]] | None = None,
 ) -> Program:
     """A copy of the program after the passes (the default pipeline unless given); the
-    caller's Program is never changed."""
+    caller's Program is never changed. ``tilings`` (kernel name -> one Tiling per collective
+    instruction, in walk order; from tinytc.tune) replace tile-linalg's choices."""
     core = get_target(target) if isinstance(target, str) else target
     program = copy.deepcopy(as_program(source_or_program))
+    if tilings and "tile-linalg" in passes:
+        cut = list(passes).index("tile-linalg") + 1
+        run_passes(program, passes[:cut], core, opt_level)
+        set_tilings(program, tilings)
+        passes = passes[cut:]
     return run_passes(program, passes, core, opt_level)
+
+
+def set_tilings(program: Program, tilings: Mapping[str, Sequence[Tiling]]) -> None:
+    """Give the collective instructions of the named kernels these tilings (lower-linalg
+    checks them)."""
+    for func in program.functions:
+        linalg = [i for i in func.walk() if isinstance(i, LinalgInst)]
+        for inst, tiling in zip(linalg, tilings.get(func.name, ())):
+            inst.tiling = tiling
 
 
 def compile(

@@ -18,6 +18,7 @@ from ..compiler import run_pipeline
 from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
 from ..spirv.convert import lower
 from ..spirv.tools import validate
+from ..tune import stored_program_tilings
 from .cache import load_program
 from .device import _pyopencl, core_info_from_device, default_queue
 
@@ -30,7 +31,8 @@ def jit(source_or_program: str | Program, queue: Any = None, opt_level: int = 2)
     """
     queue = queue if queue is not None else default_queue()
     target = core_info_from_device(queue.device)
-    program = run_pipeline(source_or_program, target, opt_level)
+    tilings = stored_program_tilings(source_or_program, queue.device, opt_level)  # tinytc.tune's
+    program = run_pipeline(source_or_program, target, opt_level, tilings=tilings)
     binary = lower(program, target).assemble()
     return Kernels(program, binary, queue)
 
