@@ -9,8 +9,10 @@ Two kinds of problem are tuned:
 Candidates come from the valid space only (each passes the check the compiler or the
 recipe applies), nearest the default first. Each runs on random data; its result must
 match the default tiling's, or it is rejected ('wrong'); its time is the median of
-``repeat`` runs. A candidate replaces the default only when it is at least ``MARGIN``
-faster, so that noise does not pick it. The search stops at the time budget.
+``repeat`` runs. The search stops at the time budget. The load of the machine drifts
+during a search, so the fastest candidates are then confirmed against the default in
+pairs (the two alternate): one replaces the default only when the median of its paired
+time ratios is below ``MARGIN``.
 
 The best is stored as JSON under ``cache_dir()/tunings``, keyed by the problem, the
 optimization level, the OpenCL device and driver, and the compiler version (a hash of
@@ -47,7 +49,9 @@ from .gemm import MAX_COLS_PER_ITEM, MAX_ROW_BLOCKS, Tiling, check_tiling
 from .ir import LinalgInst, MemrefType, Program
 from .passes import DEFAULT_PIPELINE
 
-MARGIN = 0.97  # a candidate must beat the best so far by 3% to replace it
+MARGIN = 0.97  # a candidate must beat the default by 3% (paired) to replace it
+CONFIRMED = 3  # the fastest candidates confirmed in pairs
+CONFIRM_PAIRS = 7  # at least
 K_UNROLLS = (1, 2, 4, 8)
 CONV_K_CHUNKS = (1, 2, 4, 8, 16)
 MAX_CONV_COLS = 32
@@ -175,6 +179,23 @@ def median_seconds(run: Callable[[], Any], repeat: int) -> float:
         run()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def paired(
+    first: Callable[[], Any], second: Callable[[], Any], repeat: int
+) -> tuple[float, float, float]:
+    """(median over pairs of second's time / first's, first's and second's median times):
+    the two run alternately after a warm-up each, so that both see the same load."""
+    first(), second()
+    times: list[tuple[float, float]] = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        first()
+        middle = time.perf_counter()
+        second()
+        times.append((middle - start, time.perf_counter() - middle))
+    ratio = statistics.median(b / max(a, 1e-9) for a, b in times)
+    return ratio, statistics.median(a for a, _ in times), statistics.median(b for _, b in times)
 
 
 def candidate_ran(candidate: Any, outputs: list[Output]) -> None:
@@ -320,11 +341,15 @@ class _ProgramRunner:
         getattr(kernels, kernel)(*args, howmany=self.howmany)
         return [(a.copy(), el.name) for a, el in outputs(self.program.function(kernel), args)]
 
-    def seconds(self, kernels: Any, kernel: str, repeat: int) -> float:
+    def runner(self, kernels: Any, kernel: str) -> Callable[[], None]:
+        """A call of the kernel on copies of its inputs (the same copies every time)."""
         from .testing.inputs import clone_arguments
 
         args = clone_arguments(self.inputs[kernel])
-        return median_seconds(lambda: getattr(kernels, kernel)(*args, howmany=self.howmany), repeat)
+        return lambda: getattr(kernels, kernel)(*args, howmany=self.howmany)
+
+    def seconds(self, kernels: Any, kernel: str, repeat: int) -> float:
+        return median_seconds(self.runner(kernels, kernel), repeat)
 
 
 def tune_program(
@@ -381,6 +406,16 @@ def tune_program(
                 best, seconds[site.kernel] = tilings, trial.seconds
             clock.show(len(trials), sum(seconds.values()))
     clock.done()
+    for kernel in kernels:
+        if best[kernel] != defaults[kernel]:
+            tuned = runner.compile(kernel, best[kernel], opt_level)
+            ratio, _, seconds[kernel] = paired(
+                runner.runner(baseline[kernel], kernel),
+                runner.runner(tuned, kernel),
+                max(repeat, CONFIRM_PAIRS),
+            )
+            if ratio >= MARGIN:
+                best[kernel], seconds[kernel] = defaults[kernel], baseline_seconds[kernel]
     result = TuneResult("program", best, defaults, sum(seconds.values()), default_total, trials)
     result.path = path
     _store(path, _record(result, _encode_tilings, str(program)))
@@ -511,9 +546,9 @@ def tune_conv2d(
     element = problem.dtype
     expected = [(base(a, w), element)]
     out = np.empty_like(expected[0][0])
-    best, best_seconds = default, median_seconds(lambda: base(a, w, out=out), repeat)
-    default_seconds = best_seconds
+    default_seconds = best_seconds = median_seconds(lambda: base(a, w, out=out), repeat)
     trials: list[Trial] = []
+    fastest: list[tuple[float, int, Any]] = []  # (seconds, trial number, the compiled recipe)
     for tiling in space[1:]:
         if clock.elapsed() >= budget:
             break
@@ -528,12 +563,22 @@ def tune_conv2d(
             trials.append(Trial(tiling, None, "wrong"))
             continue
         seconds = median_seconds(lambda c=conv: c(a, w, out=out), repeat)
-        trial = Trial(tiling, seconds, "ok", relative=seconds / default_seconds)
-        trials.append(trial)
-        if trial.seconds is not None and trial.seconds < MARGIN * best_seconds:
-            best, best_seconds = tiling, trial.seconds
-        clock.show(len(trials), best_seconds)
+        trials.append(Trial(tiling, seconds, "ok", relative=seconds / default_seconds))
+        fastest = sorted([*fastest, (seconds, len(trials), conv)], key=lambda f: f[:2])
+        fastest = fastest[:CONFIRMED]  # kept compiled for the confirmation
+        clock.show(len(trials), min(seconds, best_seconds))
+        best_seconds = min(seconds, best_seconds)
     clock.done()
+    best, best_seconds, least = default, default_seconds, MARGIN
+    for _, _, conv in fastest:
+        other = np.empty_like(out)
+        ratio, before, seconds = paired(
+            lambda: base(a, w, out=out),
+            lambda c=conv, o=other: c(a, w, out=o),
+            max(repeat, CONFIRM_PAIRS),
+        )
+        if ratio < least:  # both times from the same pairs
+            best, default_seconds, best_seconds, least = conv.tiling, before, seconds, ratio
     result = TuneResult("conv2d", best, default, best_seconds, default_seconds, trials, path)
     _store(path, _record(result, dataclasses.asdict, repr(problem)))
     return result
