@@ -633,9 +633,10 @@ def tune(
     default device) within ``budget`` seconds, store it, and return a TuneResult.
 
     ``what`` is a conv2d recipe (``tinytc.recipes.conv2d(...)`` or its problem), or a
-    program (text or Program) whose kernels run ``howmany`` work-groups on random data
-    (every '?' size is ``size``, default ``howmany``). A stored result is reused unless
-    ``force``; afterwards ``tinytc.jit`` and ``tinytc.recipes.conv2d`` use it.
+    program (text, Program, or a gemm recipe, whose ``.source`` is one) whose kernels run
+    ``howmany`` work-groups on random data (every '?' size is ``size``, default
+    ``howmany``). A stored result is reused unless ``force``; afterwards ``tinytc.jit``
+    and the recipes use it.
     ``candidates`` replaces the search space: ConvTilings (or dicts) for conv2d, dicts of
     Tiling fields (applied to every collective instruction) for programs; an invalid one
     is an error. ``limit`` caps the candidates tried per instruction or recipe.
@@ -647,12 +648,13 @@ def tune(
             what, budget=budget, queue=queue, repeat=repeat, limit=limit,
             candidates=candidates, force=force, progress=progress,
         )  # fmt: skip
-    if not isinstance(what, str | Program):
-        raise ArgumentError(f"tune takes a program or a conv2d recipe, got {type(what).__name__}")
+    source = what if isinstance(what, str | Program) else getattr(what, "source", what)
+    if not isinstance(source, str | Program):
+        raise ArgumentError(f"tune takes a program or a recipe, got {type(what).__name__}")
     if not isinstance(howmany, int) or howmany < 1:
         raise ArgumentError(f"tuning a program needs howmany >= 1, got {howmany!r}")
     return tune_program(
-        what, howmany, budget=budget, queue=queue, opt_level=opt_level, size=size,
+        source, howmany, budget=budget, queue=queue, opt_level=opt_level, size=size,
         repeat=repeat, limit=limit, candidates=candidates, force=force, progress=progress,
     )  # fmt: skip
 
