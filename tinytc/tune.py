@@ -17,13 +17,13 @@ time ratios is below ``MARGIN``.
 The best is stored as JSON under ``cache_dir()/tunings``, keyed by the problem, the
 optimization level, the OpenCL device and driver, and the compiler version (a hash of
 tinytc's sources). ``tinytc.jit`` and ``tinytc.recipes.conv2d`` look there first
-(``stored_program_tilings``, ``stored_conv_tiling``).
+(``stored_program_tilings``, ``recipes.conv2d_tune.stored_conv_tiling``). The conv2d
+search is in recipes/conv2d_tune.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -53,8 +53,6 @@ MARGIN = 0.97  # a candidate must beat the default by 3% (paired) to replace it
 CONFIRMED = 3  # the fastest candidates confirmed in pairs
 CONFIRM_PAIRS = 7  # at least
 K_UNROLLS = (1, 2, 4, 8)
-CONV_K_CHUNKS = (1, 2, 4, 8, 16)
-MAX_CONV_COLS = 32
 TOLERANCE = {"f64": 1e-10, "f32": 1e-4, "f16": 1e-2, "bf16": 2e-2}  # integers: exact
 Output = tuple[np.ndarray, str]  # an array a kernel wrote, with its element type's name
 
@@ -110,7 +108,7 @@ def tuning_path(kind: str, problem: str, device: Any, opt_level: int = 2) -> Pat
     return tunings_dir() / f"{name}.json"
 
 
-def _load(path: Path) -> dict[str, Any] | None:
+def load_record(path: Path) -> dict[str, Any] | None:
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -118,7 +116,7 @@ def _load(path: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) and "best" in record else None
 
 
-def _store(path: Path, record: dict[str, Any]) -> None:
+def store_record(path: Path, record: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -147,23 +145,10 @@ def stored_program_tilings(
     if not tunings_dir().is_dir():
         return None
     text = str(as_program(source_or_program))
-    record = _load(tuning_path("program", text, device, opt_level))
+    record = load_record(tuning_path("program", text, device, opt_level))
     try:
         return None if record is None else _decode_tilings(record["best"])
     except (TypeError, KeyError, AttributeError):
-        return None
-
-
-def stored_conv_tiling(problem: Any, device: Any) -> Any:
-    """The stored ConvTiling of a conv2d problem on a device, or None."""
-    from .recipes.tiling import ConvTiling
-
-    if not tunings_dir().is_dir():
-        return None
-    record = _load(tuning_path("conv2d", repr(problem), device))
-    try:
-        return None if record is None else ConvTiling(**record["best"])
-    except TypeError:
         return None
 
 
@@ -203,7 +188,7 @@ def candidate_ran(candidate: Any, outputs: list[Output]) -> None:
     here to show that a wrong candidate is rejected)."""
 
 
-def _matches(got: Sequence[Output], want: Sequence[Output]) -> bool:
+def matches(got: Sequence[Output], want: Sequence[Output]) -> bool:
     """Whether every array equals the expected one within its element type's tolerance
     (relative to the expected magnitude; NaN where NaN is expected)."""
     for (g, element), (w, _) in zip(got, want):
@@ -248,13 +233,13 @@ class Progress:
             print(file=sys.stderr)
 
 
-def _nearest_first(default: Any, space: list[Any], distance: Callable[[Any, Any], float]) -> list:
+def nearest_first(default: Any, space: list[Any], distance: Callable[[Any, Any], float]) -> list:
     """The default, then the space ordered by distance from it (ties in the space's order)."""
     rest = [c for c in space if c != default]
     return [default, *sorted(rest, key=lambda c: distance(default, c))]
 
 
-def _log_distance(a: Any, b: Any, names: Sequence[str]) -> float:
+def log_distance(a: Any, b: Any, names: Sequence[str]) -> float:
     return sum(abs(math.log2(getattr(a, n) / getattr(b, n))) for n in names)
 
 
@@ -281,9 +266,9 @@ def program_candidates(
     names = ("rows_per_item", "cols_per_item", "k_unroll")
 
     def distance(a: Tiling, b: Tiling) -> float:
-        return _log_distance(a, b, names) + (a.prefetch != b.prefetch)
+        return log_distance(a, b, names) + (a.prefetch != b.prefetch)
 
-    return _nearest_first(default, space, distance)
+    return nearest_first(default, space, distance)
 
 
 @dataclass
@@ -372,7 +357,7 @@ def tune_program(
     queue = queue if queue is not None else default_queue()
     program = as_program(source_or_program)
     path = tuning_path("program", str(program), queue.device, opt_level)
-    record = None if force else _load(path)
+    record = None if force else load_record(path)
     cut = DEFAULT_PIPELINE.index("tile-linalg") + 1
     runner = _ProgramRunner(program, howmany, size, queue)
     sites = _sites(run_pipeline(program, runner.target, opt_level, DEFAULT_PIPELINE[:cut]))
@@ -380,7 +365,7 @@ def tune_program(
     for s in sites:
         defaults[s.kernel].append(s.default)
     if record is not None:
-        return _reused("program", _decode_tilings(record["best"]), defaults, record, path)
+        return reused_result("program", _decode_tilings(record["best"]), defaults, record, path)
     spaces = [_site_space(s, runner, candidates, limit) for s in sites]
     clock = Progress(budget, progress)
     kernels = list(dict.fromkeys(s.kernel for s in sites))
@@ -418,7 +403,7 @@ def tune_program(
                 best[kernel], seconds[kernel] = defaults[kernel], baseline_seconds[kernel]
     result = TuneResult("program", best, defaults, sum(seconds.values()), default_total, trials)
     result.path = path
-    _store(path, _record(result, _encode_tilings, str(program)))
+    store_record(path, result_record(result, _encode_tilings, str(program)))
     return result
 
 
@@ -459,135 +444,15 @@ def _program_trial(
     except (CompilationError, ArgumentError) as err:
         return Trial(tiling, None, f"error: {err}", where)
     candidate_ran(tiling, got)
-    if not _matches(got, expected[site.kernel]):
+    if not matches(got, expected[site.kernel]):
         return Trial(tiling, None, "wrong", where)
     return Trial(tiling, runner.seconds(kernels, site.kernel, repeat), "ok", where)
-
-
-# -- conv2d ---------------------------------------------------------------------------------
-
-
-def conv_candidates(problem: Any, default: Any, target: Any) -> list[Any]:
-    """Valid ConvTilings of a conv2d problem (check_conv_tiling accepts each), nearest the
-    default first: both kernels ('rows' only with stride_w 1), the subgroup sizes around the
-    default's, row blocks, column tiles (divisors of the output channels and powers of two)
-    and reduction steps."""
-    from .recipes.tiling import MAX_ROWS_PER_ITEM, ConvTiling, check_conv_tiling
-
-    out = problem.k if problem.direction == "forward" else problem.c
-    columns = {d for d in range(1, min(out, MAX_CONV_COLS) + 1) if out % d == 0}
-    columns |= {1 << i for i in range(6)} | {default.cols_per_tile}
-    lanes = [s for s in target.subgroup_sizes if default.subgroup_size // 2 <= s]
-    lanes = [s for s in lanes if s <= 2 * default.subgroup_size]
-    kernels = ("gather", "rows") if problem.stride[1] == 1 else ("gather",)
-    space = []
-    for kernel in kernels:
-        for sgs in lanes:
-            for rows in range(1, min(4, MAX_ROWS_PER_ITEM) + 1):
-                for cols in sorted(columns):
-                    for chunk in CONV_K_CHUNKS:
-                        tiling = ConvTiling(sgs, rows, cols, chunk, kernel)
-                        with contextlib.suppress(ArgumentError):
-                            space.append(check_conv_tiling(tiling, target))
-    names = ("subgroup_size", "rows_per_item", "cols_per_tile", "k_chunk")
-
-    def distance(a: Any, b: Any) -> float:
-        return _log_distance(a, b, names) + 2 * (a.kernel != b.kernel)
-
-    return _nearest_first(default, space, distance)
-
-
-def _conv_arrays(conv: Any) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(0)
-    arrays = []
-    for shape in (conv.argument_shape, conv.problem.filter_shape):
-        values = rng.standard_normal(shape).astype(np.float32)
-        dtype = conv.problem.dtype
-        arrays.append(bf16.to_bits(values) if dtype == "bf16" else values.astype(conv.dtype))
-    return arrays[0], arrays[1]
-
-
-def tune_conv2d(
-    recipe: Any,
-    *,
-    budget: float = 30.0,
-    queue: Any = None,
-    repeat: int = 5,
-    limit: int | None = None,
-    candidates: Sequence[Any] | None = None,
-    force: bool = False,
-    progress: bool = False,
-) -> TuneResult:
-    """Tune the ConvTiling of a conv2d recipe (or its Conv2dProblem); see ``tune``."""
-    from .recipes.conv2d import Conv2d, default_tiling
-    from .recipes.tiling import check_conv_tiling
-    from .runtime.device import core_info_from_device, default_queue
-
-    problem = getattr(recipe, "problem", recipe)
-    queue = queue if queue is not None else getattr(recipe, "queue", None) or default_queue()
-    target = core_info_from_device(queue.device)
-    path = tuning_path("conv2d", repr(problem), queue.device)
-    default = default_tiling(problem, target)
-    record = None if force else _load(path)
-    if record is not None:
-        from .recipes.tiling import ConvTiling
-
-        return _reused("conv2d", ConvTiling(**record["best"]), default, record, path)
-    if candidates is None:
-        space = conv_candidates(problem, default, target)
-    else:
-        space = [default] + [check_conv_tiling(c, target) for c in candidates]
-        if any(c.kernel == "rows" and problem.stride[1] != 1 for c in space):
-            raise ArgumentError(f"tiling: kernel 'rows' needs stride_w 1, got {problem.stride[1]}")
-    space = space if limit is None else space[: limit + 1]
-    clock = Progress(budget, progress)
-    base = Conv2d(problem, default, queue)
-    a, w = _conv_arrays(base)
-    element = problem.dtype
-    expected = [(base(a, w), element)]
-    out = np.empty_like(expected[0][0])
-    default_seconds = best_seconds = median_seconds(lambda: base(a, w, out=out), repeat)
-    trials: list[Trial] = []
-    fastest: list[tuple[float, int, Any]] = []  # (seconds, trial number, the compiled recipe)
-    for tiling in space[1:]:
-        if clock.elapsed() >= budget:
-            break
-        try:
-            conv = Conv2d(problem, tiling, queue)
-            got = [(conv(a, w), element)]
-        except (CompilationError, ArgumentError) as err:
-            trials.append(Trial(tiling, None, f"error: {err}"))
-            continue
-        candidate_ran(tiling, got)
-        if not _matches(got, expected):
-            trials.append(Trial(tiling, None, "wrong"))
-            continue
-        seconds = median_seconds(lambda c=conv: c(a, w, out=out), repeat)
-        trials.append(Trial(tiling, seconds, "ok", relative=seconds / default_seconds))
-        fastest = sorted([*fastest, (seconds, len(trials), conv)], key=lambda f: f[:2])
-        fastest = fastest[:CONFIRMED]  # kept compiled for the confirmation
-        clock.show(len(trials), min(seconds, best_seconds))
-        best_seconds = min(seconds, best_seconds)
-    clock.done()
-    best, best_seconds, least = default, default_seconds, MARGIN
-    for _, _, conv in fastest:
-        other = np.empty_like(out)
-        ratio, before, seconds = paired(
-            lambda: base(a, w, out=out),
-            lambda c=conv, o=other: c(a, w, out=o),
-            max(repeat, CONFIRM_PAIRS),
-        )
-        if ratio < least:  # both times from the same pairs
-            best, default_seconds, best_seconds, least = conv.tiling, before, seconds, ratio
-    result = TuneResult("conv2d", best, default, best_seconds, default_seconds, trials, path)
-    _store(path, _record(result, dataclasses.asdict, repr(problem)))
-    return result
 
 
 # -- results --------------------------------------------------------------------------------
 
 
-def _record(result: TuneResult, encode: Callable[[Any], Any], problem: str) -> dict[str, Any]:
+def result_record(result: TuneResult, encode: Callable[[Any], Any], problem: str) -> dict[str, Any]:
     """The JSON of a result: the best, the default and every trial."""
     return {
         "kind": result.kind,
@@ -603,7 +468,9 @@ def _record(result: TuneResult, encode: Callable[[Any], Any], problem: str) -> d
     }
 
 
-def _reused(kind: str, best: Any, default: Any, record: dict[str, Any], path: Path) -> TuneResult:
+def reused_result(
+    kind: str, best: Any, default: Any, record: dict[str, Any], path: Path
+) -> TuneResult:
     trials = [
         Trial(t["candidate"], t["seconds"], t["status"], t["where"], t["relative"])
         for t in record["trials"]
@@ -644,6 +511,8 @@ def tune(
     if budget < 0 or repeat < 1:
         raise ArgumentError(f"budget must be >= 0 and repeat >= 1, got {budget} and {repeat}")
     if hasattr(what, "problem") or type(what).__name__ == "Conv2dProblem":
+        from .recipes.conv2d_tune import tune_conv2d
+
         return tune_conv2d(
             what, budget=budget, queue=queue, repeat=repeat, limit=limit,
             candidates=candidates, force=force, progress=progress,

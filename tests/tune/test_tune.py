@@ -12,6 +12,7 @@ from tinytc import reference
 from tinytc.compiler import run_pipeline
 from tinytc.gemm import Tiling, check_tiling
 from tinytc.recipes import ConvTiling, conv2d, small_gemm_batched
+from tinytc.recipes.conv2d_tune import conv_candidates
 from tinytc.recipes.tiling import check_conv_tiling
 from tinytc.runtime.device import core_info_from_device
 from tinytc.target import get_target
@@ -151,7 +152,7 @@ def test_candidate_spaces_are_valid():
     assert max(t.rows_per_item for t in space) == 3 and max(t.cols_per_item for t in space) == 6
     problem = conv2d((1, 4, 6, 5), (6, 4, 3, 3), stride=(1, 2)).problem
     base = ConvTiling(16, 1, 6, 4)
-    convs = tune_module.conv_candidates(problem, base, cpu)
+    convs = conv_candidates(problem, base, cpu)
     assert convs[0] == base and len(set(convs)) == len(convs) > 50
     assert all(check_conv_tiling(t, cpu) == t and t.kernel == "gather" for t in convs)
 

@@ -181,10 +181,8 @@ def _stored_tiling(problem: Conv2dProblem, queue: Any) -> ConvTiling | None:
     """The tiling tinytc.tune stored for the problem on the queue's device (default: the
     default device), or None."""
     from ..runtime.device import RuntimeUnavailableError, default_device
-    from ..tune import stored_conv_tiling, tunings_dir
+    from .conv2d_tune import stored_conv_tiling
 
-    if not tunings_dir().is_dir():
-        return None
     try:
         device = queue.device if queue is not None else default_device()
     except RuntimeUnavailableError:
