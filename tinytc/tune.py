@@ -471,6 +471,7 @@ def result_record(result: TuneResult, encode: Callable[[Any], Any], problem: str
 def reused_result(
     kind: str, best: Any, default: Any, record: dict[str, Any], path: Path
 ) -> TuneResult:
+    """The TuneResult of a stored record (searched False)."""
     trials = [
         Trial(t["candidate"], t["seconds"], t["status"], t["where"], t["relative"])
         for t in record["trials"]
@@ -528,7 +529,7 @@ def tune(
     )  # fmt: skip
 
 
-def _describe(kind: str, candidate: Any) -> str:
+def _describe(candidate: Any) -> str:
     if isinstance(candidate, Tiling):
         t = candidate
         return (
@@ -550,12 +551,23 @@ def report(result: TuneResult, top: int = 10, file: Any = None) -> None:
     print(f"  best    {ms(result.best_seconds)}", file=file)
     if result.default_seconds and result.best_seconds:
         print(f"  speed-up {result.default_seconds / result.best_seconds:.2f}x", file=file)
+    if result.kind == "program":
+        chosen = [
+            (f"{kernel}:{i}", t, t == result.default[kernel][i])
+            for kernel, tilings in result.best.items()
+            for i, t in enumerate(tilings)
+        ]
+    else:
+        chosen = [("", result.best, result.best == result.default)]
+    for where, t, is_default in chosen:
+        kept = " (the default)" if is_default else ""
+        print(f"  chosen {where} {_describe(t)}{kept}", file=file)
     good = sorted((t for t in result.trials if t.relative is not None), key=lambda t: t.relative)
     if good:
         print(f"  best candidates (time relative to the default tiling's, top {top}):", file=file)
     for t in good[:top]:
         where = f"{t.where:>14}  " if t.where else ""
-        what = _describe(result.kind, t.candidate)
+        what = _describe(t.candidate)
         print(f"  {t.relative:6.3f} {ms(t.seconds)}  {where}{what}", file=file)
     bad = [t for t in result.trials if t.status != "ok"]
     if bad:
