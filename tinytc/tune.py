@@ -16,7 +16,7 @@ time ratios is below ``MARGIN``.
 
 The best is stored as JSON under ``cache_dir()/tunings``, keyed by the problem, the
 optimization level, the OpenCL device and driver, and the compiler version (a hash of
-tinytc's sources). ``tinytc.jit`` and ``tinytc.recipes.conv2d`` look there first
+the sources that generate code). ``tinytc.jit`` and ``tinytc.recipes.conv2d`` look there first
 (``stored_program_tilings``, ``recipes.conv2d_tune.stored_conv_tiling``). The conv2d
 search is in recipes/conv2d_tune.py.
 """
@@ -85,13 +85,20 @@ class TuneResult:
 # -- the store ------------------------------------------------------------------------------
 
 
+# Sources that do not decide the code a tiling gives: editing them keeps stored tunings.
+NOT_CODE_GENERATION = ("tune.py", "cli.py", "reference.py", "reference_spmd.py", "testing/")
+
+
 @functools.cache
 def compiler_version() -> str:
-    """A hash of tinytc's Python sources: a tiling found by other code is not reused."""
+    """A hash of tinytc's Python sources that generate code: a tiling found by other code
+    is not reused."""
     root = Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+        name = path.relative_to(root).as_posix()
+        if not name.startswith(NOT_CODE_GENERATION) and not name.endswith("_tune.py"):
+            digest.update(name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -170,15 +177,17 @@ def paired(
     first: Callable[[], Any], second: Callable[[], Any], repeat: int
 ) -> tuple[float, float, float]:
     """(median over pairs of second's time / first's, first's and second's median times):
-    the two run alternately after a warm-up each, so that both see the same load."""
+    the two run in pairs after a warm-up each, so that both see the same load, and which
+    runs first alternates, so that neither gains from running after the other."""
     first(), second()
     times: list[tuple[float, float]] = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        first()
-        middle = time.perf_counter()
-        second()
-        times.append((middle - start, time.perf_counter() - middle))
+    for i in range(repeat):
+        pair = [0.0, 0.0]
+        for j in (0, 1) if i % 2 == 0 else (1, 0):
+            start = time.perf_counter()
+            (first, second)[j]()
+            pair[j] = time.perf_counter() - start
+        times.append((pair[0], pair[1]))
     ratio = statistics.median(b / max(a, 1e-9) for a, b in times)
     return ratio, statistics.median(a for a, _ in times), statistics.median(b for _, b in times)
 

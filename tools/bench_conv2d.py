@@ -194,18 +194,13 @@ def layer_conv(layer: tuple, layout: str, direction: str, tiling: Any) -> Any:
 
 
 def paired(runs: list[Any], repeat: int) -> tuple[list[float], float]:
-    """Median time of each run and the median ratio of the second to the first, the runs
-    alternating (after a warm-up of each), so that both see the same load."""
-    for run in runs:
-        run()
-    times: list[list[float]] = [[] for _ in runs]
-    for _ in range(repeat):
-        for i, run in enumerate(runs):
-            start = time.perf_counter()
-            run()
-            times[i].append(time.perf_counter() - start)
-    ratios = [b / a for a, b in zip(times[0], times[1])]
-    return [float(np.median(t)) for t in times], float(np.median(ratios))
+    """Median time of each of two runs and the median over pairs of the second's time over
+    the first's: the runs alternate (after a warm-up of each), so that both see the same
+    load, and which goes first alternates too (tinytc.tune.paired)."""
+    from tinytc.tune import paired as tune_paired
+
+    ratio, first, second = tune_paired(runs[0], runs[1], repeat)
+    return [first, second], ratio
 
 
 def bench_tuned(layer: tuple, layout: str, direction: str, repeat: int, budget: float) -> dict:
