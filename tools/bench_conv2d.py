@@ -194,9 +194,9 @@ def layer_conv(layer: tuple, layout: str, direction: str, tiling: Any) -> Any:
 
 
 def paired(runs: list[Any], repeat: int) -> tuple[list[float], float]:
-    """Median time of each of two runs and the median over pairs of the second's time over
-    the first's: the runs alternate (after a warm-up of each), so that both see the same
-    load, and which goes first alternates too (tinytc.tune.paired)."""
+    """Median time of each of two runs and the second's time over the first's, measured in
+    pairs, which one goes first alternating (tinytc.tune.paired: the larger of the median
+    of the pairs' ratios and the ratio of the medians)."""
     from tinytc.tune import paired as tune_paired
 
     ratio, first, second = tune_paired(runs[0], runs[1], repeat)
@@ -233,7 +233,7 @@ def bench_tuned(layer: tuple, layout: str, direction: str, repeat: int, budget: 
 def main_tuned(args: argparse.Namespace) -> int:
     rows = []
     chosen = [LAYERS[i] for i in args.layer] if args.layer else LAYERS
-    print("GFLOP/s, medians; ratio = median over pairs of tuned time / default time")
+    print("GFLOP/s, medians of pairs; time ratio tuned/default (tinytc.tune.paired)")
     for layer in chosen:
         for direction in args.direction or ["forward", "backward_data"]:
             for layout in args.layout or ["NCHW", "NHWC"]:
@@ -242,7 +242,8 @@ def main_tuned(args: argparse.Namespace) -> int:
                 print(
                     f"{r['layer']:<22} {layout} {direction:<13} default {r['default']:6.1f} "
                     f"tuned {r['tuned']:6.1f}  time ratio {r['time_ratio']:.3f}  "
-                    f"({r['tried']} tried) {r['default_tiling']} -> {r['tuned_tiling']}",
+                    f"({r['tried']} tried) {r['default_tiling']} -> {r['tuned_tiling']}"
+                    + (" (the default)" if r["default_tiling"] == r["tuned_tiling"] else ""),
                     flush=True,
                 )
     if args.json:
