@@ -184,11 +184,12 @@ def test_invalid_arguments_are_errors():
         tinytc.tune(GEMM, howmany=1, budget=-1)
 
 
-def test_a_corrupt_store_is_searched_again(device):
+def test_a_corrupt_store_is_searched_again(device, capsys):
     first = tinytc.tune(GEMM, howmany=2, limit=1, **SMALL)
     first.path.write_text("{not json")
     assert tune_module.stored_program_tilings(GEMM, device, 2) is None
-    assert tinytc.tune(GEMM, howmany=2, limit=1, **SMALL).searched
+    assert tinytc.tune(GEMM, howmany=2, limit=1, progress=True, **SMALL).searched
+    assert "tuning [" in capsys.readouterr().err  # the progress bar
 
 
 def test_command_line(tmp_path, capsys):
