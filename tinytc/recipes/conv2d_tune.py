@@ -44,7 +44,8 @@ def conv_candidates(problem: Conv2dProblem, default: ConvTiling, target: Any) ->
     """Valid ConvTilings of a conv2d problem (check_conv_tiling accepts each), nearest the
     default first: both kernels ('rows' only with stride_w 1), the subgroup sizes around the
     default's, row blocks, column tiles (divisors of the output channels and powers of two)
-    and reduction steps."""
+    and reduction steps. The other kernel with the default's sizes comes first: the kernel
+    is the largest lever (the rows kernel ran the NCHW 3x3 layers 1.1-1.4x faster)."""
     out = problem.k if problem.direction == "forward" else problem.c
     columns = {d for d in range(1, min(out, MAX_CONV_COLS) + 1) if out % d == 0}
     columns |= {1 << i for i in range(6)} | {default.cols_per_tile}
@@ -64,7 +65,7 @@ def conv_candidates(problem: Conv2dProblem, default: ConvTiling, target: Any) ->
     t = _tuning()
 
     def distance(a: ConvTiling, b: ConvTiling) -> float:
-        return t.log_distance(a, b, names) + 2 * (a.kernel != b.kernel)
+        return t.log_distance(a, b, names) + 0.5 * (a.kernel != b.kernel)
 
     return t.nearest_first(default, space, distance)
 
