@@ -3,8 +3,11 @@ checked against a function's signature. Shared by the JIT and the reference inte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import ctypes
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -27,10 +30,21 @@ def dtype_of(t: ScalarType) -> np.dtype:
 class Group:
     """A group argument: the arrays the kernel sees as memrefs, and the element offset of a
     group type with a dynamic offset. The kernel receives pointers ``array - offset``, so
-    that ``load`` (which adds the offset back) gives exactly these arrays."""
+    that ``load`` (which adds the offset back) gives exactly these arrays.
+
+    A list of arrays is kept as a tuple: a Group built once is checked on its first call and
+    its address table is reused by every later call (changing which arrays it holds, or
+    making one read-only, after that first call is not seen)."""
 
     arrays: Sequence[Any]
     offset: int = 0
+    bound: dict[Any, BoundGroup] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if isinstance(self.arrays, list):
+            object.__setattr__(self, "arrays", tuple(self.arrays))
 
 
 @dataclass
@@ -44,35 +58,59 @@ class BoundMemref:
 
 @dataclass
 class BoundGroup:
-    """A group argument: a list of members, or one array whose last mode counts them."""
+    """A group argument: its members' start addresses, and shapes and strides in elements as
+    one row per mode (int64, one column per member), so launches pass them without a loop.
+    ``arrays`` is the list of members, or one array whose last mode counts them."""
 
-    members: list[BoundMemref]
+    arrays: Any
     offset: int
-    stacked: BoundMemref | None = None
+    addresses: np.ndarray  # uint64, offset not applied
+    shapes: np.ndarray  # (order, count) int64
+    strides: np.ndarray  # (order, count) int64
+    read_only: int | None  # index of a member that is not writeable, if any
 
     @property
     def count(self) -> int:
-        return self.stacked.shape[-1] if self.stacked else len(self.members)
+        return len(self.addresses)
 
     def member(self, i: int) -> BoundMemref:
-        if self.stacked is None:
-            return self.members[i]
-        s = self.stacked
-        return BoundMemref(s.array[..., i], s.shape[:-1], s.stride[:-1])
+        array = self.arrays[..., i] if isinstance(self.arrays, np.ndarray) else self.arrays[i]
+        return BoundMemref(array, tuple(self.shapes[:, i].tolist()),
+                           tuple(self.strides[:, i].tolist()))  # fmt: skip
 
 
 class ArgumentError(TypeError):
     """An argument does not fit the kernel's signature."""
 
 
-def bind(func: Function, args: Sequence[Any]) -> list[Any]:
-    """Check ``args`` against the parameters of ``func``; scalars become numpy scalars."""
+def bind(func: Function, args: Sequence[Any], written: Collection[int] = ()) -> list[Any]:
+    """Check ``args`` against the parameters of ``func``; scalars become numpy scalars.
+
+    ``written`` holds the indices of parameters the kernel writes: read-only arrays are
+    refused for them."""
     if len(args) != len(func.params):
         raise ArgumentError(f"@{func.name} takes {len(func.params)} arguments, got {len(args)}")
-    return [
-        _bind(p.type, a, f"argument {i} (%{p.name})")
-        for i, (p, a) in enumerate(zip(func.params, args))
-    ]
+    bound = []
+    for i, (p, a) in enumerate(zip(func.params, args)):
+        what = f"argument {i} (%{p.name})"
+        bound.append(_bind(p.type, a, what))
+        if i in written:
+            _check_writeable(bound[-1], what)
+    return bound
+
+
+def _check_writeable(arg: Any, what: str) -> None:
+    if isinstance(arg, BoundMemref) and not _writeable(arg.array):
+        raise ArgumentError(f"{what}: the kernel writes it, but the array is read-only")
+    if isinstance(arg, BoundGroup) and arg.read_only is not None:
+        raise ArgumentError(
+            f"{what}[{arg.read_only}]: the kernel writes this group, but the array is read-only"
+        )
+
+
+def _writeable(array: Any) -> bool:
+    # pyopencl arrays (device memory) have flags without writeable
+    return bool(getattr(getattr(array, "flags", None), "writeable", True))
 
 
 def _bind(t: Type, arg: Any, what: str) -> Any:
@@ -82,36 +120,169 @@ def _bind(t: Type, arg: Any, what: str) -> Any:
         return bind_memref(t, arg, what)
     assert isinstance(t, GroupType)
     group = arg if isinstance(arg, Group) else Group(arg)
-    if t.offset is not None and group.offset not in (0, t.offset):
-        raise ArgumentError(f"{what}: the offset of {t} is fixed, got {group.offset}")
-    offset = group.offset if t.offset is None else t.offset
-    mt = t.memref
-    if isinstance(group.arrays, np.ndarray) and group.arrays.ndim == mt.order + 1:
-        # one array holds every member: member i is arrays[..., i]
-        batch = MemrefType(mt.element, (*mt.shape, None), (*mt.stride, None))
-        return BoundGroup([], offset, bind_memref(batch, group.arrays, what))
-    if isinstance(group.arrays, np.ndarray) or not isinstance(group.arrays, Sequence):
+    offset = _group_offset(t, group.offset, what)
+    key = (t, offset)
+    if key not in group.bound:  # a Group object is checked once, a list on every call
+        mt = t.memref
+        if isinstance(group.arrays, np.ndarray) and group.arrays.ndim == mt.order + 1:
+            bound = _bind_stacked(mt, group.arrays, offset, what)
+        elif isinstance(group.arrays, np.ndarray) or not isinstance(group.arrays, Sequence):
+            raise ArgumentError(
+                f"{what}: a group takes a list of arrays or one array with a trailing batch mode"
+                f" ({mt.order + 1} dimensions), got {type(group.arrays).__name__}"
+            )
+        else:
+            bound = _bind_list(mt, group.arrays, offset, what)
+        _check_offset_fits(bound, dtype_of(mt.element).itemsize, what)
+        if not isinstance(arg, Group):
+            return bound
+        group.bound[key] = bound
+    return group.bound[key]
+
+
+def _group_offset(t: GroupType, offset: Any, what: str) -> int:
+    if isinstance(offset, bool) or not isinstance(offset, int | np.integer):
+        raise ArgumentError(f"{what}: a group offset is an integer, got {offset!r}")
+    if t.offset is not None and offset not in (0, t.offset):
+        raise ArgumentError(f"{what}: the offset of {t} is fixed, got {offset}")
+    offset = int(offset) if t.offset is None else t.offset
+    if not 0 <= offset < 2**63:
+        raise ArgumentError(f"{what}: a group offset is a non-negative i64, got {offset}")
+    return offset
+
+
+def _check_offset_fits(group: BoundGroup, item: int, what: str) -> None:
+    """The kernel receives ``address - offset``: it must not wrap below address 0."""
+    if group.count and group.offset * item > int(group.addresses.min()):
         raise ArgumentError(
-            f"{what}: a group takes a list of arrays or one array with a trailing batch mode"
-            f" ({mt.order + 1} dimensions), got {type(arg).__name__}"
+            f"{what}: offset {group.offset} reaches below the members' memory"
+            " (address - offset * element size would be negative)"
         )
-    members = [bind_memref(mt, a, f"{what}[{k}]") for k, a in enumerate(group.arrays)]
-    return BoundGroup(members, offset)
+
+
+def _bind_stacked(mt: MemrefType, arrays: np.ndarray, offset: int, what: str) -> BoundGroup:
+    """One array holds every member: member i is arrays[..., i]."""
+    batch = MemrefType(mt.element, (*mt.shape, None), (*mt.stride, None))
+    b = bind_memref(batch, arrays, what)
+    count, item = b.shape[-1], arrays.dtype.itemsize
+    first = _address(arrays, what)
+    addresses = np.uint64(first) + np.arange(count, dtype=np.uint64) * np.uint64(
+        b.stride[-1] * item
+    )
+    shapes = np.repeat(np.array(b.shape[:-1], np.int64).reshape(-1, 1), count, axis=1)
+    strides = np.repeat(np.array(b.stride[:-1], np.int64).reshape(-1, 1), count, axis=1)
+    read_only = None if _writeable(arrays) or not count else 0
+    return BoundGroup(arrays, offset, addresses, shapes, strides, read_only)
+
+
+def _bind_list(mt: MemrefType, arrays: Sequence[Any], offset: int, what: str) -> BoundGroup:
+    """Members of one dtype, shape and strides (the common case) are checked as one: the
+    first is bound, the rest are only compared with it, in a few C-level passes."""
+    count = len(arrays)
+    uniform = (
+        count > 0
+        and all(issubclass(k, np.ndarray) for k in set(map(type, arrays)))
+        and len(set(map(attrgetter("dtype"), arrays))) == 1
+        and len(set(map(attrgetter("shape"), arrays))) == 1
+        and len(set(map(attrgetter("strides"), arrays))) == 1
+    )
+    if uniform:
+        first = bind_memref(mt, arrays[0], f"{what}[0]")
+        shapes = np.repeat(np.array(first.shape, np.int64).reshape(-1, 1), count, axis=1)
+        strides = np.repeat(np.array(first.stride, np.int64).reshape(-1, 1), count, axis=1)
+    else:
+        members = [bind_memref(mt, a, f"{what}[{k}]") for k, a in enumerate(arrays)]
+        for k, a in enumerate(arrays):
+            if not isinstance(a, np.ndarray):
+                raise ArgumentError(f"{what}[{k}]: group members must be numpy arrays")
+        shapes = _rows([m.shape for m in members], mt.order)
+        strides = _rows([m.stride for m in members], mt.order)
+    flags = list(map(attrgetter("flags.writeable"), arrays))
+    read_only = flags.index(False) if False in flags else None
+    return BoundGroup(arrays, offset, addresses_of(arrays), shapes, strides, read_only)
+
+
+def _rows(per_member: list[tuple[int, ...]], order: int) -> np.ndarray:
+    """One contiguous int64 row per mode (the kernel takes each row as an array)."""
+    table = np.array(per_member, np.int64).reshape(len(per_member), order)
+    return np.ascontiguousarray(table.T)
+
+
+def addresses_of(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """The data addresses of many numpy arrays (uint64), without a Python call per array.
+
+    ``__array_interface__`` costs about 1 us per array, too much for groups of 10^4-10^5
+    members. numpy's array object stores its data pointer right after the object header
+    (PyArrayObject.data, at the offset ``_DATA_FIELD`` found once below); it is read for all
+    arrays at once through one read-only view of the memory spanning their objects. The
+    first and last addresses are compared with numpy's own answer, and any doubt falls back
+    to the slow way."""
+    count = len(arrays)
+    if count < 64 or _DATA_FIELD is None:
+        return np.array([_address(a, "") for a in arrays], np.uint64)
+    ids = np.fromiter(map(id, arrays), np.uint64, count)
+    low, high = int(ids.min()), int(ids.max())
+    words = (high - low + _DATA_FIELD) // 8 + 1
+    memory = np.frombuffer((ctypes.c_uint64 * words).from_address(low), np.uint64)
+    found = memory[(ids - np.uint64(low - _DATA_FIELD)) >> np.uint64(3)]
+    if any(int(found[i]) != _address(arrays[i], "") for i in (0, count // 2, count - 1)):
+        return np.array([_address(a, "") for a in arrays], np.uint64)
+    return found
+
+
+def _address(array: Any, what: str) -> int:
+    try:
+        return int(array.__array_interface__["data"][0])
+    except (AttributeError, KeyError, TypeError) as error:
+        raise ArgumentError(f"{what}: group members must be numpy arrays") from error
+
+
+def _find_data_field() -> int | None:
+    """Offset of the data pointer in numpy's array object, checked on two arrays."""
+    probes = [np.zeros(3), np.zeros(5)]
+    for offset in range(8, np.ndarray.__basicsize__, 8):
+        if all(
+            ctypes.c_uint64.from_address(id(a) + offset).value == _address(a, "") for a in probes
+        ):
+            return offset
+    return None
+
+
+_DATA_FIELD = _find_data_field() if ctypes.sizeof(ctypes.c_void_p) == 8 else None
 
 
 def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
-    if isinstance(arg, np.ndarray) or not np.isscalar(arg):
-        raise ArgumentError(f"{what}: {t} takes a scalar, got {type(arg).__name__}")
+    """A numpy scalar of ``t``: integers in the range of their width and signedness; finite
+    floats that the type can hold (inf and nan given as such are kept)."""
+    if isinstance(arg, bool | np.bool_):
+        arg = int(arg)
     if t.is_integer:
-        if not float(arg).is_integer():
-            raise ArgumentError(f"{what}: {t} takes an integer, got {arg!r}")
-        low, high = t.int_range()
+        if isinstance(arg, float | np.floating) and np.isfinite(arg) and float(arg).is_integer():
+            arg = int(arg)
+        if not isinstance(arg, int | np.integer):
+            raise ArgumentError(f"{what}: {t} takes an integer scalar, got {_show(arg)}")
+        dtype = dtype_of(t)
+        low, high = (0, 1) if t.is_bool else (np.iinfo(dtype).min, np.iinfo(dtype).max)
         if not low <= int(arg) <= high:
-            raise ArgumentError(f"{what}: {arg} is out of range of {t}")
-        return np.array(int(arg)).astype(dtype_of(t))[()]
-    if t == BF16:
-        return bf16.round_to_bf16(arg)
-    return np.asarray(arg, dtype=dtype_of(t))[()]
+            raise ArgumentError(f"{what}: {_show(arg)} is out of range of {t} [{low}, {high}]")
+        return dtype.type(int(arg))
+    if not isinstance(arg, int | float | np.integer | np.floating):
+        raise ArgumentError(f"{what}: {t} takes a real scalar, got {_show(arg)}")
+    finite = bool(np.isfinite(arg)) if isinstance(arg, float | np.floating) else True
+    try:
+        value = float(arg)
+    except OverflowError:  # an int beyond every float type
+        value = math.inf
+    with np.errstate(over="ignore"):
+        out = bf16.round_to_bf16(value) if t == BF16 else dtype_of(t).type(value)
+    if finite and not np.isfinite(out):
+        raise ArgumentError(f"{what}: {_show(arg)} is out of range of {t}")
+    return out
+
+
+def _show(arg: Any) -> str:
+    text = repr(arg)
+    return f"{type(arg).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
 
 
 def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
