@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 
 import tinytc
 from tinytc import ArgumentError, Group
-from tinytc.arguments import addresses_of, bind
+from tinytc.arguments import bind, read_arrays
 from tinytc.param_access import written_params
 
 PROGRAM = """
@@ -125,7 +126,7 @@ def test_written_parameters_are_derived_through_views_members_and_collectives() 
     assert written_params(func) == {1, 2}
     (lowered,) = tinytc.compiler.run_pipeline(WRITES, "cpu").functions
     assert written_params(lowered) == {1, 2}  # after lowering: stores, coopmatrix stores
-    text = open("tests/programs/coopmatrix_gemm.ir").read()
+    text = Path("tests/programs/coopmatrix_gemm.ir").read_text()
     for func in tinytc.parse(text).functions:  # only C, the last parameter, is stored to
         assert written_params(func) == {len(func.params) - 1}, func.name
 
@@ -211,13 +212,18 @@ def test_a_group_object_is_bound_once(kernels: Any) -> None:
     assert all(t.tolist() == s.tolist() for s, t in zip(source.arrays, target.arrays))
 
 
-def test_addresses_of_many_arrays_match_numpy() -> None:
+def test_tables_of_many_arrays_match_numpy() -> None:
     base = np.zeros((50, 40), np.float64)
     arrays: list[np.ndarray] = [base[i] for i in range(50)] + [base[:, j] for j in range(40)]
     arrays += [np.zeros(k % 7, np.int16) for k in range(100)] + [np.ones(3)] * 5
+    arrays[7].flags.writeable = False
     random.Random(3).shuffle(arrays)
-    want = [a.__array_interface__["data"][0] for a in arrays]
-    assert addresses_of(arrays).tolist() == want
+    table = read_arrays(arrays, 1)
+    assert table is not None and not table.uniform()
+    assert all(table.agrees_with_numpy(i) for i in range(len(arrays)))
+    assert table.read_only() == next(i for i, a in enumerate(arrays) if not a.flags.writeable)
+    assert read_arrays(arrays, 2) is None
+    assert read_arrays([*arrays, [1.0]], 1) is None
 
 
 def test_mixed_member_layouts_are_bound_member_by_member() -> None:

@@ -4,6 +4,8 @@ crash-isolated worker, since without the check they crash or write out of bounds
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -84,7 +86,9 @@ def test_a_batch_mode_shorter_than_howmany_is_refused(worker: Worker) -> None:
 
 def test_enough_entries_run_and_write_only_inside(worker: Worker) -> None:
     members = [np.arange(4, dtype=np.float32) + 10 * k for k in range(3)]
-    a, b = ran(worker, GROUP_LOAD, [tinytc.Group(members), np.zeros((4, 3), np.float32, order="F")], 3)
+    a, b = ran(
+        worker, GROUP_LOAD, [tinytc.Group(members), np.zeros((4, 3), np.float32, order="F")], 3
+    )
     assert isinstance(a, GroupArg) and isinstance(b, ArrayArg)
     want = np.stack(members, axis=1)
     assert np.array_equal(b.view(), want)
@@ -136,7 +140,7 @@ def test_guarded_accesses_are_left_to_the_kernel() -> None:
 
 def test_requirements_of_the_lowered_tutorial_name_its_batch_modes() -> None:
     """After the pipeline (gemm lowered), %P, %A and %Q are indexed by group_id, %K is not."""
-    text = open("tests/programs/tutorial.ir").read()
+    text = Path("tests/programs/tutorial.ir").read_text()
     (func,) = tinytc.compiler.run_pipeline(text, "cpu").functions
     assert {need.param for need in batch_requirements(func)} == {1, 2, 3}
     assert written_params(func) == {3}

@@ -11,6 +11,7 @@ written to a temporary file and renamed, so concurrent processes see whole entri
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -80,10 +81,8 @@ def read_entry(path: Path) -> bytes | None:
 
 
 def _discard(path: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         path.unlink()
-    except OSError:
-        pass
 
 
 def _store(path: Path, binary: bytes) -> None:

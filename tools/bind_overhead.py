@@ -1,0 +1,69 @@
+"""What binding group arguments costs per call (issue 11 item 16), measured in one run.
+
+    python tools/bind_overhead.py [--members 40000] [--repeat 15]
+
+The tutorial chain Q_e += K P_e A_e with A as a group of `--members` 9 x 9 arrays, passed
+three ways: a Python list (checked on every call), a `tinytc.Group` built once (checked on
+its first call only) and one stacked array with a trailing batch mode. For each: the median
+time of `bind` alone and of a whole call (bind, launch, wait), and the call's ratio to the
+stacked one. This is a tool, not a test: timings vary with the machine's load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+import tinytc
+from tinytc.arguments import bind
+
+TUTORIAL = Path(__file__).resolve().parent.parent / "tests" / "programs" / "tutorial.ir"
+
+
+def times_ms(action: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """Median and minimum wall time of ``action`` in milliseconds, after one warm-up run (the
+    minimum shows the cost on a machine that other processes share)."""
+    action()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(times), 1e3 * min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--members", type=int, default=40000)
+    parser.add_argument("--repeat", type=int, default=15)
+    options = parser.parse_args()
+    n = options.members
+    kernels = tinytc.jit(TUTORIAL.read_text())
+    func = kernels.fused_kernel.func
+    rng = np.random.default_rng(0)
+    K = np.asfortranarray(rng.random((56, 56), np.float32))
+    P = np.asfortranarray(rng.random((56, 9, n), np.float32))
+    Q = np.zeros((56, 9, n), np.float32, order="F")
+    stacked = np.asfortranarray(rng.random((9, 9, n), np.float32))
+    members = [np.asfortranarray(stacked[:, :, e]) for e in range(n)]
+    ways = {"stacked": stacked, "Group": tinytc.Group(members), "list": members}
+
+    print(f"tutorial chain, {n} group members, median (min) of {options.repeat} in ms")
+    print(f"{'A passed as':<12} {'bind':>18} {'call':>18} {'call / stacked':>15}")
+    calls = {}
+    for name, group in ways.items():
+        args = [K, P, group, Q]
+        binding = times_ms(lambda args=args: bind(func, args), options.repeat)
+        call = times_ms(lambda args=args: kernels.fused_kernel(*args, howmany=n), options.repeat)
+        calls[name] = call[0]
+        timings = f"{binding[0]:>9.3f} ({binding[1]:>6.3f}) {call[0]:>9.2f} ({call[1]:>6.2f})"
+        print(f"{name:<12} {timings} {call[0] / calls['stacked']:>15.2f}")
+
+
+if __name__ == "__main__":
+    main()
