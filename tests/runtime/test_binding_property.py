@@ -1,0 +1,148 @@
+"""Property of argument binding (issue 11): random element types, strides, read-only flags,
+batch and group sizes, howmany and scalar values give either an ArgumentError, exactly when
+the arguments do not fit, or the right result; never a crash and never a write outside the
+arrays. Every array lives inside a buffer of random guard values, and the calls run in the
+crash-isolated worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tinytc.testing.case import ArrayArg, GroupArg
+from tinytc.testing.worker import Worker
+
+GUARD = 3  # elements of random values before and after every array
+
+KERNEL = """func @k(%alpha: {t}, %x: {x_type}, %y: memref<{t}x4x?,strided<?,?>>) {{
+  %g = group_id
+  %xv = {x_view}
+  %yv = subview %y[:, %g] : memref<{t}x4x?,strided<?,?>>
+  foreach %i = 0, 4 {{
+    %a = load %xv[%i] : memref<{t}x4,strided<?>>
+    %b = load %yv[%i] : memref<{t}x4,strided<?>>
+    %c = arith.mul %alpha, %a : {t}
+    %d = arith.add %c, %b : {t}
+    store %d, %yv[%i] : memref<{t}x4,strided<?>>
+  }}
+}}
+"""
+
+MEMBER = "memref<{t}x4,strided<?>>"
+BATCHED = "memref<{t}x4x?,strided<?,?>>"
+X_FORMS = {  # how %x holds its batch: its type and how one work-group's entry is taken
+    "batch mode": (BATCHED, "subview %x[:, %g] : " + BATCHED),
+    "group list": (f"group<{MEMBER}>", f"load %x[%g] : group<{MEMBER}>"),
+    "stacked group": (f"group<{MEMBER}>", f"load %x[%g] : group<{MEMBER}>"),
+}
+DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
+ALPHAS = {"f32": [2.5, 1e40, float("inf")], "f64": [2.5, -0.5], "i32": [3, 2**31, -(2**31)]}
+
+
+@dataclass
+class Case:
+    t: str
+    form: str
+    x_count: int
+    y_count: int
+    howmany: int
+    row_stride: int  # element stride of mode 0
+    col_extra: int | None  # column stride beyond packed (None: stride 0)
+    x_read_only: bool
+    y_read_only: bool
+    alpha: float
+
+    def misfit(self) -> bool:
+        """Whether the call must be refused."""
+        alpha_range = {"f32": 3.5e38, "i32": 2**31 - 1}.get(self.t, np.inf)
+        zero_stride = self.col_extra is None and (
+            self.y_count > 1 or (self.x_count > 1 and self.form != "group list")
+        )
+        return (
+            self.y_read_only
+            or min(self.x_count, self.y_count) < self.howmany
+            or (np.isfinite(self.alpha) and abs(self.alpha) > alpha_range)
+            or zero_stride
+        )
+
+
+cases = st.builds(
+    Case,
+    t=st.sampled_from(list(DTYPES)),
+    form=st.sampled_from(list(X_FORMS)),
+    x_count=st.integers(0, 4),
+    y_count=st.integers(0, 4),
+    howmany=st.integers(0, 4),
+    row_stride=st.integers(1, 3),
+    col_extra=st.sampled_from([0, 2, None]),
+    x_read_only=st.booleans(),
+    y_read_only=st.booleans(),
+    alpha=st.just(0.0),
+).flatmap(lambda c: st.sampled_from(ALPHAS[c.t]).map(lambda a: _with_alpha(c, a)))
+
+
+def _with_alpha(case: Case, alpha: float) -> Case:
+    case.alpha = alpha
+    return case
+
+
+def guarded(
+    rng: np.random.Generator, dtype: type, shape: tuple[int, ...], stride: tuple[int, ...]
+) -> ArrayArg:
+    """An array of random values inside a buffer with GUARD random values on both sides."""
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 1
+    buffer = rng.integers(-9, 10, span + 2 * GUARD).astype(dtype)
+    return ArrayArg(buffer, GUARD, shape, stride)
+
+
+def arguments(case: Case, rng: np.random.Generator) -> list:
+    dtype = DTYPES[case.t]
+    column = 0 if case.col_extra is None else 4 * case.row_stride + case.col_extra
+    y = guarded(rng, dtype, (4, case.y_count), (case.row_stride, column))
+    if case.form == "group list":
+        x = GroupArg(
+            [guarded(rng, dtype, (4,), (case.row_stride,)) for _ in range(case.x_count)], 0
+        )
+    else:
+        x = guarded(rng, dtype, (4, case.x_count), (case.row_stride, column))
+    return [case.alpha, x, y]
+
+
+def columns(x: ArrayArg | GroupArg, g: int) -> np.ndarray:
+    if isinstance(x, GroupArg):
+        return x.members[g].view()
+    return x.view()[:, g]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases, seed=st.integers(0, 2**16))
+def test_binding_refuses_or_computes_and_stays_inside(
+    worker: Worker, case: Case, seed: int
+) -> None:
+    x_type, x_view = X_FORMS[case.form]
+    text = KERNEL.format(t=case.t, x_type=x_type.format(t=case.t), x_view=x_view.format(t=case.t))
+    args = arguments(case, np.random.default_rng(seed))
+    read_only = [i for i, flag in ((1, case.x_read_only), (2, case.y_read_only)) if flag]
+    outcome = worker.run(text, [("k", args, case.howmany)], read_only=read_only)
+    assert outcome.status in ("ok", "error"), outcome.message
+    if case.misfit():
+        assert outcome.status == "error" and "ArgumentError" in outcome.message, outcome
+        return
+    assert outcome.status == "ok", outcome.message
+    assert outcome.results is not None
+    _, x_after, y_after = outcome.results[0]
+    x, y = args[1], args[2]
+    want = y.copy()
+    with np.errstate(all="ignore"):
+        for g in range(case.howmany):
+            alpha = np.asarray(case.alpha).astype(want.buffer.dtype)
+            want.view()[:, g] = alpha * columns(x, g) + want.view()[:, g]
+    np.testing.assert_array_equal(y_after.buffer, want.buffer)  # guard values included
+    if isinstance(x, GroupArg):
+        for before, after in zip(x.members, x_after.members):
+            np.testing.assert_array_equal(after.buffer, before.buffer)
+    else:
+        np.testing.assert_array_equal(x_after.buffer, x.buffer)
