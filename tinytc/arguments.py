@@ -74,8 +74,8 @@ class BoundGroup:
 
     def member(self, i: int) -> BoundMemref:
         array = self.arrays[..., i] if isinstance(self.arrays, np.ndarray) else self.arrays[i]
-        return BoundMemref(array, tuple(self.shapes[:, i].tolist()),
-                           tuple(self.strides[:, i].tolist()))  # fmt: skip
+        shape, stride = self.shapes[:, i].tolist(), self.strides[:, i].tolist()
+        return BoundMemref(array, tuple(shape), tuple(stride))
 
 
 class ArgumentError(TypeError):

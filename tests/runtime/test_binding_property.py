@@ -57,14 +57,17 @@ class Case:
 
     def misfit(self) -> bool:
         """Whether the call must be refused."""
-        alpha_range = {"f32": 3.5e38, "i32": 2**31 - 1}.get(self.t, np.inf)
+        # the alphas drawn are well inside or well outside these ranges
+        low, high = {"f32": (-3.5e38, 3.5e38), "i32": (-(2**31), 2**31 - 1)}.get(
+            self.t, (-np.inf, np.inf)
+        )
         zero_stride = self.col_extra is None and (
             self.y_count > 1 or (self.x_count > 1 and self.form != "group list")
         )
         return (
             self.y_read_only
             or min(self.x_count, self.y_count) < self.howmany
-            or (np.isfinite(self.alpha) and abs(self.alpha) > alpha_range)
+            or (np.isfinite(self.alpha) and not low <= self.alpha <= high)
             or zero_stride
         )
 
