@@ -174,7 +174,7 @@ def _terms(a: Affine) -> tuple[int, int, int]:
 
 
 def _accesses(inst: Inst, func: Function, affine: dict[Value, Affine], out: list) -> None:
-    """Requirements of one instruction: per indexed mode, (memref, mode, index, reach)."""
+    """The requirements of one instruction's group_id-indexed accesses."""
     ops = inst.operands
     if isinstance(inst, ir.LoadInst) and isinstance(ops[0].type, GroupType):
         param = root_param(ops[0], func)
@@ -243,8 +243,8 @@ def _extent(v: Value, mode: int, func: Function, affine: dict[Value, Affine]) ->
     if isinstance(inst, ir.FuseInst):
         if mode == inst.first:
             return None
-        return _extent(source, mode if mode < inst.first else mode + inst.last - inst.first,
-                       func, affine)  # fmt: skip
+        inner = mode if mode < inst.first else mode + inst.last - inst.first
+        return _extent(source, inner, func, affine)
     return None
 
 
