@@ -76,6 +76,13 @@ class Region:
         self.insts.insert(self.insts.index(anchor), inst)
         return inst
 
+    def replace(self, insts: Sequence[Inst]) -> None:
+        """Make ``insts`` the region's instructions (a pass that inserts many rebuilds the
+        list once rather than searching it for every insertion)."""
+        for inst in insts:
+            inst.parent = self
+        self.insts = list(insts)
+
     def walk(self) -> Iterator[Inst]:
         """Every instruction of the region and of its nested regions, in program order."""
         for inst in self.insts:
