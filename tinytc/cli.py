@@ -258,8 +258,8 @@ def _draw(
 def _fixed_scalars(
     program: Program, names: list[str], given: list[tuple[str, str]]
 ) -> dict[str, Any]:
-    """--arg values as numpy scalars of their parameter's type (the same name must have one
-    scalar type in every kernel that runs); UsageError for an unknown name or a bad value."""
+    """--arg values, checked against their parameter's type (a name must have one scalar type
+    in every kernel that runs); UsageError for an unknown name or a bad value."""
     import numpy as np
 
     from .arguments import dtype_of
@@ -278,7 +278,7 @@ def _fixed_scalars(
             raise UsageError(f"--arg {name}: the kernels that run have {problem} named %{name}")
         (t,) = types
         try:
-            value = float(text) if t.is_float else int(text, 0)
+            value = float(text) if t.is_float else int(text)
         except ValueError:
             raise UsageError(f"--arg {name}: {text!r} is not a value of type {t}") from None
         if t.is_integer:
