@@ -3,12 +3,12 @@ tests, benchmarks and fuzzing all go through ``run_pipeline``."""
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Sequence
 
 from .errors import CompilationError
 from .ir import Function, Program
+from .ir.core import recursion_for
 from .parser import parse
 from .passes import DEFAULT_PIPELINE, run_passes
 from .spirv.convert import argument_count, hidden_argument_count, lower
@@ -33,7 +33,9 @@ def run_pipeline(
     lowered (a kernel with more SPIR-V arguments than allowed is a CompilationError); the
     caller's Program is never changed."""
     core = get_target(target) if isinstance(target, str) else target
-    program = run_passes(copy.deepcopy(as_program(source_or_program)), passes, core, opt_level)
+    program = as_program(source_or_program).clone()
+    with recursion_for(program):
+        run_passes(program, passes, core, opt_level)
     for func in program.functions:
         check_argument_count(func)
     return program

@@ -4,6 +4,7 @@ local-memory stack, and work-group-size."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,11 @@ from tinytc.ir import (
     Program,
     Region,
 )
+from tinytc.passes import run_passes
 from tinytc.passes.insert_barrier import InsertBarrierPass, Pending
 from tinytc.passes.lifetime import InsertLifetimeStopPass, StackPass
 from tinytc.passes.work_group_size import WorkGroupSizePass
+from tinytc.spirv.tools import validate
 from tinytc.target import get_target
 
 
@@ -335,3 +338,29 @@ def test_insert_barrier_walks_each_loop_body_a_few_times(depth: int) -> None:
     bodies = [i.body for i in program.functions[0].walk() if isinstance(i, ForInst)]
     assert len(bodies) == depth
     assert all(isinstance(body.insts[0], BarrierInst) for body in bodies)
+
+
+def test_clone_is_independent() -> None:
+    """Program.clone (run_pipeline's copy): the passes change the copy only, use lists
+    included, and the copy prints as the original."""
+    text = (Path(__file__).resolve().parents[1] / "programs" / "for_carried.ir").read_text()
+    program = tinytc.parse(text)
+    values = [v for f in program.functions for i in f.walk() for v in (*i.operands, *i.results)]
+    uses = [list(v.uses) for v in values]
+    copy = program.clone()
+    assert str(copy) == str(program)
+    copied = {id(v) for f in copy.functions for i in f.walk() for v in (*i.operands, *i.results)}
+    assert not copied & {id(v) for v in values}
+    run_passes(copy, ["check-ir", "insert-lifetime-stop"], None)
+    assert [list(v.uses) for v in values] == uses
+    assert str(tinytc.parse(text)) == str(program)
+
+
+def test_deeply_nested_loops_compile() -> None:
+    """300 nested loops: the copy, the passes and the lowering recurse per level (Python's
+    default limit of 1,000 frames stopped the lowering at about 190 levels)."""
+    program = tinytc.parse(nested_loops(300))
+    assert program.nesting_depth() == 301
+    limit = sys.getrecursionlimit()
+    validate(tinytc.compile(program, "cpu"))
+    assert sys.getrecursionlimit() == limit

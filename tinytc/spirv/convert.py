@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import bf16, ir
 from ..errors import CompilationError
+from ..ir.core import recursion_for
 from ..target import CoreInfo
 from ._grammar import (
     BuiltIn,
@@ -444,6 +445,7 @@ def lower(program: ir.Program, target: CoreInfo) -> Module:
     )
 
     lowering = Lowering(target)
-    for func in program.functions:
-        lowering.kernel(func)
+    with recursion_for(program):  # handlers recurse into nested regions
+        for func in program.functions:
+            lowering.kernel(func)
     return lowering.m
