@@ -5,13 +5,14 @@
 Two families of generated kernels: a chain of N collective instructions (axpby, alternating
 between two arrays so that insert-barrier places a barrier between each pair), and N nested
 `for` loops with an axpby in each. For every size the script times each stage (parse, the
-copy run_pipeline makes, each pass of the default pipeline, SPIR-V lowering and assembly) and
-prints the median time per instruction in microseconds, and the ratio of the largest size's
-to the smallest's: a ratio near 1 is linear, a ratio that grows with the size is not. Times are this process's CPU time
-(on a shared machine wall-clock time mostly measures the other processes), and as timeit
-does, the garbage collector is off while a compilation is timed (its full collections make
-single timings of large programs jump; --gc keeps it on). This is a tool, not a test: timings
-still vary with the machine's load.
+copy run_pipeline makes, each pass of the default pipeline, SPIR-V lowering and assembly)
+and prints the median time per instruction in microseconds, and the ratio of the largest
+size's to the smallest's: a ratio near 1 is linear, one that grows with the size is not.
+
+Times are this process's CPU time (on a shared machine, wall-clock time mostly measures the
+other processes), and as timeit does, the garbage collector is off while a compilation is
+timed (its full collections make single timings of large programs jump; --gc keeps it on).
+This is a tool, not a test: timings still vary with the machine's load.
 """
 
 from __future__ import annotations
