@@ -13,6 +13,7 @@ from typing import Any
 from .arguments import ArgumentError
 from .errors import CompilationError
 from .ir import Program
+from .ir.core import recursion_for
 from .parser import parse
 from .passes import NEEDS_TARGET, PASSES, run_passes
 from .target import get_target
@@ -146,8 +147,9 @@ def opt_main(args: argparse.Namespace) -> int:
     if targetless:
         raise UsageError(f"pass '{targetless[0]}' needs --target cpu|pvc|dg2")
     target = get_target(args.target) if args.target else None
-    program = run_passes(read_program(args.file), names, target, args.opt_level)
-    write_output(str(program))
+    program = read_program(args.file)
+    with recursion_for(program):  # passes and printing recurse into nested regions
+        write_output(str(run_passes(program, names, target, args.opt_level)))
     return 0
 
 

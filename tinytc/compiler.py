@@ -33,8 +33,9 @@ def run_pipeline(
     lowered (a kernel with more SPIR-V arguments than allowed is a CompilationError); the
     caller's Program is never changed."""
     core = get_target(target) if isinstance(target, str) else target
-    program = as_program(source_or_program).clone()
-    with recursion_for(program):
+    source = as_program(source_or_program)
+    with recursion_for(source):
+        program = source.clone()
         run_passes(program, passes, core, opt_level)
     for func in program.functions:
         check_argument_count(func)
