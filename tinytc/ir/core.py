@@ -92,11 +92,19 @@ class Region:
         self.insts = list(insts)
 
     def walk(self) -> Iterator[Inst]:
-        """Every instruction of the region and of its nested regions, in program order."""
-        for inst in self.insts:
-            yield inst
-            for region in inst.regions:
-                yield from region.walk()
+        """Every instruction of the region and of its nested regions, in program order.
+
+        An explicit stack rather than nested generators, which would hand every instruction
+        up through one generator per level (a walk quadratic in the nesting depth)."""
+        stack = [iter(self.insts)]
+        while stack:
+            for inst in stack[-1]:
+                yield inst
+                if inst.regions:  # its regions next, then the rest of this one
+                    stack += [iter(r.insts) for r in reversed(inst.regions)]
+                    break
+            else:
+                stack.pop()
 
     def __iter__(self) -> Iterator[Inst]:
         return iter(self.insts)
