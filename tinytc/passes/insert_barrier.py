@@ -145,8 +145,8 @@ class InsertBarrierPass:
 
     def region(self, region: Region, pending: Pending, insert: bool) -> Pending:
         """Walk a mixed region from the state ``pending``; returns the state at its end.
-        With ``insert``, barriers go where the walk finds a conflict (each region is walked
-        so once, after the walks without insertion that it memoizes)."""
+        With ``insert``, a barrier goes before each access that conflicts; a region has one
+        such walk, after the walks without insertion, whose results are memoized."""
         if not insert and (region, pending) in self.ends:
             return self.ends[(region, pending)]
         start, kept = pending, []
