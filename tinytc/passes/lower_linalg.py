@@ -189,57 +189,71 @@ class LowerLinalgPass:
                 self.region(func, func.body)
 
     def region(self, func: Function, region: Region) -> None:
-        for inst in list(region.insts):
-            if inst.parent is not region:
-                continue  # erased as part of a fused pair
+        """Rebuild the region's list once, with each collective instruction replaced by its
+        lowering, and drop the replaced instructions from their operands' use lists at the
+        end: time linear in the number of instructions."""
+        replaced: set[Inst] = set()
+        insts: list[Inst] = []
+        for position, inst in enumerate(region.insts):
+            if inst in replaced:
+                continue  # the second gemm of a fused pair, or its lifetime_stop
             for child in inst.regions:
                 self.region(func, child)
             if isinstance(inst, LinalgInst):
-                self.replace(func, region, inst)
+                insts += self.replace(func, region, position, replaced)
+            else:
+                insts.append(inst)
+        if replaced:
+            region.insts = [i for i in insts if i not in replaced]  # (a fused pair's alloca)
+            for inst in region.insts:
+                inst.parent = region
+            drop_uses(replaced)
 
-    def replace(self, func: Function, region: Region, inst: LinalgInst) -> None:
+    def replace(
+        self, func: Function, region: Region, position: int, replaced: set[Inst]
+    ) -> list[Inst]:
+        """The lowering of the collective instruction at position; it and what it makes dead
+        go into replaced."""
+        inst: LinalgInst = region.insts[position]  # type: ignore[assignment]
         e = Emitter(inst.loc)
         new = Region()
         lowering = Lowering(e, func, self.target, self.staging, region is func.body)
         with e.b.at(new):
-            second = fusable_successor(region, inst, func, self.target)
+            second = fusable_successor(region, position, func, self.target)
             if second is not None:
                 lowering.fused(inst, second)  # type: ignore[arg-type]
             else:
                 lowering.instruction(inst)
-        index = region.insts.index(inst)
-        for added in new.insts:
-            added.parent = region
-        region.insts[index:index] = new.insts
-        erase(inst)
+        replaced.add(inst)
         if second is not None:
             tmp = inst.output
-            erase(second)
-            for user, _ in list(tmp.uses):
-                erase(user)  # lifetime_stop
-            erase(tmp.owner)  # type: ignore[arg-type]
+            replaced.update(user for user, _ in tmp.uses)  # second, lifetime_stop
+            replaced.add(tmp.owner)  # type: ignore[arg-type]
+        return new.insts
 
 
-def erase(inst: Inst) -> None:
-    """Remove an instruction from its region and from the use lists of its operands."""
-    for index, value in enumerate(inst.operands):
-        value.uses.remove((inst, index))
-    if inst.parent is not None:
-        inst.parent.insts.remove(inst)
+def drop_uses(insts: set[Inst]) -> None:
+    """Remove instructions from the use lists of their operands, each list rebuilt once."""
+    values = {id(v): v for inst in insts for v in inst.operands}
+    for value in values.values():
+        value.uses = [(user, index) for user, index in value.uses if user not in insts]
+    for inst in insts:
         inst.parent = None
 
 
 def fusable_successor(
-    region: Region, first: LinalgInst, func: Function, target: CoreInfo
+    region: Region, position: int, func: Function, target: CoreInfo
 ) -> GemmInst | None:
-    """The gemm right after ``first`` that reads first's alloca output as its A and nothing
-    else reads, when the temporary fits in registers (docs/performance-cpu.md lesson 9)."""
+    """The gemm right after the one at position that reads its alloca output as its A and
+    nothing else reads, when the temporary fits in registers (docs/performance-cpu.md
+    lesson 9)."""
+    first = region.insts[position]
     if not isinstance(first, GemmInst) or first.atomic or first.beta.constant != 0:
         return None
     tmp = first.output
     if not isinstance(tmp.owner, AllocaInst):
         return None
-    later = region.insts[region.insts.index(first) + 1 :]
+    later = (region.insts[i] for i in range(position + 1, len(region.insts)))
     second = next((i for i in later if not isinstance(i, LifetimeStopInst)), None)
     if not isinstance(second, GemmInst) or second.trans_a or second.operands[1] is not tmp:
         return None
