@@ -184,3 +184,35 @@ def dpas_tile(
 
 def _round_up(x: int, multiple: int) -> int:
     return -(-x // multiple) * multiple
+
+
+# GEMMs that lower-linalg gives to DPAS
+
+
+def gemm_fits(target: CoreInfo, a: ScalarType, b: ScalarType, out: ScalarType) -> bool:
+    """Whether a gemm of these element types runs on DPAS: the target has it and its form is
+    not off, A and B share a precision DPAS takes, and the output is summed in DPAS's
+    accumulator (f16 and bf16 outputs are summed in f32, as lower-linalg does). f32 and f64
+    keep fma: tf32 would change their results."""
+    if target.dpas is None or target.dpas_form == "off" or a != b or a not in PRECISIONS:
+        return False
+    summed_in = F32 if out in (F16, BF16) else out
+    return dpas_shape(target, a) is not None and summed_in == PRECISIONS[a][1]
+
+
+def gemm_tile(
+    target: CoreInfo, a: ScalarType, b: ScalarType, out: ScalarType, subgroup_size: int,
+    rows: int | None, cols: int | None,
+) -> tuple[int, int, int] | None:  # fmt: skip
+    """(rows, cols, K step) of the DPAS tiles of a gemm with an output of rows x cols (None
+    where dynamic), or None where it keeps fma (types, or a subgroup size other than the
+    execution size)."""
+    if not gemm_fits(target, a, b, out):
+        return None
+    assert target.dpas is not None
+    if subgroup_size != target.dpas.execution_size:
+        return None
+    tile = dpas_tile(target, a, rows, cols)
+    shape = dpas_shape(target, a)
+    assert tile is not None and shape is not None
+    return (*tile, shape.k)

@@ -153,11 +153,18 @@ def cast_matrix(lo: Lowering, inst: ir.CastInst, value: CoopMatrix) -> CoopMatri
     src: ir.CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
     to: ir.CoopMatrixType = inst.to  # type: ignore[assignment]
     source, target = holder(lo, src), holder(lo, to)
+    sgs = lo.func.subgroup_size if lo.func is not None else 0
+    if source is target is not PLAIN and src.use == to.use and _same_entries(source, src, to, sgs):
+        return CoopMatrix(to, [convert(lo, c, src.element, to.element) for c in value.components])
     if source is not PLAIN:  # DPAS layouts change use through the plain one (dpas.py)
         value = relayout(lo, value, source, PLAIN)
     moved = PLAIN.change_use(lo, value, to.use)
     result = CoopMatrix(to, [convert(lo, c, src.element, to.element) for c in moved.components])
     return result if target is PLAIN else relayout(lo, result, PLAIN, target)
+
+
+def _same_entries(impl: Dpas, a: ir.CoopMatrixType, b: ir.CoopMatrixType, sgs: int) -> bool:
+    return impl.lane_entries(a, sgs) == impl.lane_entries(b, sgs)
 
 
 from .dpas import Dpas, dpas_types, relayout  # noqa: E402

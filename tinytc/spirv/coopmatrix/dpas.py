@@ -35,13 +35,22 @@ from ...gemm.dpas import (
     tile_fits,
     tile_holder,
 )
-from .._grammar import Decoration, LinkageType, Op, OpenCLStd, Scope
+from .._grammar import (
+    Decoration,
+    FunctionControl,
+    LinkageType,
+    MemoryAccess,
+    Op,
+    OpenCLStd,
+    Scope,
+)
 from .._grammar import MatrixMultiplyAccumulateOperands as Mma
-from ..convert import Lowering
+from ..convert import Lowering, Memref
+from ..convert_memory import load_scalar
 from ..function import Builder, Function
 from ..instruction import Id, Instruction
 from . import CoopMatrix
-from .plain import PLAIN, Entry, Plain, _sgs
+from .plain import PLAIN, Access, Entry, Plain, _sgs
 
 OPERANDS = {  # how the extension reads the integer words that carry A and B
     ir.F16: Mma.MatrixAPackedFloat16INTEL | Mma.MatrixBPackedFloat16INTEL,
@@ -69,6 +78,15 @@ def dpas_types(lo: Lowering, func: ir.Function) -> dict[ir.CoopMatrixType, DpasS
             continue
         if all(tile_fits(t.use, t.rows, t.cols, shape) for t in (a, b, c)):
             found.update({a: shape, b: shape, c: shape})
+    # Accumulators of the same shape in other types (the f16 output of f32 sums, say) share
+    # the layout, which does not depend on the element: their casts move nothing.
+    shapes = {(t.rows, t.cols): s for t, s in found.items() if t.use == "matrix_acc"}
+    for inst in func.walk():
+        for v in (*inst.operands, *inst.results):
+            t = v.type
+            acc = isinstance(t, ir.CoopMatrixType) and t.use == "matrix_acc"
+            if acc and (t.rows, t.cols) in shapes and t not in found:  # type: ignore[union-attr]
+                found[t] = shapes[t.rows, t.cols]  # type: ignore[union-attr,index]
     return found
 
 
@@ -119,6 +137,27 @@ class Dpas(Plain):
 
     def block_readable(self, lo, inst, access) -> bool:  # type: ignore[no-untyped-def]
         return not self.holds(inst.type) and PLAIN.block_readable(lo, inst, access)
+
+    def load(self, lo: Lowering, inst: ir.CoopMatrixLoadInst) -> CoopMatrix:
+        """Gathers; a checked entry outside the memref reads its first element instead (a
+        select, not a branch per entry: the edges of every GEMM tile have many) and gives 0."""
+        t = inst.type
+        if not self.holds(t):
+            return PLAIN.load(lo, inst)
+        access = Access(lo, inst.operands[0], inst.operands[1], inst.operands[2], inst)
+        m, el = access.m, t.element
+        components = []
+        for e in self.entries(lo, t):
+            cond = access.condition(e, t)
+            if cond is None:
+                components.append(load_element(lo, m, access.pointer(e)))
+                continue
+            offset = lo.add(lo.mul(e.row, access.row_stride), lo.mul(e.col, access.col_stride))
+            offset = lo.as_id(lo.add(access.start, offset))
+            safe = lo.op(Op.Select, lo.i64, cond, offset, lo.as_id(0))
+            value = load_element(lo, m, lo.offset_pointer(m.pointer, m.space, el, safe))
+            components.append(lo.op(Op.Select, lo.scalar_type(el), cond, value, lo.const(el, 0)))
+        return CoopMatrix(t, components)
 
     # What has no DPAS form: via the plain layout
 
@@ -199,14 +238,33 @@ class Dpas(Plain):
         return [lo.op(Op.CompositeExtract, lo.scalar_type(acc), d, r) for r in range(m)]
 
 
+def load_element(lo: Lowering, m: Memref, pointer: Id) -> Id:
+    """load_scalar, with bf16 widened by a shift (exact, and cheaper on the CPU runtime than
+    its conversion builtin)."""
+    if m.type.element != ir.BF16:
+        return load_scalar(lo, m, pointer)
+    bits = lo.op(Op.Load, lo.m.type_int(16), pointer, MemoryAccess.Aligned, 2)
+    return widen_bf16(lo, bits)
+
+
+def widen_bf16(lo: Lowering, bits: Id) -> Id:
+    """The f32 whose upper half is the bf16 pattern ``bits`` (i16)."""
+    i32 = lo.m.type_int(32)
+    upper = lo.op(Op.ShiftLeftLogical, i32, lo.op(Op.UConvert, i32, bits), lo.u32(16))
+    return lo.op(Op.Bitcast, lo.m.type_float(32), upper)
+
+
 # The packed operands
 
 
 def bits_of(lo: Lowering, el: ir.ScalarType, value: Id) -> Id:
-    """An element's bit pattern as an integer of its width (bf16 is held as f32)."""
+    """An element's bit pattern as an integer of its width. bf16 is held as an f32 that bf16
+    represents exactly (arithmetic rounds it), so its upper half is the pattern."""
     word = lo.m.type_int(el.bits)
     if el == ir.BF16:
-        return lo.op(Op.ConvertFToBF16INTEL, word, value)
+        i32 = lo.m.type_int(32)
+        upper = lo.op(Op.ShiftRightLogical, i32, lo.op(Op.Bitcast, i32, value), lo.u32(16))
+        return lo.op(Op.UConvert, word, upper)
     return lo.op(Op.Bitcast, word, value) if el.is_float else value
 
 
@@ -267,7 +325,8 @@ def mad_function(lo: Lowering, form: str, shape: DpasShape, el: ir.ScalarType, m
     if key in lo.coopmatrix_state:
         return lo.coopmatrix_state[key]
     a_type, b_type, c_type = operand_types(lo, shape, el, m)
-    function = lo.m.function(c_type, [a_type, b_type, c_type])
+    # DontInline: one body per module, not one per call, keeps the CPU runtime's build short
+    function = lo.m.function(c_type, [a_type, b_type, c_type], FunctionControl.DontInline)
     lo.m._functions.remove(function)  # declarations go first; keep both forms' orders alike
     lo.m._functions.insert(0, function)
     name = builtin_name(shape, el, m)
@@ -340,7 +399,7 @@ def unpack(lo: Lowering, el: ir.ScalarType, word: Id, count: int, index: int) ->
         pieces = lo.op(Op.Bitcast, lo.m.type_vector(bits_type, count), word)
         bits = lo.op(Op.CompositeExtract, bits_type, pieces, index)
     if el == ir.BF16:
-        return lo.op(Op.ConvertBF16ToFINTEL, lo.m.type_float(32), bits)
+        return widen_bf16(lo, bits)
     if el == ir.F16:
         half = lo.op(Op.Bitcast, lo.m.type_float(16), bits)
         return lo.op(Op.FConvert, lo.m.type_float(32), half)
