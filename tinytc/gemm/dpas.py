@@ -25,6 +25,7 @@ PRECISIONS: dict[ScalarType, tuple[str, ScalarType]] = {
 }
 REPEAT_COUNTS = (1, 2, 4, 8)  # the M of one instruction (vector lengths 1, 2, 4, 8)
 REGISTER_SHARE = 3 / 4  # of a subgroup's registers for the C tile and one K step of A and B
+CHANNEL = 4  # bytes a gathered A or B element takes in registers: one 32-bit channel
 MAX_TILE_ROWS = 32
 
 
@@ -176,7 +177,7 @@ def dpas_tile(
     best = (8, shape.n)
     for m in range(8, min(MAX_TILE_ROWS, row_limit) + 1, 8):
         for n in range(shape.n, col_limit + 1, shape.n):
-            size = m * n * acc.size + (m + n) * shape.k * element.size
+            size = m * n * acc.size + (m + n) * shape.k * CHANNEL
             if size <= budget and (m * n, m) > (best[0] * best[1], best[0]):
                 best = (m, n)
     return best
