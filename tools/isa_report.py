@@ -84,8 +84,8 @@ def report(device: str, kernels: list[tuple[str, str]]) -> list[dict[str, Any]]:
                        cwd=tmp, capture_output=True, timeout=600, check=True)  # fmt: skip
         for _, name in kernels:
             heap = Path(tmp, "d", f"{name}_KernelHeap.dat")
-            isa = subprocess.run(["iga64", "-d", f"-p={IGA_PLATFORM[device]}", str(heap)],
-                                 capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+            disassemble = ["iga64", "-d", f"-p={IGA_PLATFORM[device]}", str(heap)]
+            isa = subprocess.run(disassemble, capture_output=True, text=True, check=True)
             lines = [x.strip() for x in isa.stdout.splitlines() if x.strip()]
             loop = k_loop(lines)
             scratch = [x for x in loop if "scratch" in x]
