@@ -82,6 +82,8 @@ class CoreInfo:
     subgroup_block_io: bool
     dpas: DpasGeometry | None = None
     dpas_form: DpasForm = "extension"
+    # f32 GEMMs on DPAS with A and B read as tf32 (10-bit mantissa): opt-in, it changes results
+    dpas_tf32: bool = False
     # Batch entries one work-group may run in turn: on the CPU a work-group costs about 90 ns
     # (docs/performance-cpu.md lesson 3), on GPUs work-groups are what fills the machine.
     max_entries_per_group: int = 1

@@ -1,8 +1,8 @@
 """GEMMs that lower-linalg gives to DPAS (tinytc/gemm/dpas.py, LowerLinalg.dpas_gemm): the
 emulated form runs on the CPU runtime against the reference interpreter for f16, bf16 and i8
 in the pvc and dg2 geometries, over every transpose, ragged and dynamic sizes, batched and
-grouped operands, atomics, and alpha and beta as arguments; f32 keeps fma, and so does
-the off form.
+grouped operands, atomics, and alpha and beta as arguments; f32 keeps fma unless tf32 is
+asked for, and the off form keeps fma.
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ def test_dpas_tiles_are_chosen(target: str) -> None:
         assert dpas_operations(kernel.text, core(target, "off")) == 0
     f32 = kernel_text(Case("gemm", m=32, n=32, k=32)).text
     assert dpas_operations(f32, core(target, "builtin")) == 0
+    tf32 = dataclasses.replace(core(target, "extension"), dpas_tf32=True)  # opt-in
+    assert dpas_operations(f32, tf32) > 0
 
 
 def dpas_operations(text: str, target: CoreInfo) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import tinytc
 from tinytc.compiler import run_pipeline
 from tinytc.ir import (
     BF16,
@@ -66,13 +67,13 @@ cs = _support()
 Buffer, Family, Spec, cm, const, idx = cs.Buffer, cs.Family, cs.Spec, cs.cm, cs.const, cs.idx
 small, fetch, place, wrap = cs.small_values, cs.fetch, cs.place, cs.wrap
 
-ACC = {F16: F32, BF16: F32, I8: I32}
-KD = {F16: 16, BF16: 16, I8: 32}  # K of one instruction (systolic depth 8)
+ACC = {F16: F32, BF16: F32, I8: I32, F32: F32}
+KD = {F16: 16, BF16: 16, I8: 32, F32: 8}  # K of one instruction (systolic depth 8)
 GEOMETRY = {"pvc": PVC, "dg2": DG2}
 
 
-def core(target: str, form: str) -> CoreInfo:
-    return dataclasses.replace(GEOMETRY[target], dpas_form=form)  # type: ignore[arg-type]
+def core(target: str, form: str, tf32: bool = False) -> CoreInfo:
+    return dataclasses.replace(GEOMETRY[target], dpas_form=form, dpas_tf32=tf32)  # type: ignore[arg-type]
 
 
 def gemm_spec(el: ScalarType, sgs: int, m: int, n: int, k: int, ta: bool = False, tb: bool = False,
@@ -262,6 +263,59 @@ def test_builtin_form_becomes_dpas_instructions(target: str) -> None:
             )
     assert set(counts) == set(FAMILIES[target].names)
     assert all(n > 0 for n in counts.values()), counts
+
+
+# tf32 (opt-in): f32 A and B read with a 10-bit mantissa; on pvc N = 16 > K = 8, so each
+# A column's rows are split over two lanes (the extension's third A case)
+
+
+def round_tf32(x: np.ndarray) -> np.ndarray:
+    """f32 values rounded to tf32, to nearest even."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFE000
+    return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def tf32_spec(sgs: int) -> Spec:
+    """C = A B + C on an 8 x S tile with K = 16 (two instructions), A with entries that
+    tf32 rounds (1 + 2^-11 to 1, 1 + 3 2^-11 to 1 + 2^-9, ties to even)."""
+    rows, cols, k = 8, sgs, 16
+    a, b, c = Buffer(F32, rows, k), Buffer(F32, k, cols), Buffer(F32, rows, cols)
+
+    def body(kb, v):  # type: ignore[no-untyped-def]
+        am = kb.load(cm(F32, rows, k, "matrix_a"), v[0])
+        bm = kb.load(cm(F32, k, cols, "matrix_b"), v[1])
+        cmat = kb.load(cm(F32, rows, cols, "matrix_acc"), v[2])
+        kb.store(kb.val(CoopMatrixMulAddInst(am, bm, cmat)), v[2])
+
+    def inputs(r):  # type: ignore[no-untyped-def]
+        fraction = r.choice([0, 2.0**-11, 3 * 2.0**-11], size=(rows, k))
+        return {"A": small(F32, (rows, k), r) + fraction, "B": small(F32, (k, cols), r),
+                "C": small(F32, (rows, cols), r)}  # fmt: skip
+
+    return Spec(
+        f"tf32_s{sgs}", [("A", a), ("B", b), ("C", c)], body, inputs,
+        lambda i: {"C": round_tf32(i["A"]) @ i["B"] + i["C"]}, sgs=sgs, wg=(sgs, 1),
+    )  # fmt: skip
+
+
+TF32 = {t: Family(f"tf32_{t}", [tf32_spec(GEOMETRY[t].dpas.execution_size)],  # type: ignore[union-attr]
+                  core(t, "emulate", tf32=True)) for t in GEOMETRY}  # fmt: skip
+
+
+@pytest.mark.parametrize("target", GEOMETRY)
+def test_tf32_emulated_rounds_and_validates(target: str) -> None:
+    family = TF32[target]
+    family.run(family.names[0])
+    c = core(target, "extension", tf32=True)
+    binary = lower(run_pipeline(cs.program(family.specs), c), c).assemble()
+    validate(binary)
+    assert count(binary, DPAS) == 2
+    with pytest.raises(tinytc.CompilationError, match="tf32 has no OpenCL builtin"):
+        c = core(target, "builtin", tf32=True)
+        lower(run_pipeline(cs.program(family.specs), c), c)
+    plain = core(target, "extension")  # tf32 not asked for: fma
+    assert count(lower(run_pipeline(cs.program(family.specs), plain), plain).assemble(), DPAS) == 0
 
 
 # The native and emulated modules differ only in the DPAS operations

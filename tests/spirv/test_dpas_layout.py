@@ -4,6 +4,7 @@ tile layouts against their own holders, and the register blocking."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -91,14 +92,17 @@ def test_geometry_per_target() -> None:
 
 
 @pytest.mark.parametrize("target", [PVC, DG2])
-@pytest.mark.parametrize("element", [F16, BF16, I8])
+@pytest.mark.parametrize("element", [F16, BF16, I8, F32])
 def test_tile_layouts_match_one_instruction(target, element) -> None:  # type: ignore[no-untyped-def]
     """A tile of one instruction's size holds, per lane, exactly the entries the
-    instruction's packed values list, in the same order."""
-    s = dpas_shape(target, element)
+    instruction's packed values list, in the same order (tf32 on pvc: K 8 < N 16, the
+    extension's third A case, rows split over two lanes)."""
+    assert dpas_shape(target, F32) is None  # tf32 only where asked for
+    s = dpas_shape(dataclasses.replace(target, dpas_tf32=True), element)
     assert s is not None
     bits = element.bits
-    for m in (1, 2, 4, 8):
+    assert s.share == (2 if (target, element) == (PVC, F32) else 1)
+    for m in (m for m in (1, 2, 4, 8) if m % s.share == 0):
         a = tile_entries("matrix_a", m, s.k, s)
         assert a == [[e for comp in inv for e in comp] for inv in a_entries(m, s.k, s.n)]
         c = tile_entries("matrix_acc", m, s.n, s)
@@ -111,7 +115,8 @@ def test_tile_layouts_match_one_instruction(target, element) -> None:  # type: i
 @pytest.mark.parametrize("use,rows,cols", [("matrix_a", 16, 64), ("matrix_b", 64, 32),
                                            ("matrix_acc", 24, 48)])  # fmt: skip
 def test_tile_holder_inverts_entries(use: str, rows: int, cols: int) -> None:
-    for shape in (dpas_shape(PVC, I8), dpas_shape(DG2, F16)):
+    tf32 = dpas_shape(dataclasses.replace(PVC, dpas_tf32=True), F32)
+    for shape in (dpas_shape(PVC, I8), dpas_shape(DG2, F16), tf32):
         assert shape is not None and tile_fits(use, rows, cols, shape)
         entries = tile_entries(use, rows, cols, shape)
         seen = set()

@@ -17,11 +17,13 @@ from ..target import CoreInfo
 Entry = tuple[int, int]
 
 # A/B element types DPAS multiplies, the accumulator they sum into and their precision name
-# (DpasGeometry.ops_per_channel). f32 (tf32) is not offered: it changes results.
+# (DpasGeometry.ops_per_channel). f32 (read as tf32) only where the target opts in
+# (CoreInfo.dpas_tf32): it changes results.
 PRECISIONS: dict[ScalarType, tuple[str, ScalarType]] = {
     F16: ("f16", F32),
     BF16: ("bf16", F32),
     I8: ("i8", I32),
+    F32: ("tf32", F32),
 }
 REPEAT_COUNTS = (1, 2, 4, 8)  # the M of one instruction (vector lengths 1, 2, 4, 8)
 REGISTER_SHARE = 3 / 4  # of a subgroup's registers for the C tile and one K step of A and B
@@ -89,18 +91,25 @@ class DpasShape:
 
     @property
     def a_per_lane(self) -> int:
-        """Adjacent A columns one invocation packs per row (K / N)."""
-        return self.k // self.n
+        """Adjacent A columns one invocation packs per row (K / N, at least 1)."""
+        return max(self.k // self.n, 1)
+
+    @property
+    def share(self) -> int:
+        """Invocations that split one A column's rows (N / K, at least 1: tf32 on pvc)."""
+        return max(self.n // self.k, 1)
 
 
 def dpas_shape(target: CoreInfo, element: ScalarType) -> DpasShape | None:
     """The instruction for A/B of ``element`` on ``target``, or None without one (no DPAS,
-    an element DPAS does not take, or a K smaller than N, which tiles cannot use)."""
+    an element DPAS does not take, f32 where tf32 is not asked for)."""
     if target.dpas is None or element not in PRECISIONS:
+        return None
+    if element == F32 and not target.dpas_tf32:
         return None
     precision = PRECISIONS[element][0]
     n, k = target.dpas.execution_size, target.dpas.k_for(precision)
-    return DpasShape(n, k, target.dpas.ops_for(precision)) if k % n == 0 else None
+    return DpasShape(n, k, target.dpas.ops_for(precision))
 
 
 def row_chunks(rows: int) -> list[tuple[int, int]]:
@@ -116,7 +125,7 @@ def row_chunks(rows: int) -> list[tuple[int, int]]:
 def tile_fits(use: str, rows: int, cols: int, shape: DpasShape) -> bool:
     """Whether a coopmatrix of ``use`` and this size is made of whole DPAS blocks."""
     if use == "matrix_a":
-        return bool(row_chunks(rows)) and cols % shape.k == 0
+        return bool(row_chunks(rows)) and cols % shape.k == 0 and rows % shape.share == 0
     if use == "matrix_b":
         return rows % shape.k == 0 and cols % shape.n == 0
     return bool(row_chunks(rows)) and cols % shape.n == 0
@@ -126,18 +135,20 @@ def tile_entries(use: str, rows: int, cols: int, shape: DpasShape) -> list[list[
     """Entry of each component, per lane, of a tile in the DPAS layout. Components are
     single elements; the values one instruction takes are runs of adjacent components:
 
-    - matrix_a: component e + P (r + rows kb) is (r, K kb + P lane + e), P = K / N; the P
-      components of (r, kb) form row r's packed value of K block kb.
+    - matrix_a: with P = K / N columns per lane and rows shared by S = N / K lanes (each at
+      least 1), component e + P (g + rows / S kb) of lane l is
+      (S g + l div K, K kb + (P l) mod K + e): the P components of (g, kb) form one packed
+      value; an instruction's rows f.. take the values of g = f / S ...
     - matrix_b: component k + rows j is (k, N j + lane): column N j + lane, and each run of
       ``ops`` rows of a K block forms one VNNI value.
     - matrix_acc: component r + rows j is (r, N j + lane): column N j + lane.
     """
-    n = shape.n
+    n, k = shape.n, shape.k
     if use == "matrix_a":
-        p = shape.a_per_lane
+        p, s = shape.a_per_lane, shape.share
         return [
-            [(r, shape.k * kb + p * lane + e)
-             for kb in range(cols // shape.k) for r in range(rows) for e in range(p)]
+            [(s * g + lane // k, k * kb + (p * lane) % k + e)
+             for kb in range(cols // k) for g in range(rows // s) for e in range(p)]
             for lane in range(n)
         ]  # fmt: skip
     return [[(r, n * j + lane) for j in range(cols // n) for r in range(rows)] for lane in range(n)]
@@ -147,10 +158,11 @@ def tile_holder(use: str, rows: int, shape: DpasShape, entry: Entry) -> tuple[in
     """(lane, component) that holds ``entry`` in the layout of ``tile_entries``."""
     r, c = entry
     if use == "matrix_a":
-        p = shape.a_per_lane
+        p, s = shape.a_per_lane, shape.share
         kb, within = divmod(c, shape.k)
-        lane, e = divmod(within, p)
-        return lane, e + p * (r + rows * kb)
+        g, part = divmod(r, s)
+        e = within % p
+        return (within - e) // p + shape.k * part, e + p * (g + rows // s * kb)
     j, lane = divmod(c, shape.n)
     return lane, r + rows * j
 
@@ -193,8 +205,8 @@ def _round_up(x: int, multiple: int) -> int:
 def gemm_fits(target: CoreInfo, a: ScalarType, b: ScalarType, out: ScalarType) -> bool:
     """Whether a gemm of these element types runs on DPAS: the target has it and its form is
     not off, A and B share a precision DPAS takes, and the output is summed in DPAS's
-    accumulator (f16 and bf16 outputs are summed in f32, as lower-linalg does). f32 and f64
-    keep fma: tf32 would change their results."""
+    accumulator (f16 and bf16 outputs are summed in f32, as lower-linalg does). f64 keeps
+    fma, and so does f32 unless the target opts in to tf32, which changes results."""
     if target.dpas is None or target.dpas_form == "off" or a != b or a not in PRECISIONS:
         return False
     summed_in = F32 if out in (F16, BF16) else out

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ... import ir
+from ...errors import CompilationError
 from ...gemm.dpas import (
     PRECISIONS,
     DpasShape,
@@ -45,7 +46,7 @@ from .._grammar import (
     Scope,
 )
 from .._grammar import MatrixMultiplyAccumulateOperands as Mma
-from ..convert import Lowering, Memref
+from ..convert import Dim, Lowering, Memref
 from ..convert_memory import load_scalar
 from ..function import Builder, Function
 from ..instruction import Id, Instruction
@@ -57,6 +58,7 @@ OPERANDS = {  # how the extension reads the integer words that carry A and B
     ir.BF16: Mma.MatrixAPackedBFloat16INTEL | Mma.MatrixBPackedBFloat16INTEL,
     ir.I8: Mma.MatrixASignedComponentsINTEL | Mma.MatrixBSignedComponentsINTEL
     | Mma.MatrixAPackedInt8INTEL | Mma.MatrixBPackedInt8INTEL,
+    ir.F32: Mma.MatrixATF32INTEL | Mma.MatrixBTF32INTEL,
 }  # fmt: skip
 MANGLED = {ir.I8: "i", ir.I16: "s", ir.I32: "i", ir.F32: "f"}  # Itanium codes of OpenCL C types
 
@@ -123,16 +125,24 @@ class Dpas(Plain):
         return plain_holder(t, sgs, entry)
 
     def entries(self, lo: Lowering, t: ir.CoopMatrixType, documented: bool = False) -> list[Entry]:
-        """Run-time entries: the row is the same in every lane, the column moves by a fixed
-        step per lane (1 for B and C, K / N for A)."""
+        """Run-time entries. With K = the instruction's K, lane l = K q + w (q = 0 unless
+        A's rows are split over lanes, tf32 on pvc): the column moves by a fixed step per w
+        (1 for B and C, K / N for A), the row by a fixed step per q."""
         if not self.holds(t):
             return PLAIN.entries(lo, t, documented)
-        first, second = self.lane_entries(t, _sgs(lo))[:2]
+        k = self.shapes[t].k
+        table = self.lane_entries(t, _sgs(lo))
         lane = lo.lane()
+        split = t.use == "matrix_a" and self.shapes[t].share > 1
+        q: Dim = lo.div(lane, k) if split else 0
+        w: Dim = lo.sub(lane, lo.mul(q, k)) if split else lane
         found = []
-        for (row, col), (row1, col1) in zip(first, second):
-            assert row == row1
-            found.append(Entry(row, lo.add(lo.mul(lane, col1 - col), col), 0, False))
+        for v, (row, col) in enumerate(table[0]):
+            row_step = table[k][v][0] - row if split else 0
+            col_step = table[1][v][1] - col
+            found.append(
+                Entry(lo.add(lo.mul(q, row_step), row), lo.add(lo.mul(w, col_step), col), 0, False)
+            )
         return found
 
     def block_readable(self, lo, inst, access) -> bool:  # type: ignore[no-untyped-def]
@@ -204,6 +214,8 @@ class Dpas(Plain):
         if not all(self.holds(x.type) for x in (a, b, c)):
             return self.via_plain(lo, inst, "mul_add")  # type: ignore[return-value]
         shape, el = self.shapes[a.type], a.type.element
+        if el == ir.F32 and self.form == "builtin":
+            raise CompilationError(inst.loc, "tf32 has no OpenCL builtin: use dpas extension")
         rows, depth, cols = a.type.rows, a.type.cols, b.type.cols
         p = shape.a_per_lane
         result = list(c.components)
@@ -213,11 +225,15 @@ class Dpas(Plain):
                  for w in range(shape.k // shape.ops)]
                 for j in range(cols // shape.n)
             ]  # fmt: skip
-            a_words = [pack(lo, el, a.components[p * (r + rows * kb) :][:p]) for r in range(rows)]
+            groups = rows // shape.share  # A values per K block: rows / S of P elements
+            a_words = [
+                pack(lo, el, a.components[p * (g + groups * kb) :][:p]) for g in range(groups)
+            ]
             for j in range(cols // shape.n):
                 for first, m in row_chunks(rows):
                     acc = result[first + rows * j :][:m]
-                    acc = self.dpas(lo, shape, el, a_words[first:][:m], b_words[j], acc)
+                    words = a_words[first // shape.share :][: m // shape.share]
+                    acc = self.dpas(lo, shape, el, words, b_words[j], acc)
                     result[first + rows * j : first + rows * j + m] = acc
         return CoopMatrix(c.type, result)
 
@@ -269,7 +285,10 @@ def bits_of(lo: Lowering, el: ir.ScalarType, value: Id) -> Id:
 
 
 def pack(lo: Lowering, el: ir.ScalarType, values: Sequence[Id]) -> Id:
-    """Elements joined into one integer, the first in the lowest bits."""
+    """Elements joined into one integer, the first in the lowest bits (an f32, read as
+    tf32, stays itself)."""
+    if el == ir.F32:
+        return values[0]
     parts = [bits_of(lo, el, v) for v in values]
     if len(parts) == 1:
         return parts[0]
@@ -279,13 +298,18 @@ def pack(lo: Lowering, el: ir.ScalarType, values: Sequence[Id]) -> Id:
 
 
 def operand_types(lo: Lowering, shape: DpasShape, el: ir.ScalarType, m: int) -> tuple[Id, Id, Id]:
-    """Types of A (m packed rows), B (8 VNNI words) and C (m accumulators)."""
-    a_word = lo.m.type_int(el.bits * shape.a_per_lane)
+    """Types of A (m / S packed values), B (8 VNNI words, or K f32) and C (m accumulators)."""
+    a_word = a_word_type(lo, shape, el)
     acc = lo.scalar_type(PRECISIONS[el][1])
-    b_type = lo.m.type_vector(lo.m.type_int(32), shape.k // shape.ops)
-    if m == 1:
-        return a_word, b_type, acc
-    return lo.m.type_vector(a_word, m), b_type, lo.m.type_vector(acc, m)
+    b_word = lo.m.type_float(32) if el == ir.F32 else lo.m.type_int(32)
+    b_type = lo.m.type_vector(b_word, shape.k // shape.ops)
+    a_count = m // shape.share
+    a_type = a_word if a_count == 1 else lo.m.type_vector(a_word, a_count)
+    return a_type, b_type, acc if m == 1 else lo.m.type_vector(acc, m)
+
+
+def a_word_type(lo: Lowering, shape: DpasShape, el: ir.ScalarType) -> Id:
+    return lo.m.type_float(32) if el == ir.F32 else lo.m.type_int(el.bits * shape.a_per_lane)
 
 
 def vector(lo: Lowering, t: Id, values: list[Id]) -> Id:
@@ -351,7 +375,7 @@ def declaration(function: Function) -> list[Instruction]:
 def emulate(lo: Lowering, function: Function, shape: DpasShape, el: ir.ScalarType, m: int) -> None:
     """The body of the emulated instruction: row r of this lane's result column is
     c[r] + sum over k of A(r, k) B(k, lane), with A(r, k) broadcast from the lane that packs
-    it and B(k, lane) unpacked from this lane's own words, in k order."""
+    it and B(k, lane) unpacked from this lane's own words, in k order (tf32: both rounded)."""
     saved = lo.b
     lo.b = Builder(lo.m, function.append_block())
     try:
@@ -359,23 +383,27 @@ def emulate(lo: Lowering, function: Function, shape: DpasShape, el: ir.ScalarTyp
         acc_el = PRECISIONS[el][1]
         acc = lo.scalar_type(acc_el)
         p, ops = shape.a_per_lane, shape.ops
-        i32 = lo.m.type_int(32)
-        words_b = [lo.op(Op.CompositeExtract, i32, b, w) for w in range(shape.k // ops)]
+        b_word = lo.m.type_float(32) if el == ir.F32 else lo.m.type_int(32)
+        words_b = [lo.op(Op.CompositeExtract, b_word, b, w) for w in range(shape.k // ops)]
         b_values = [unpack(lo, el, words_b[k // ops], ops, k % ops) for k in range(shape.k)]
+        count = m // shape.share
+        word_type = a_word_type(lo, shape, el)
+        a_words = [a if count == 1 else lo.op(Op.CompositeExtract, word_type, a, g)
+                   for g in range(count)]  # fmt: skip
+        moved: dict[tuple[int, int], Id] = {}
         rows = []
         for r in range(m):
-            a_word_type = lo.m.type_int(el.bits * p)
-            row = a if m == 1 else lo.op(Op.CompositeExtract, a_word_type, a, r)
             total = c if m == 1 else lo.op(Op.CompositeExtract, acc, c, r)
-            for lane in range(shape.n):
-                word = broadcast(lo, row, el.bits * p, lane)
-                for e in range(p):
-                    x = unpack(lo, el, word, p, e)
-                    y = b_values[p * lane + e]
-                    if acc_el.is_float:
-                        total = lo.b.ext_inst(acc, OpenCLStd.fma, x, y, total)
-                    else:
-                        total = lo.op(Op.IAdd, acc, total, lo.op(Op.IMul, acc, x, y))
+            for k in range(shape.k):
+                lane, component = tile_holder("matrix_a", m, shape, (r, k))
+                g, e = divmod(component, p)
+                if (g, lane) not in moved:
+                    moved[g, lane] = broadcast(lo, a_words[g], el, p, lane)
+                x, y = unpack(lo, el, moved[g, lane], p, e), b_values[k]
+                if acc_el.is_float:
+                    total = lo.b.ext_inst(acc, OpenCLStd.fma, x, y, total)
+                else:
+                    total = lo.op(Op.IAdd, acc, total, lo.op(Op.IMul, acc, x, y))
             rows.append(total)
         value = rows[0] if m == 1 else lo.op(Op.CompositeConstruct, function.return_type, *rows)
         lo.b.emit(Op.ReturnValue, value)
@@ -383,16 +411,34 @@ def emulate(lo: Lowering, function: Function, shape: DpasShape, el: ir.ScalarTyp
         lo.b = saved
 
 
-def broadcast(lo: Lowering, word: Id, bits: int, lane: int) -> Id:
-    """``word`` of ``lane``, moved as 32 bits (narrower broadcasts are an extension)."""
-    i32 = lo.m.type_int(32)
+def broadcast(lo: Lowering, word: Id, el: ir.ScalarType, count: int, lane: int) -> Id:
+    """``word`` (``count`` packed elements) of ``lane``, moved as 32 bits (narrower
+    broadcasts are an extension)."""
+    sub = lo.u32(Scope.Subgroup)
+    if el == ir.F32:
+        return lo.op(Op.GroupBroadcast, lo.m.type_float(32), sub, word, lo.u32(lane))
+    bits, i32 = el.bits * count, lo.m.type_int(32)
     wide = word if bits == 32 else lo.op(Op.UConvert, i32, word)
-    moved = lo.op(Op.GroupBroadcast, i32, lo.u32(Scope.Subgroup), wide, lo.u32(lane))
+    moved = lo.op(Op.GroupBroadcast, i32, sub, wide, lo.u32(lane))
     return moved if bits == 32 else lo.op(Op.UConvert, lo.m.type_int(bits), moved)
+
+
+def round_tf32(lo: Lowering, value: Id) -> Id:
+    """f32 rounded to tf32 (10 mantissa bits, to nearest even); infinities and NaN kept."""
+    i32 = lo.m.type_int(32)
+    bits = lo.op(Op.Bitcast, i32, value)
+    odd = lo.op(Op.BitwiseAnd, i32, lo.op(Op.ShiftRightLogical, i32, bits, lo.u32(13)), lo.u32(1))
+    up = lo.op(Op.IAdd, i32, bits, lo.op(Op.IAdd, i32, odd, lo.u32(0xFFF)))
+    rounded = lo.op(Op.BitwiseAnd, i32, up, lo.u32(0xFFFFE000))
+    exponent = lo.op(Op.BitwiseAnd, i32, bits, lo.u32(0x7F800000))
+    special = lo.op(Op.IEqual, lo.m.type_bool(), exponent, lo.u32(0x7F800000))
+    return lo.op(Op.Bitcast, lo.m.type_float(32), lo.op(Op.Select, i32, special, bits, rounded))
 
 
 def unpack(lo: Lowering, el: ir.ScalarType, word: Id, count: int, index: int) -> Id:
     """Element ``index`` of the ``count`` packed in ``word``, in the accumulator's type."""
+    if el == ir.F32:
+        return round_tf32(lo, word)
     bits_type = lo.m.type_int(el.bits)
     bits = word
     if count > 1:
