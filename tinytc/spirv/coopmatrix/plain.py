@@ -345,7 +345,7 @@ class Plain:
             opcode = table[inst.op] if table else REDUCE[(inst.op, el.is_float)]
             total = lo.op(opcode, rt, lo.u32(Scope.Subgroup), GroupOperation.Reduce, own)
             if el == ir.BF16:
-                total = round_bf16(lo, total)
+                    total = round_bf16(lo, total)
             result.append(total)
         return CoopMatrix(t, result)
 
