@@ -42,10 +42,10 @@ def tool(prog: str) -> Callable[[Callable[[argparse.Namespace], int]], Main]:
 
 
 def read_program(path: str) -> Program:
-    """Parse a file, or standard input for '-'."""
+    """Parse a file, or standard input for '-' (as bytes: the parser locates non-UTF-8)."""
     if path == "-":
-        return parse(sys.stdin.read(), "<stdin>")
-    with open(path, encoding="utf-8") as f:
+        return parse(getattr(sys.stdin, "buffer", sys.stdin).read(), "<stdin>")
+    with open(path, "rb") as f:
         return parse(f.read(), path)
 
 

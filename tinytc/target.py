@@ -90,6 +90,9 @@ class CoreInfo:
     # Whether subgroup block reads beat plain loads: on GPUs they do; on the CPU they brought
     # nothing (docs/performance-cpu.md lesson 8).
     block_reads_pay: bool = False
+    # Whether cooperative_matrix_prefetch calls LLVM's prefetch intrinsic, imported by name:
+    # the CPU runtime links it to a prefetch instruction (docs/runtime-cpu.md, "Prefetch").
+    prefetch_intrinsic: bool = False
 
     def __post_init__(self) -> None:
         if not self.subgroup_sizes or any(size <= 0 for size in self.subgroup_sizes):
@@ -131,6 +134,7 @@ CPU = CoreInfo(
     subgroup_block_io=True,
     dpas=None,
     max_entries_per_group=64,
+    prefetch_intrinsic=True,
 )
 
 # Intel Data Center GPU Max (Xe-HPC). oneAPI GPU Optimization Guide, "Small Register Mode vs.

@@ -26,7 +26,6 @@ from linalg_support import build, build_without_barriers
 import tinytc
 from tinytc import reference
 from tinytc.compiler import run_pipeline
-from tinytc.passes import DEFAULT_PIPELINE
 from tinytc.ir import (
     AllocaInst,
     BarrierInst,
@@ -38,6 +37,7 @@ from tinytc.ir import (
     Region,
     StoreInst,
 )
+from tinytc.passes import DEFAULT_PIPELINE
 from tinytc.passes.insert_barrier import root
 from tinytc.target import CPU
 from tinytc.testing.inputs import clone_arguments, max_error, random_arguments

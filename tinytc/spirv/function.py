@@ -46,8 +46,10 @@ class Function:
         function_type: Id,
         parameter_types: Sequence[Id],
         control: FunctionControl,
+        imported: bool = False,
     ) -> None:
         self.module = module
+        self.imported = imported  # a declaration the consumer links in: no blocks
         self.result = Id("function")
         self.return_type = return_type
         self.type = function_type
@@ -86,12 +88,14 @@ class Function:
 
         Raises ValueError if the function has no block or a block lacks a terminator.
         """
-        if not self.blocks:
+        if not self.blocks and not self.imported:
             raise ValueError(f"function {self.result!r} has no block")
         operands = (self.control, self.type)
         result = [Instruction(Op.Function, self.return_type, self.result, operands)]
         for type_, parameter in zip(self.parameter_types, self.parameters, strict=True):
             result.append(Instruction(Op.FunctionParameter, type_, parameter))
+        if self.imported:
+            return [*result, Instruction(Op.FunctionEnd)]
         for index, block in enumerate(self.blocks):
             if not block.terminated:
                 raise ValueError(f"block {block.label!r} of {self.result!r} has no terminator")

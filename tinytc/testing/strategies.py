@@ -19,7 +19,13 @@ undefined behaviour, so that any difference between a compiled kernel and
   collective work are left to the compiler's insert-barrier pass;
 - float-to-integer casts only see values in range, and comparisons, casts to integers and
   branches only see float values that the device and numpy compute bit for bit ("exact"
-  values: no reductions, no division); magnitudes stay far from overflow.
+  values: no reductions, no division); magnitudes stay far from overflow;
+- ``parallel`` regions (in kernels whose subgroup_size and work_group_size attributes fix
+  the layout of cooperative matrices) give cooperative-matrix instructions operands that are
+  the same across the subgroup; subgroups store to disjoint stripes of memory (from
+  subgroup_id), or one subgroup stores, or they ``.atomic_add``; memory written in a region
+  is read in it only after a barrier; unchecked loads and stores stay in bounds; values
+  rounded in a coarser type than the memory they end in are not stored there.
 
 Programs are built with ``tinytc.ir.Builder``; hypothesis shrinks them towards fewer
 statements, smaller shapes and plainer types. ``Limits`` bounds sizes and switches features

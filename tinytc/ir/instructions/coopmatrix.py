@@ -301,7 +301,9 @@ class CoopMatrixApplyInst(CoopMatrixInst):
 
     def print(self, p: Printer) -> None:
         m = self.operands[0]
-        p.open(f"{p.lhs(self)}{self.mnemonic} ({p.names(self.body.params)}) = {p.name(m)} : {m.type}")
+        p.open(
+            f"{p.lhs(self)}{self.mnemonic} ({p.names(self.body.params)}) = {p.name(m)} : {m.type}"
+        )
         p.region(self.body)
         p.close("}")
 
@@ -377,7 +379,14 @@ class CoopMatrixPrefetchInst(CoopMatrixInst):
     mnemonic = "cooperative_matrix_prefetch"
 
     def __init__(
-        self, cache_level: int, memref: Value, row: Value, col: Value, rows: int, cols: int, **kw: Any
+        self,
+        cache_level: int,
+        memref: Value,
+        row: Value,
+        col: Value,
+        rows: int,
+        cols: int,
+        **kw: Any,
     ) -> None:
         self.cache_level, self.rows, self.cols = cache_level, rows, cols
         super().__init__([memref, row, col], **kw)

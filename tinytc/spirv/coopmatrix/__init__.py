@@ -106,17 +106,18 @@ def _subgroup_builtin(lo: Lowering, inst: ir.SubgroupBuiltinInst) -> None:
     sgs = lo.func.subgroup_size
     assert sgs is not None
     wg0, wg1 = lo.func.work_group_size
+    i32 = lo.scalar_type(ir.I32)
     if isinstance(inst, ir.SubgroupLocalIdInst):
         value: int | Id = lo.lane()
     elif isinstance(inst, ir.SubgroupIdInst):
-        x = lo.div(lo.builtin_component(BuiltIn.LocalInvocationId, 0), sgs)
-        y = lo.builtin_component(BuiltIn.LocalInvocationId, 1)
-        value = lo.add(x, lo.mul(y, wg0 // sgs)) if wg1 > 1 else x
+        # The builtin, not LocalInvocationId.x / S: the CPU runtime drops stores whose address
+        # is computed from that quotient (docs/runtime-cpu.md, "subgroup id").
+        lo.values[inst.result] = lo.op(Op.Load, i32, lo.m.builtin(BuiltIn.SubgroupId, i32))
+        return
     elif isinstance(inst, ir.NumSubgroupsInst):
         value = wg0 // sgs * wg1
     else:
         value = sgs
-    i32 = lo.scalar_type(ir.I32)
     lo.values[inst.result] = (
         lo.const(ir.I32, value) if isinstance(value, int) else lo.op(Op.UConvert, i32, value)
     )

@@ -11,7 +11,9 @@ only what lies below:
 - ``memory``: loads and stores, and which elements the iterations of a foreach may touch;
 - ``views``: subview, expand, fuse, group members and allocas;
 - ``collectives``: linear algebra on views, with the inputs and outputs it needs;
-- ``regions``: statements drawn by weight, regions, for, if and foreach;
+- ``coopmatrix``: parallel regions with cooperative matrices, free of races between
+  subgroups;
+- ``regions``: statements drawn by weight, regions, for, if, foreach and parallel;
 - ``kernel``: the parameters, their arguments, the attributes and the body of a kernel.
 
 ``model`` holds what the layers know about values and memory; ``features`` what ``Limits``

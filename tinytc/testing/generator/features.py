@@ -12,7 +12,8 @@ FEATURES = frozenset(
     " for for_carried if if_results foreach alloca lifetime_stop barrier"
     " gemm gemv ger hadamard_product axpby sum atomic mixed_precision"
     " dynamic_shape strided dynamic_offset narrow_loops narrow_foreach attributes multiple_kernels"
-    " f16 bf16 f64 unsigned small_int implicit_barriers inexact_constants".split()
+    " f16 bf16 f64 unsigned small_int implicit_barriers inexact_constants coopmatrix"
+    " subgroup_stripes".split()
 )
 
 
@@ -23,7 +24,9 @@ class Limits:
     Excluding a feature stops the statements drawn for it; the instructions that keep a
     program well defined stay: the subview that gives each work-group its slice of a batched
     parameter, the stores that fill ``alloca`` memory and the barrier before a store that
-    every work-item makes."""
+    every work-item makes. Kernels with ``parallel`` regions (feature coopmatrix) always carry
+    subgroup_size and work_group_size attributes, which fix the layout of their matrices;
+    without subgroup_stripes (positions computed from subgroup_id), one subgroup stores."""
 
     max_statements: int = 6  # per region
     max_depth: int = 2  # nesting of for / if / foreach

@@ -31,12 +31,12 @@ class KernelGenerator(RegionStatements):
     def build(self, b: Builder) -> KernelCase:
         """Draw the kernel into b; returns it with how to make its inputs."""
         self.b = b
-        self.style = self.pick(list(STYLES))
+        self.style = self.pick([s for s in STYLES if s != "coopmatrix" or self.allows(s)])
         self.howmany = self.int(1, self.limits.max_howmany)
         if self.style == "linalg" and self.flag(25):  # more than one batch of work-groups
             self.howmany = self.int(self.limits.max_howmany, 24 * self.limits.max_howmany)
         specs = self.parameters()
-        wgs, sgs = self.attributes()
+        wgs, sgs = self.coop_attributes(*self.attributes())
         seed = self.int(0, 2**32 - 1)
         params = [(p.name, p.type) for p in specs]
         with b.function(self.name, params, wgs, sgs) as values, self.scope():
@@ -58,6 +58,7 @@ class KernelGenerator(RegionStatements):
                     (2, self.collective),
                     (2 if self.allows("foreach") else 0, self.foreach_statement),
                     (1 if self.allows("mixed_store") else 0, self.mixed_store),
+                    (3 if self.launch else 0, self.parallel_statement),
                 ]
             )
             sink(Ctx())
@@ -97,7 +98,7 @@ class KernelGenerator(RegionStatements):
 
     def extent(self, empty: bool = False) -> int:
         """A mode size: mostly small, sometimes a few tiles of a work-group (or 0)."""
-        if self.flag(10):
+        if self.flag(30 if self.style == "coopmatrix" else 10):
             return self.int(self.limits.max_extent + 1, 5 * self.limits.max_extent)
         if empty and self.flag(4):
             return 0
@@ -111,6 +112,8 @@ class KernelGenerator(RegionStatements):
         if role == "shared":  # replaces the element type drawn above
             element = self.pick(self.types(SHARED_TYPES))
         order = self.int(0, 3 if role != "shared" else 2)
+        if self.style == "coopmatrix" and self.flag(50):  # matrices
+            order = 2
         extents = [self.extent(role in ("in", "group_in")) for _ in range(order)]
         if role.startswith("group"):
             return self.group_parameter(name, role, element, extents[:2])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...ir import ScalarType, Value
+from ...ir import CoopMatrixType, ScalarType, Value
 
 
 @dataclass
@@ -24,6 +24,26 @@ class Scalar:
 
     @property
     def type(self) -> ScalarType:
+        """The type of the value."""
+        return self.value.type  # type: ignore[return-value]
+
+
+@dataclass(eq=False)
+class Matrix:
+    """A coopmatrix value (in a parallel region) with an interval that holds for all of its
+    entries, as ``Scalar`` has for one value."""
+
+    value: Value
+    lo: float
+    hi: float
+    exact: bool = True
+    bounded: bool = True
+    mag: float = 0.0
+    uses: int = 0
+    eps: float = 0.0  # floats: the coarsest rounding (EPSILON) that may make entries differ
+
+    @property
+    def type(self) -> CoopMatrixType:
         """The type of the value."""
         return self.value.type  # type: ignore[return-value]
 
@@ -72,11 +92,13 @@ class GroupValue:
 
 @dataclass
 class Scope:
-    """What a region (and the regions nested in it) can use: values, views and allocas."""
+    """What a region (and the regions nested in it) can use: values, views, allocas and
+    coopmatrix values."""
 
     scalars: list[Scalar] = field(default_factory=list)
     views: list[View] = field(default_factory=list)
     allocas: list[Root] = field(default_factory=list)
+    matrices: list[Matrix] = field(default_factory=list)
 
 
 @dataclass(eq=False)

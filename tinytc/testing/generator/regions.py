@@ -1,5 +1,5 @@
-"""Regions and the statements that nest them: for (with carried values), if (with results)
-and foreach, whose iterations write disjoint elements."""
+"""Regions and the statements that nest them: for (with carried values), if (with results),
+foreach, whose iterations write disjoint elements, and parallel (see coopmatrix)."""
 
 from __future__ import annotations
 
@@ -9,24 +9,25 @@ from typing import Any
 
 from ...ir import INDEX, BarrierInst, ForeachInst, ForInst, ScalarType, Value, YieldInst
 from ..intervals import value_range
-from .collectives import CollectiveStatements
+from .coopmatrix import CoopMatrixStatements
 from .features import LOOP_TYPES
 from .model import Ctx, Foreach, Scalar
 
 # Weights of statements per style of kernel (drawn per kernel, to make programs dense in one
 # kind of instruction).
 _BASE = {"scalar": 4, "memory": 3, "view": 2, "store": 5, "collective": 6, "foreach": 3,
-         "alloca": 1, "control": 2}  # fmt: skip
+         "alloca": 1, "control": 2, "parallel": 1}  # fmt: skip
 STYLES = {
     "mixed": _BASE,
     "scalar": _BASE | {"scalar": 14, "collective": 1, "view": 1},
     "linalg": _BASE | {"collective": 16, "scalar": 2, "alloca": 3},
     "memory": _BASE | {"memory": 8, "view": 8, "store": 8, "alloca": 2},
     "control": _BASE | {"control": 8, "scalar": 6},
+    "coopmatrix": _BASE | {"parallel": 14, "collective": 2, "scalar": 2},
 }
 
 
-class RegionStatements(CollectiveStatements):
+class RegionStatements(CoopMatrixStatements):
     """Regions of statements drawn by the weights of the kernel's style."""
 
     def region(self, ctx: Ctx, minimum: int = 0) -> None:
@@ -57,6 +58,7 @@ class RegionStatements(CollectiveStatements):
                 (w["store"] / 4 if a("mixed_store") else 0, self.mixed_store),
                 (0.3 if a("barrier") else 0, lambda c: self.emit(BarrierInst())),
                 (w["alloca"] if a("lifetime_stop") else 0, self.lifetime_stop),
+                (w["parallel"] if self.launch else 0, self.parallel_statement),
             ]
         options += [
             (w["control"] if a("for") and deeper else 0, self.for_statement),
