@@ -37,9 +37,7 @@ from ...gemm.dpas import (
     tile_holder,
 )
 from .._grammar import (
-    Decoration,
     FunctionControl,
-    LinkageType,
     MemoryAccess,
     Op,
     OpenCLStd,
@@ -49,7 +47,7 @@ from .._grammar import MatrixMultiplyAccumulateOperands as Mma
 from ..convert import Dim, Lowering, Memref
 from ..convert_memory import load_scalar
 from ..function import Builder, Function
-from ..instruction import Id, Instruction
+from ..instruction import Id
 from . import CoopMatrix
 from .plain import PLAIN, Access, Entry, Plain, _sgs
 
@@ -343,33 +341,20 @@ def builtin_name(shape: DpasShape, el: ir.ScalarType, m: int) -> str:
 
 
 def mad_function(lo: Lowering, form: str, shape: DpasShape, el: ir.ScalarType, m: int) -> Id:
-    """The function called for one instruction: an imported builtin, or its emulation,
-    made once per module before every kernel."""
-    key = ("dpas function", shape, el, m)
-    if key in lo.coopmatrix_state:
-        return lo.coopmatrix_state[key]
+    """The function called for one instruction: the imported builtin, or its emulation
+    (defined once per module, not inlined: one body, however many calls)."""
     a_type, b_type, c_type = operand_types(lo, shape, el, m)
-    # DontInline: one body per module, not one per call, keeps the CPU runtime's build short
-    function = lo.m.function(c_type, [a_type, b_type, c_type], FunctionControl.DontInline)
-    lo.m._functions.remove(function)  # declarations go first; keep both forms' orders alike
-    lo.m._functions.insert(0, function)
     name = builtin_name(shape, el, m)
     if form == "builtin":
-        function.instructions = lambda: declaration(function)  # type: ignore[method-assign]
-        lo.m.decorate(function.result, Decoration.LinkageAttributes, name, LinkageType.Import)
-    else:
+        return lo.m.import_function(name, c_type, [a_type, b_type, c_type])
+    key = ("emulated dpas", name)
+    if key not in lo.coopmatrix_state:
+        control = FunctionControl.DontInline
+        function = lo.m.function(c_type, [a_type, b_type, c_type], control)
         lo.m.name(function.result, name.replace("intel_", "emulated_"))
         emulate(lo, function, shape, el, m)
-    lo.coopmatrix_state[key] = function.result
-    return function.result
-
-
-def declaration(function: Function) -> list[Instruction]:
-    operands = (function.control, function.type)
-    found = [Instruction(Op.Function, function.return_type, function.result, operands)]
-    for t, p in zip(function.parameter_types, function.parameters):
-        found.append(Instruction(Op.FunctionParameter, t, p))
-    return [*found, Instruction(Op.FunctionEnd)]
+        lo.coopmatrix_state[key] = function.result
+    return lo.coopmatrix_state[key]
 
 
 def emulate(lo: Lowering, function: Function, shape: DpasShape, el: ir.ScalarType, m: int) -> None:
