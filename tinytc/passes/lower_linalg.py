@@ -33,6 +33,7 @@ from ..gemm import (
     fused_k_unroll,
     fused_rows_per_item,
 )
+from ..gemm.dpas import gemm_tile
 from ..ir import (
     BF16,
     F16,
@@ -301,6 +302,8 @@ class Lowering:
         return tiling
 
     def instruction(self, inst: LinalgInst) -> None:
+        if isinstance(inst, GemmInst) and self.dpas_gemm(inst):
+            return
         e = self.e
         out = Operand(inst.output)
         rows, cols = e.size(inst.output, 0), e.size(inst.output, 1)
@@ -694,6 +697,74 @@ class Lowering:
         self.row_tiles(rows, self.sgs * mb, row_tile)
         e.b.exit()
 
+
+    # DPAS gemms (tinytc/gemm/dpas.py): C tiles of whole DPAS blocks ---------------------
+
+    def dpas_gemm(self, inst: GemmInst) -> bool:
+        """C := alpha op(A) op(B) + beta C in tiles of DPAS blocks, where the target has DPAS
+        for the types (else False: the caller lowers it with fma). Tiles are always whole;
+        at ragged and dynamic edges their loads are checked (zeros) and stores skip."""
+        e = self.e
+        a, b = Operand(inst.operands[1], inst.trans_a), Operand(inst.operands[2], inst.trans_b)
+        out = Operand(inst.output)
+        shape = out.type.shape
+        static = [x if isinstance(x, int) else None for x in shape]
+        elements = (a.type.element, b.type.element, out.type.element)
+        tile = gemm_tile(self.target, *elements, self.sgs, *static)
+        if tile is None:
+            return False
+        tm, tn, kd = tile
+        rows, cols = e.size(out.value, 0), e.size(out.value, 1)
+        depth = e.size(a.value, 0 if inst.trans_a else 1)
+        acc = accumulator(out.type.element)
+        checked = _both(_ragged(rows, tm, "rows"), _ragged(cols, tn, "cols"))
+        with self.parallel():
+            first_col: Size = 0
+            if self.subgroups > 1:
+                sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
+                first_col = e.arith("mul", sg, tn)
+
+            def col_tile(n0: Size) -> list[Value]:
+                def row_tile(m0: Size) -> list[Value]:
+                    t = Tile(m0, n0, tm, tn, checked)
+                    self.update(inst, out, t, self.dpas_product(t, a, b, depth, kd, acc), acc)
+                    return []
+
+                e.loop(0, rows, tm, [], row_tile)
+                return []
+
+            e.loop(first_col, cols, tn * self.subgroups, [], col_tile)
+        return True
+
+    def dpas_product(
+        self, t: Tile, a: Operand, b: Operand, depth: Size, kd: int, acc: ScalarType
+    ) -> Value:
+        """sum over K of op(A) op(B) on one tile, one DPAS K block per step; the K tail (a
+        static remainder or a dynamic depth) loads checked along K."""
+        e = self.e
+        el = a.type.element
+
+        def step(k: Size, tail: bool, c: Value) -> list[Value]:
+            at = CoopMatrixType(el, t.rows, kd, "matrix_a")
+            bt = CoopMatrixType(el, kd, t.cols, "matrix_b")
+            x = e.load(a, t.row, k, at, _both(_rows(t), "cols" if tail else ""))
+            y = e.load(b, k, t.col, bt, _both("rows" if tail else "", _cols(t)))
+            return [e.add(CoopMatrixMulAddInst(x, y, c)).result]
+
+        total = self.zeros(CoopMatrixType(acc, t.rows, t.cols, "matrix_acc"))
+        if isinstance(depth, int):
+            main: Size = depth - depth % kd
+        else:
+            main = e.arith("sub", depth, e.arith("rem", depth, kd))
+        (total,) = e.loop(0, main, kd, [total], lambda k, c: step(k, False, c))
+        if not isinstance(depth, int) or depth % kd:
+            (total,) = e.loop(main, depth, kd, [total], lambda k, c: step(k, True, c))
+        return total
+
+
+def _ragged(size: Size, tile: int, check: str) -> str:
+    """``check`` where tiles of ``tile`` may hang over the edge of ``size``."""
+    return check if not isinstance(size, int) or size % tile else ""
 
 def _col_tiles(cols: Size, nb: int) -> tuple[int, str]:
     """Columns of a tile, and "cols" when some tile may hang over a dynamic or ragged edge."""

@@ -16,7 +16,7 @@ import numpy as np
 from .. import bf16, ir
 from ..errors import CompilationError
 from ..ir.core import recursion_for
-from ..target import CoreInfo
+from ..target import DPAS_FORMS, CoreInfo, DpasForm
 from ._grammar import (
     BuiltIn,
     Decoration,
@@ -71,8 +71,14 @@ class Group:
 class Lowering:
     """State of the conversion of one program."""
 
-    def __init__(self, target: CoreInfo) -> None:
+    def __init__(self, target: CoreInfo, dpas: DpasForm | None = None) -> None:
         self.target = target
+        # How cooperative_matrix_mul_add reaches DPAS where the target has it
+        # (tinytc/spirv/coopmatrix/dpas.py); the target's own form unless asked otherwise.
+        self.dpas: DpasForm = dpas or target.dpas_form
+        if self.dpas not in DPAS_FORMS:
+            raise ValueError(f"dpas must be one of {', '.join(DPAS_FORMS)}, not {self.dpas!r}")
+        self.coopmatrix_state: dict[Any, Any] = {}  # the coopmatrix package's, per module
         self.m = Module()
         self.b = Builder(self.m)
         self.values: dict[ir.Value, Any] = {}
@@ -435,8 +441,9 @@ def hidden_argument_count(func: ir.Function) -> int:
     return int(func.batch_per_group > 1)
 
 
-def lower(program: ir.Program, target: CoreInfo) -> Module:
-    """The SPIR-V module of a program whose passes have run (sizes and stack assigned)."""
+def lower(program: ir.Program, target: CoreInfo, dpas: DpasForm | None = None) -> Module:
+    """The SPIR-V module of a program whose passes have run (sizes and stack assigned);
+    ``dpas`` overrides ``target.dpas_form`` (extension, builtin, emulate or off)."""
     from . import (  # noqa: F401  (the handlers register themselves)
         convert_control,
         convert_memory,
@@ -444,7 +451,7 @@ def lower(program: ir.Program, target: CoreInfo) -> Module:
         coopmatrix,
     )
 
-    lowering = Lowering(target)
+    lowering = Lowering(target, dpas)
     with recursion_for(program):  # handlers recurse into nested regions
         for func in program.functions:
             lowering.kernel(func)
