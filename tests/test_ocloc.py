@@ -7,7 +7,6 @@ skipped, except under CI=true, where they fail (tests/conftest.py).
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
