@@ -12,11 +12,11 @@ from typing import Any
 
 from .arguments import ArgumentError
 from .errors import CompilationError
-from .ir import Program
+from .ir import F16, F32, Program, ScalarType
 from .ir.core import recursion_for
 from .parser import parse
 from .passes import NEEDS_TARGET, PASSES, run_passes
-from .target import get_target
+from .target import DPAS_FORMS, get_target
 
 Main = Callable[[list[str] | None], int]
 
@@ -116,6 +116,16 @@ PARSERS["tinytc-oc"].add_argument("-o", "--output", required=True, help="file (-
 PARSERS["tinytc-oc"].add_argument("--target", default="cpu", choices=["cpu", "pvc", "dg2"])
 PARSERS["tinytc-oc"].add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
 PARSERS["tinytc-oc"].add_argument("-S", dest="assembly", action="store_true", help="assembly")
+for _tool in ("tinytc-oc", "tinytc-run"):
+    PARSERS[_tool].add_argument(
+        "--dpas", choices=DPAS_FORMS, help="form of DPAS on pvc and dg2 (docs/dpas.md)"
+    )
+    PARSERS[_tool].add_argument("--tf32", action="store_true", help="f32 gemms on DPAS in tf32")
+PARSERS["tinytc-run"].add_argument(
+    "--target",
+    choices=["cpu", "pvc", "dg2"],
+    help="compile with this target's geometry (pvc and dg2 need --dpas emulate or off)",
+)
 LARGEST = 2**31 - 1  # OpenCL's work-group counts and our '?' sizes stay within an int
 PARSERS["tinytc-run"].add_argument(
     "--howmany", type=bounded(1, LARGEST), required=True, help="work-groups"
@@ -161,7 +171,7 @@ def oc_main(args: argparse.Namespace) -> int:
 
     if args.output != "-" and args.file != "-" and _same_file(args.file, args.output):
         raise UsageError(f"the output {args.output} is the source file {args.file}")
-    binary = compile(read_program(args.file), args.target, args.opt_level)
+    binary = compile(read_program(args.file), args.target, args.opt_level, args.dpas, args.tf32)
     data = disassemble(binary).encode() if args.assembly else binary
     if args.output == "-":
         write_output(data)
@@ -195,7 +205,10 @@ def run_main(args: argparse.Namespace) -> int:
     if args.kernel and args.kernel not in {f.name for f in program.functions}:
         raise UsageError(f"no kernel @{args.kernel}")
     fixed = _fixed_scalars(program, names, args.arg)
-    kernels = jit(program)
+    try:
+        kernels = jit(program, target=args.target, dpas=args.dpas, tf32=args.tf32)
+    except ValueError as e:  # a native DPAS form on the CPU
+        raise UsageError(str(e)) from None
     status = 0
     rng = np.random.default_rng(args.seed)
     for name in names:
@@ -210,7 +223,8 @@ def run_main(args: argparse.Namespace) -> int:
         getattr(kernels, name)(*inputs, howmany=args.howmany)
         elapsed = time.perf_counter() - start
         pairs = zip(outputs(func, inputs), outputs(func, expected))
-        errors = [(max_error(got, want, el), tolerance(el)) for (got, el), (want, _) in pairs]
+        errors = [(max_error(got, want, el), tolerance(_rounded_as(el, args.tf32)))
+                  for (got, el), (want, _) in pairs]  # fmt: skip
         ok = all(err <= tol for err, tol in errors)
         worst = max((err for err, _ in errors), default=0.0)
         verdict = "ok" if ok else "MISMATCH"
@@ -220,6 +234,11 @@ def run_main(args: argparse.Namespace) -> int:
         )
         status |= 0 if ok else 1
     return status
+
+
+def _rounded_as(el: ScalarType, tf32: bool) -> ScalarType:
+    """The type whose tolerance a result gets: tf32 keeps f16's 10 mantissa bits of f32."""
+    return F16 if tf32 and el == F32 else el
 
 
 DRAWS = 10  # random index scalars: draws tried until the reference stays inside the arrays

@@ -12,7 +12,7 @@ from .ir.core import recursion_for
 from .parser import parse
 from .passes import DEFAULT_PIPELINE, run_passes
 from .spirv.convert import argument_count, hidden_argument_count, lower
-from .target import CoreInfo, get_target
+from .target import CoreInfo, DpasForm, configure, get_target
 
 MAX_KERNEL_ARGUMENTS = 255  # SPIR-V's universal limit on function parameters
 
@@ -60,8 +60,14 @@ def check_argument_count(func: Function) -> None:
 
 
 def compile(
-    source_or_program: str | Program, target: str | CoreInfo = "cpu", opt_level: int = 2
+    source_or_program: str | Program,
+    target: str | CoreInfo = "cpu",
+    opt_level: int = 2,
+    dpas: DpasForm | None = None,
+    tf32: bool = False,
 ) -> bytes:
-    """SPIR-V binary of a program (text or IR) for a target; raises CompilationError."""
-    core = get_target(target) if isinstance(target, str) else target
+    """SPIR-V binary of a program (text or IR) for a target; raises CompilationError. On
+    targets with DPAS, ``dpas`` picks its form (extension, the default; builtin; emulate;
+    off) and ``tf32`` lets f32 gemms round to tf32 on it (docs/dpas.md)."""
+    core = configure(target, dpas, tf32)
     return lower(run_pipeline(source_or_program, core, opt_level), core).assemble()

@@ -7,7 +7,7 @@ are compiled for but not run here. A live device gets its own `CoreInfo` from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Literal
 
@@ -189,3 +189,12 @@ def get_target(name: str) -> CoreInfo:
     except KeyError:
         known = ", ".join(TARGETS)
         raise ValueError(f"unknown target {name!r}; known targets: {known}") from None
+
+
+def configure(target: str | CoreInfo, dpas: DpasForm | None = None, tf32: bool = False) -> CoreInfo:
+    """The target (a name or a CoreInfo) with the DPAS form and tf32 a compilation asks for
+    (None keeps the target's form); ValueError for an unknown form."""
+    core = get_target(target) if isinstance(target, str) else target
+    if dpas is not None and dpas not in DPAS_FORMS:
+        raise ValueError(f"unknown DPAS form {dpas!r}; known forms: {', '.join(DPAS_FORMS)}")
+    return replace(core, dpas_form=dpas or core.dpas_form, dpas_tf32=tf32 or core.dpas_tf32)

@@ -697,7 +697,6 @@ class Lowering:
         self.row_tiles(rows, self.sgs * mb, row_tile)
         e.b.exit()
 
-
     # DPAS gemms (tinytc/gemm/dpas.py): C tiles of whole DPAS blocks ---------------------
 
     def dpas_gemm(self, inst: GemmInst) -> bool:
@@ -765,6 +764,7 @@ class Lowering:
 def _ragged(size: Size, tile: int, check: str) -> str:
     """``check`` where tiles of ``tile`` may hang over the edge of ``size``."""
     return check if not isinstance(size, int) or size % tile else ""
+
 
 def _col_tiles(cols: Size, nb: int) -> tuple[int, str]:
     """Columns of a tile, and "cols" when some tile may hang over a dynamic or ragged edge."""

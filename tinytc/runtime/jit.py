@@ -20,18 +20,37 @@ from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
 from ..param_access import batch_requirements, written_params
 from ..spirv.convert import lower
 from ..spirv.tools import validate
+from ..target import CoreInfo, DpasForm, configure
 from .cache import load_program
 from .device import _pyopencl, core_info_from_device, default_queue
 
+NATIVE_DPAS_FORMS = ("extension", "builtin")  # need a device with DPAS
 
-def jit(source_or_program: str | Program, queue: Any = None, opt_level: int = 2) -> Kernels:
+
+def jit(
+    source_or_program: str | Program,
+    queue: Any = None,
+    opt_level: int = 2,
+    target: str | CoreInfo | None = None,
+    dpas: DpasForm | None = None,
+    tf32: bool = False,
+) -> Kernels:
     """Compile for the queue's device (default: the SPIR-V capable default device) and load.
 
     Returns an object with one callable per kernel: ``kernels.NAME(*args, howmany=N)``.
-    The caller's Program is not changed.
+    The caller's Program is not changed. ``target`` compiles with another target's geometry
+    and register budget instead of the device's: with ``dpas="emulate"`` a pvc or dg2 DPAS
+    module runs on the CPU (docs/dpas.md).
     """
     queue = queue if queue is not None else default_queue()
-    target = core_info_from_device(queue.device)
+    target = configure(target or core_info_from_device(queue.device), dpas, tf32)
+    if target.dpas is not None and target.dpas_form in NATIVE_DPAS_FORMS:
+        device = core_info_from_device(queue.device)
+        if device.dpas is None:
+            raise ValueError(
+                f"{device.name} cannot run DPAS in the {target.dpas_form} form of "
+                f"{target.name}: ask for the emulate form (dpas='emulate', --dpas emulate) or off"
+            )
     program = run_pipeline(source_or_program, target, opt_level)
     binary = lower(program, target).assemble()
     return Kernels(program, binary, queue)

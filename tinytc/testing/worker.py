@@ -129,12 +129,15 @@ class Worker:
         opt_level: int = 2,
         tiling: int | None = None,
         read_only: Sequence[int] = (),
+        target: str | None = None,
     ) -> Outcome:
         """Compile ``text`` as tinytc.jit does (at ``opt_level``, with random tilings if
-        ``tiling`` is a seed) and call kernels: (name, arguments, howmany). The arrays of the
-        arguments at the positions ``read_only`` (group members too) are passed read-only."""
+        ``tiling`` is a seed; with a GPU ``target``'s geometry and DPAS emulated if given) and
+        call kernels: (name, arguments, howmany). The arrays of the arguments at the positions
+        ``read_only`` (group members too) are passed read-only."""
         message = {"op": "run", "text": text, "calls": [tuple(c) for c in calls]}
         options = {"opt_level": opt_level, "tiling": tiling, "read_only": list(read_only)}
+        options |= {"target": target}
         return self.request(message | options)
 
     def build(self, binary: bytes) -> Outcome:
@@ -167,7 +170,7 @@ def _answer(message: dict[str, Any], queue: Any) -> tuple[str, Any]:
     """Carry out one request: ('ok', the arguments after each call) or ('error', why)."""
     if message["op"] == "run":
         opt_level, tiling = message.get("opt_level", 2), message.get("tiling")
-        kernels = _load(message["text"], queue, opt_level, tiling)
+        kernels = _load(message["text"], queue, opt_level, tiling, message.get("target"))
         results = []
         for name, args, howmany in message["calls"]:
             values = call_arguments(args)
@@ -184,12 +187,15 @@ def _answer(message: dict[str, Any], queue: Any) -> tuple[str, Any]:
     return ("error", f"unknown request {message['op']!r}")
 
 
-def _load(text: str, queue: Any, opt_level: int, tiling: int | None) -> Any:
-    """tinytc.jit at an optimization level (and with random tilings)."""
+def _load(text: str, queue: Any, opt_level: int, tiling: int | None, target: str | None) -> Any:
+    """tinytc.jit at an optimization level (and with random tilings, or for another target's
+    geometry with DPAS emulated)."""
     import tinytc
     from tinytc.runtime.device import core_info_from_device
     from tinytc.runtime.jit import Kernels
 
+    if target is not None:
+        return tinytc.jit(text, queue, opt_level, target=target, dpas="emulate")
     if opt_level == 2 and tiling is None:
         return tinytc.jit(text, queue)
     program, binary = compile_case(text, core_info_from_device(queue.device), opt_level, tiling)
