@@ -8,11 +8,19 @@ from .parser import parse
 from .tune import tune
 
 
-def jit(source_or_program: str | Program, queue: object = None, opt_level: int = 2) -> object:
-    """Compile and load on an OpenCL device; ``kernels.NAME(*args, howmany=N)`` runs one."""
+def jit(
+    source_or_program: str | Program,
+    queue: object = None,
+    opt_level: int = 2,
+    target: object = None,
+    dpas: str | None = None,
+    tf32: bool = False,
+) -> object:
+    """Compile and load on an OpenCL device; ``kernels.NAME(*args, howmany=N)`` runs one.
+    ``target``, ``dpas`` and ``tf32`` as for ``tinytc.runtime.jit.jit``."""
     from .runtime.jit import jit as _jit
 
-    return _jit(source_or_program, queue, opt_level)
+    return _jit(source_or_program, queue, opt_level, target, dpas, tf32)  # type: ignore[arg-type]
 
 
 __all__ = [

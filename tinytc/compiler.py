@@ -3,15 +3,19 @@ tests, benchmarks and fuzzing all go through ``run_pipeline``."""
 
 from __future__ import annotations
 
-import copy
+import itertools
 from collections.abc import Mapping, Sequence
 
+from .errors import CompilationError
 from .gemm import Tiling
-from .ir import LinalgInst, Program
+from .ir import Function, LinalgInst, Program
+from .ir.core import recursion_for
 from .parser import parse
 from .passes import DEFAULT_PIPELINE, run_passes
-from .spirv.convert import lower
-from .target import CoreInfo, get_target
+from .spirv.convert import argument_count, hidden_argument_count, lower
+from .target import CoreInfo, DpasForm, configure, get_target
+
+MAX_KERNEL_ARGUMENTS = 255  # SPIR-V's universal limit on function parameters
 
 
 def as_program(source_or_program: str | Program) -> Program:
@@ -27,17 +31,40 @@ def run_pipeline(
     passes: Sequence[str] = DEFAULT_PIPELINE,
     tilings: Mapping[str, Sequence[Tiling]] | None = None,
 ) -> Program:
-    """A copy of the program after the passes (the default pipeline unless given); the
+    """A copy of the program after the passes (the default pipeline unless given), ready to be
+    lowered (a kernel with more SPIR-V arguments than allowed is a CompilationError); the
     caller's Program is never changed. ``tilings`` (kernel name -> one Tiling per collective
     instruction, in walk order; from tinytc.tune) replace tile-linalg's choices."""
     core = get_target(target) if isinstance(target, str) else target
-    program = copy.deepcopy(as_program(source_or_program))
-    if tilings and "tile-linalg" in passes:
-        cut = list(passes).index("tile-linalg") + 1
-        run_passes(program, passes[:cut], core, opt_level)
-        set_tilings(program, tilings)
-        passes = passes[cut:]
-    return run_passes(program, passes, core, opt_level)
+    source = as_program(source_or_program)
+    with recursion_for(source):
+        program = source.clone()
+        if tilings and "tile-linalg" in passes:
+            cut = list(passes).index("tile-linalg") + 1
+            run_passes(program, passes[:cut], core, opt_level)
+            set_tilings(program, tilings)
+            passes = passes[cut:]
+        run_passes(program, passes, core, opt_level)
+    for func in program.functions:
+        check_argument_count(func)
+    return program
+
+
+def check_argument_count(func: Function) -> None:
+    """A CompilationError if the function's kernel arguments go past SPIR-V's limit, at the
+    parameter that goes past it (at the function when the hidden howmany does)."""
+    counts = [argument_count(p.type) for p in func.params]
+    count = sum(counts) + hidden_argument_count(func)
+    if count <= MAX_KERNEL_ARGUMENTS:
+        return
+    totals = itertools.accumulate(counts)
+    past = [p.loc for p, total in zip(func.params, totals) if total > MAX_KERNEL_ARGUMENTS]
+    raise CompilationError(
+        past[0] if past else func.loc,
+        f"@{func.name} needs {count} kernel arguments, more than the {MAX_KERNEL_ARGUMENTS} "
+        "SPIR-V allows (a memref takes one more per '?' size or stride, a group one more per "
+        "'?')",
+    )
 
 
 def set_tilings(program: Program, tilings: Mapping[str, Sequence[Tiling]]) -> None:
@@ -50,8 +77,14 @@ def set_tilings(program: Program, tilings: Mapping[str, Sequence[Tiling]]) -> No
 
 
 def compile(
-    source_or_program: str | Program, target: str | CoreInfo = "cpu", opt_level: int = 2
+    source_or_program: str | Program,
+    target: str | CoreInfo = "cpu",
+    opt_level: int = 2,
+    dpas: DpasForm | None = None,
+    tf32: bool = False,
 ) -> bytes:
-    """SPIR-V binary of a program (text or IR) for a target; raises CompilationError."""
-    core = get_target(target) if isinstance(target, str) else target
+    """SPIR-V binary of a program (text or IR) for a target; raises CompilationError. On
+    targets with DPAS, ``dpas`` picks its form (extension, the default; builtin; emulate;
+    off) and ``tf32`` lets f32 gemms round to tf32 on it (docs/dpas.md)."""
+    core = configure(target, dpas, tf32)
     return lower(run_pipeline(source_or_program, core, opt_level), core).assemble()

@@ -7,12 +7,15 @@ are compiled for but not run here. A live device gets its own `CoreInfo` from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Literal
 
-DpasForm = Literal["extension", "builtin"]
-DPAS_FORMS: tuple[DpasForm, ...] = ("extension", "builtin")
+# How cooperative_matrix_mul_add reaches DPAS (tinytc/spirv/coopmatrix/dpas.py): the SPIR-V
+# extension's instruction, calls of the OpenCL builtins, the same calls emulated with subgroup
+# broadcasts and fma (runs on the CPU runtime), or no DPAS (fma).
+DpasForm = Literal["extension", "builtin", "emulate", "off"]
+DPAS_FORMS: tuple[DpasForm, ...] = ("extension", "builtin", "emulate", "off")
 
 # Operands that one 32-bit channel of a DPAS source holds, per precision (OPS_PER_CHAN of the
 # vISA DPAS specification, seeds/dpas-visa.md): TF32 1, bf16/f16 2, 8-bit integers 4.
@@ -79,6 +82,8 @@ class CoreInfo:
     subgroup_block_io: bool
     dpas: DpasGeometry | None = None
     dpas_form: DpasForm = "extension"
+    # f32 GEMMs on DPAS with A and B read as tf32 (10-bit mantissa): opt-in, it changes results
+    dpas_tf32: bool = False
     # Batch entries one work-group may run in turn: on the CPU a work-group costs about 90 ns
     # (docs/performance-cpu.md lesson 3), on GPUs work-groups are what fills the machine.
     max_entries_per_group: int = 1
@@ -184,3 +189,12 @@ def get_target(name: str) -> CoreInfo:
     except KeyError:
         known = ", ".join(TARGETS)
         raise ValueError(f"unknown target {name!r}; known targets: {known}") from None
+
+
+def configure(target: str | CoreInfo, dpas: DpasForm | None = None, tf32: bool = False) -> CoreInfo:
+    """The target (a name or a CoreInfo) with the DPAS form and tf32 a compilation asks for
+    (None keeps the target's form); ValueError for an unknown form."""
+    core = get_target(target) if isinstance(target, str) else target
+    if dpas is not None and dpas not in DPAS_FORMS:
+        raise ValueError(f"unknown DPAS form {dpas!r}; known forms: {', '.join(DPAS_FORMS)}")
+    return replace(core, dpas_form=dpas or core.dpas_form, dpas_tf32=tf32 or core.dpas_tf32)

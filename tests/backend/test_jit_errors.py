@@ -95,7 +95,8 @@ def test_argument_errors_name_the_argument(kernels: Any, case: str) -> None:
 
 
 @pytest.mark.parametrize(("howmany", "pattern"), [(None, "howmany"), (-1, "howmany"),
-                                                  (1.5, "howmany"), ("2", "howmany")])  # fmt: skip
+                                                  (1.5, "howmany"), ("2", "howmany"),
+                                                  (True, "howmany")])  # fmt: skip
 def test_howmany_must_be_a_non_negative_integer(kernels: Any, howmany: Any, pattern: str) -> None:
     x, y = xy()
     if howmany is None:

@@ -33,6 +33,7 @@ from ..gemm import (
     fused_k_unroll,
     fused_rows_per_item,
 )
+from ..gemm.dpas import gemm_tile
 from ..ir import (
     BF16,
     F16,
@@ -189,57 +190,71 @@ class LowerLinalgPass:
                 self.region(func, func.body)
 
     def region(self, func: Function, region: Region) -> None:
-        for inst in list(region.insts):
-            if inst.parent is not region:
-                continue  # erased as part of a fused pair
+        """Rebuild the region's list once, with each collective instruction replaced by its
+        lowering, and drop the replaced instructions from their operands' use lists at the
+        end: time linear in the number of instructions."""
+        replaced: set[Inst] = set()
+        insts: list[Inst] = []
+        for position, inst in enumerate(region.insts):
+            if inst in replaced:
+                continue  # the second gemm of a fused pair, or its lifetime_stop
             for child in inst.regions:
                 self.region(func, child)
             if isinstance(inst, LinalgInst):
-                self.replace(func, region, inst)
+                insts += self.replace(func, region, position, replaced)
+            else:
+                insts.append(inst)
+        if replaced:
+            region.insts = [i for i in insts if i not in replaced]  # (a fused pair's alloca)
+            for inst in region.insts:
+                inst.parent = region
+            drop_uses(replaced)
 
-    def replace(self, func: Function, region: Region, inst: LinalgInst) -> None:
+    def replace(
+        self, func: Function, region: Region, position: int, replaced: set[Inst]
+    ) -> list[Inst]:
+        """The lowering of the collective instruction at position; it and what it makes dead
+        go into replaced."""
+        inst: LinalgInst = region.insts[position]  # type: ignore[assignment]
         e = Emitter(inst.loc)
         new = Region()
         lowering = Lowering(e, func, self.target, self.staging, region is func.body)
         with e.b.at(new):
-            second = fusable_successor(region, inst, func, self.target)
+            second = fusable_successor(region, position, func, self.target)
             if second is not None:
                 lowering.fused(inst, second)  # type: ignore[arg-type]
             else:
                 lowering.instruction(inst)
-        index = region.insts.index(inst)
-        for added in new.insts:
-            added.parent = region
-        region.insts[index:index] = new.insts
-        erase(inst)
+        replaced.add(inst)
         if second is not None:
             tmp = inst.output
-            erase(second)
-            for user, _ in list(tmp.uses):
-                erase(user)  # lifetime_stop
-            erase(tmp.owner)  # type: ignore[arg-type]
+            replaced.update(user for user, _ in tmp.uses)  # second, lifetime_stop
+            replaced.add(tmp.owner)  # type: ignore[arg-type]
+        return new.insts
 
 
-def erase(inst: Inst) -> None:
-    """Remove an instruction from its region and from the use lists of its operands."""
-    for index, value in enumerate(inst.operands):
-        value.uses.remove((inst, index))
-    if inst.parent is not None:
-        inst.parent.insts.remove(inst)
+def drop_uses(insts: set[Inst]) -> None:
+    """Remove instructions from the use lists of their operands, each list rebuilt once."""
+    values = {id(v): v for inst in insts for v in inst.operands}
+    for value in values.values():
+        value.uses = [(user, index) for user, index in value.uses if user not in insts]
+    for inst in insts:
         inst.parent = None
 
 
 def fusable_successor(
-    region: Region, first: LinalgInst, func: Function, target: CoreInfo
+    region: Region, position: int, func: Function, target: CoreInfo
 ) -> GemmInst | None:
-    """The gemm right after ``first`` that reads first's alloca output as its A and nothing
-    else reads, when the temporary fits in registers (docs/performance-cpu.md lesson 9)."""
+    """The gemm right after the one at position that reads its alloca output as its A and
+    nothing else reads, when the temporary fits in registers (docs/performance-cpu.md
+    lesson 9)."""
+    first = region.insts[position]
     if not isinstance(first, GemmInst) or first.atomic or first.beta.constant != 0:
         return None
     tmp = first.output
     if not isinstance(tmp.owner, AllocaInst):
         return None
-    later = region.insts[region.insts.index(first) + 1 :]
+    later = (region.insts[i] for i in range(position + 1, len(region.insts)))
     second = next((i for i in later if not isinstance(i, LifetimeStopInst)), None)
     if not isinstance(second, GemmInst) or second.trans_a or second.operands[1] is not tmp:
         return None
@@ -287,6 +302,8 @@ class Lowering:
         return tiling
 
     def instruction(self, inst: LinalgInst) -> None:
+        if isinstance(inst, GemmInst) and self.dpas_gemm(inst):
+            return
         e = self.e
         out = Operand(inst.output)
         rows, cols = e.size(inst.output, 0), e.size(inst.output, 1)
@@ -679,6 +696,74 @@ class Lowering:
 
         self.row_tiles(rows, self.sgs * mb, row_tile)
         e.b.exit()
+
+    # DPAS gemms (tinytc/gemm/dpas.py): C tiles of whole DPAS blocks ---------------------
+
+    def dpas_gemm(self, inst: GemmInst) -> bool:
+        """C := alpha op(A) op(B) + beta C in tiles of DPAS blocks, where the target has DPAS
+        for the types (else False: the caller lowers it with fma). Tiles are always whole;
+        at ragged and dynamic edges their loads are checked (zeros) and stores skip."""
+        e = self.e
+        a, b = Operand(inst.operands[1], inst.trans_a), Operand(inst.operands[2], inst.trans_b)
+        out = Operand(inst.output)
+        shape = out.type.shape
+        static = [x if isinstance(x, int) else None for x in shape]
+        elements = (a.type.element, b.type.element, out.type.element)
+        tile = gemm_tile(self.target, *elements, self.sgs, *static)
+        if tile is None:
+            return False
+        tm, tn, kd = tile
+        rows, cols = e.size(out.value, 0), e.size(out.value, 1)
+        depth = e.size(a.value, 0 if inst.trans_a else 1)
+        acc = accumulator(out.type.element)
+        checked = _both(_ragged(rows, tm, "rows"), _ragged(cols, tn, "cols"))
+        with self.parallel():
+            first_col: Size = 0
+            if self.subgroups > 1:
+                sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
+                first_col = e.arith("mul", sg, tn)
+
+            def col_tile(n0: Size) -> list[Value]:
+                def row_tile(m0: Size) -> list[Value]:
+                    t = Tile(m0, n0, tm, tn, checked)
+                    self.update(inst, out, t, self.dpas_product(t, a, b, depth, kd, acc), acc)
+                    return []
+
+                e.loop(0, rows, tm, [], row_tile)
+                return []
+
+            e.loop(first_col, cols, tn * self.subgroups, [], col_tile)
+        return True
+
+    def dpas_product(
+        self, t: Tile, a: Operand, b: Operand, depth: Size, kd: int, acc: ScalarType
+    ) -> Value:
+        """sum over K of op(A) op(B) on one tile, one DPAS K block per step; the K tail (a
+        static remainder or a dynamic depth) loads checked along K."""
+        e = self.e
+        el = a.type.element
+
+        def step(k: Size, tail: bool, c: Value) -> list[Value]:
+            at = CoopMatrixType(el, t.rows, kd, "matrix_a")
+            bt = CoopMatrixType(el, kd, t.cols, "matrix_b")
+            x = e.load(a, t.row, k, at, _both(_rows(t), "cols" if tail else ""))
+            y = e.load(b, k, t.col, bt, _both("rows" if tail else "", _cols(t)))
+            return [e.add(CoopMatrixMulAddInst(x, y, c)).result]
+
+        total = self.zeros(CoopMatrixType(acc, t.rows, t.cols, "matrix_acc"))
+        if isinstance(depth, int):
+            main: Size = depth - depth % kd
+        else:
+            main = e.arith("sub", depth, e.arith("rem", depth, kd))
+        (total,) = e.loop(0, main, kd, [total], lambda k, c: step(k, False, c))
+        if not isinstance(depth, int) or depth % kd:
+            (total,) = e.loop(main, depth, kd, [total], lambda k, c: step(k, True, c))
+        return total
+
+
+def _ragged(size: Size, tile: int, check: str) -> str:
+    """``check`` where tiles of ``tile`` may hang over the edge of ``size``."""
+    return check if not isinstance(size, int) or size % tile else ""
 
 
 def _col_tiles(cols: Size, nb: int) -> tuple[int, str]:

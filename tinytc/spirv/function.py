@@ -57,6 +57,7 @@ class Function:
         self.parameter_types = tuple(parameter_types)
         self.parameters = tuple(Id(f"arg{i}") for i in range(len(parameter_types)))
         self.blocks: list[Block] = []
+        self._placed: set[Id] = set()  # labels of self.blocks: a lookup that stays O(1)
         self._variables: list[Instruction] = []
 
     def append_block(self, block: Block | None = None) -> Block:
@@ -66,8 +67,9 @@ class Function:
         after the blocks that dominate it.
         """
         block = block or Block()
-        if any(existing is block for existing in self.blocks):
+        if block.label in self._placed:
             raise ValueError("block is already in the function")
+        self._placed.add(block.label)
         self.blocks.append(block)
         return block
 

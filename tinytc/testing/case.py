@@ -192,6 +192,7 @@ class Case:
     program: Program | None = None
     opt_level: int = 2  # of the compilations that are checked
     tiling: int | None = None  # seed of random tilings of collectives (None: the compiler's)
+    target: str | None = None  # run with this GPU target's geometry, DPAS emulated
 
     @property
     def features(self) -> Counter[str]:

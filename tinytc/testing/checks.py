@@ -225,10 +225,10 @@ def check_execution(case: Case, worker: Worker) -> None:
 
     text = case.text
     program = tinytc.parse(text)
-    if expected_error(program, text, get_target("cpu")) is not None:
+    if expected_error(program, text, get_target(case.target or "cpu")) is not None:
         return
     calls = [(k.name, k.arguments(), k.howmany) for k in case.kernels]
-    outcome = worker.run(text, calls, case.opt_level, case.tiling)
+    outcome = worker.run(text, calls, case.opt_level, case.tiling, target=case.target)
     if outcome.status != "ok":
         raise failure(outcome.status, outcome.message, text)
     assert outcome.results is not None

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..arguments import Group
 from .case import Argument, call_arguments
 from .checks import compile_case
 
@@ -122,12 +123,22 @@ class Worker:
         return Outcome("error", message=payload)
 
     def run(
-        self, text: str, calls: Sequence[Call], opt_level: int = 2, tiling: int | None = None
+        self,
+        text: str,
+        calls: Sequence[Call],
+        opt_level: int = 2,
+        tiling: int | None = None,
+        read_only: Sequence[int] = (),
+        target: str | None = None,
     ) -> Outcome:
         """Compile ``text`` as tinytc.jit does (at ``opt_level``, with random tilings if
-        ``tiling`` is a seed) and call kernels: (name, arguments, howmany)."""
+        ``tiling`` is a seed; with a GPU ``target``'s geometry and DPAS emulated if given) and
+        call kernels: (name, arguments, howmany). The arrays of the arguments at the positions
+        ``read_only`` (group members too) are passed read-only."""
         message = {"op": "run", "text": text, "calls": [tuple(c) for c in calls]}
-        return self.request(message | {"opt_level": opt_level, "tiling": tiling})
+        options = {"opt_level": opt_level, "tiling": tiling, "read_only": list(read_only)}
+        options |= {"target": target}
+        return self.request(message | options)
 
     def build(self, binary: bytes) -> Outcome:
         """Hand a SPIR-V module to the runtime as it is (unvalidated: it may kill the worker)."""
@@ -159,10 +170,14 @@ def _answer(message: dict[str, Any], queue: Any) -> tuple[str, Any]:
     """Carry out one request: ('ok', the arguments after each call) or ('error', why)."""
     if message["op"] == "run":
         opt_level, tiling = message.get("opt_level", 2), message.get("tiling")
-        kernels = _load(message["text"], queue, opt_level, tiling)
+        kernels = _load(message["text"], queue, opt_level, tiling, message.get("target"))
         results = []
         for name, args, howmany in message["calls"]:
-            getattr(kernels, name)(*call_arguments(args), howmany=howmany)
+            values = call_arguments(args)
+            for i in message.get("read_only", []):
+                for array in values[i].arrays if isinstance(values[i], Group) else [values[i]]:
+                    array.flags.writeable = False
+            getattr(kernels, name)(*values, howmany=howmany)
             results.append(list(args))
         return ("ok", results)
     if message["op"] == "build":
@@ -172,12 +187,15 @@ def _answer(message: dict[str, Any], queue: Any) -> tuple[str, Any]:
     return ("error", f"unknown request {message['op']!r}")
 
 
-def _load(text: str, queue: Any, opt_level: int, tiling: int | None) -> Any:
-    """tinytc.jit at an optimization level (and with random tilings)."""
+def _load(text: str, queue: Any, opt_level: int, tiling: int | None, target: str | None) -> Any:
+    """tinytc.jit at an optimization level (and with random tilings, or for another target's
+    geometry with DPAS emulated)."""
     import tinytc
     from tinytc.runtime.device import core_info_from_device
     from tinytc.runtime.jit import Kernels
 
+    if target is not None:
+        return tinytc.jit(text, queue, opt_level, target=target, dpas="emulate")
     if opt_level == 2 and tiling is None:
         return tinytc.jit(text, queue)
     program, binary = compile_case(text, core_info_from_device(queue.device), opt_level, tiling)
