@@ -11,8 +11,9 @@ recipe applies), nearest the default first. Each runs on random data; its result
 match the default tiling's, or it is rejected ('wrong'); its time is the median of
 ``repeat`` runs. The search stops at the time budget. The load of the machine drifts
 during a search, so the fastest candidates are then confirmed against the default in
-pairs (the two alternate): one replaces the default only when both the median of its
-paired time ratios and the ratio of the medians are below ``MARGIN``.
+pairs (the two alternate): one replaces the default only when, in each of
+``CONFIRM_ROUNDS`` rounds, both the median of its paired time ratios and the ratio of the
+medians are below ``MARGIN``.
 
 The best is stored as JSON under ``cache_dir()/tunings``, keyed by the problem, the
 optimization level, the OpenCL device and driver, and the compiler version (a hash of
@@ -52,6 +53,7 @@ from .passes import DEFAULT_PIPELINE
 MARGIN = 0.97  # a candidate must beat the default by 3% (paired) to replace it
 CONFIRMED = 3  # the fastest candidates confirmed in pairs
 CONFIRM_PAIRS = 15  # at least (with 7, noise let a 1.12x slower tiling through)
+CONFIRM_ROUNDS = 2  # of pairs, each below MARGIN (one round of 15 let 1.10x through)
 K_UNROLLS = (1, 2, 4, 8)
 TOLERANCE = {"f64": 1e-10, "f32": 1e-4, "f16": 1e-2, "bf16": 2e-2}  # integers: exact
 Output = tuple[np.ndarray, str]  # an array a kernel wrote, with its element type's name
@@ -194,6 +196,18 @@ def paired(
     second_median = statistics.median(b for _, b in times)
     ratio = statistics.median(b / max(a, 1e-9) for a, b in times)
     return max(ratio, second_median / max(first_median, 1e-9)), first_median, second_median
+
+
+def confirmed(
+    default: Callable[[], Any], candidate: Callable[[], Any], repeat: int
+) -> tuple[float, float, float] | None:
+    """(time ratio, default's and candidate's median times) of the last of CONFIRM_ROUNDS
+    rounds of ``paired`` if the candidate is faster by MARGIN in every round, else None."""
+    for _ in range(CONFIRM_ROUNDS):
+        ratio, first, second = paired(default, candidate, max(repeat, CONFIRM_PAIRS))
+        if ratio >= MARGIN:
+            return None
+    return ratio, first, second
 
 
 def candidate_ran(candidate: Any, outputs: list[Output]) -> None:
@@ -407,13 +421,12 @@ def tune_program(
     for kernel in kernels:
         if best[kernel] != defaults[kernel]:
             tuned = runner.compile(kernel, best[kernel], opt_level)
-            ratio, _, seconds[kernel] = paired(
-                runner.runner(baseline[kernel], kernel),
-                runner.runner(tuned, kernel),
-                max(repeat, CONFIRM_PAIRS),
-            )
-            if ratio >= MARGIN:
+            run = runner.runner(tuned, kernel)
+            confirmation = confirmed(runner.runner(baseline[kernel], kernel), run, repeat)
+            if confirmation is None:
                 best[kernel], seconds[kernel] = defaults[kernel], baseline_seconds[kernel]
+            else:
+                seconds[kernel] = confirmation[2]
     result = TuneResult("program", best, defaults, sum(seconds.values()), default_total, trials)
     result.path = path
     store_record(path, result_record(result, _encode_tilings, str(program)))

@@ -143,13 +143,12 @@ def tune_conv2d(
     best, best_seconds, least = default, default_seconds, t.MARGIN
     for _, _, conv in fastest:
         other = np.empty_like(out)
-        ratio, before, seconds = t.paired(
-            lambda: base(a, w, out=out),
-            lambda c=conv, o=other: c(a, w, out=o),
-            max(repeat, t.CONFIRM_PAIRS),
+        confirmation = t.confirmed(
+            lambda: base(a, w, out=out), lambda c=conv, o=other: c(a, w, out=o), repeat
         )
-        if ratio < least:  # both times from the same pairs
-            best, default_seconds, best_seconds, least = conv.tiling, before, seconds, ratio
+        if confirmation is not None and confirmation[0] < least:  # times from the same pairs
+            least, default_seconds, best_seconds = confirmation
+            best = conv.tiling
     result = t.TuneResult("conv2d", best, default, best_seconds, default_seconds, trials, path)
     t.store_record(path, t.result_record(result, dataclasses.asdict, repr(problem)))
     return result
