@@ -62,25 +62,25 @@ __kernel void add(__global const float *a, __global const float *b, __global flo
     c[i] = a[i] + b[i];
 }
 
-// 16 independent chains per work-item hide the FMA latency; the subgroup size fills one
+// CHAINS independent chains per work-item hide the FMA latency; the subgroup size fills one
 // 512-bit register (docs/performance-cpu.md lesson 7).
 #define PEAK(T, SUBGROUP)                                                                   \\
 __attribute__((intel_reqd_sub_group_size(SUBGROUP)))                                       \\
 __kernel void peak_##T(__global T *out, int iterations) {                                  \\
-    T x[16], scale = 0.999, shift = (T)get_global_id(0) * 1e-9;                            \\
-    for (int c = 0; c < 16; ++c) x[c] = 1 + c;                                             \\
+    T x[CHAINS], scale = 0.999, shift = (T)get_global_id(0) * 1e-9;                        \\
+    for (int c = 0; c < CHAINS; ++c) x[c] = 1 + c;                                         \\
     for (int k = 0; k < iterations; ++k)                                                   \\
-        for (int c = 0; c < 16; ++c) x[c] = fma(x[c], scale, shift);                       \\
+        for (int c = 0; c < CHAINS; ++c) x[c] = fma(x[c], scale, shift);                   \\
     T sum = 0;                                                                             \\
-    for (int c = 0; c < 16; ++c) sum += x[c];                                              \\
+    for (int c = 0; c < CHAINS; ++c) sum += x[c];                                          \\
     out[get_global_id(0)] = sum;                                                           \\
 }
-PEAK(float, 16)
-PEAK(double, 8)
+PEAK(float, SUBGROUP_f32)
+PEAK(double, SUBGROUP_f64)
 """
 ADD_LOCAL_SIZE = 4096  # large work-groups: per-group overhead (lesson 3) cost ~8% at 256
 PEAK_SUBGROUP = {"f32": 16, "f64": 8}
-PEAK_GROUPS, PEAK_ITERATIONS = 4096, 1024
+PEAK_CHAINS, PEAK_GROUPS, PEAK_ITERATIONS = 16, 4096, 1024
 
 
 def l3_bytes() -> int:
@@ -114,7 +114,9 @@ class Limits:
     def __init__(self, working_set: float) -> None:
         cl = _pyopencl()
         self.queue = default_queue()
-        program = cl.Program(self.queue.context, LIMITS_SOURCE).build()
+        program = cl.Program(self.queue.context, LIMITS_SOURCE)
+        defines = {"CHAINS": PEAK_CHAINS} | {f"SUBGROUP_{t}": s for t, s in PEAK_SUBGROUP.items()}
+        program.build(options=[f"-D{name}={value}" for name, value in defines.items()])
         count = max(1, int(working_set / 12) // ADD_LOCAL_SIZE) * ADD_LOCAL_SIZE
         rng = np.random.default_rng(0)
         self.arrays = [rng.random(count, np.float32) for _ in range(2)]
@@ -124,7 +126,7 @@ class Limits:
             self.add.set_arg(i, cl.SVM(array))
         self.add_bytes = 3.0 * self.arrays[0].nbytes
         self.peak: dict[str, Any] = {}
-        self.peak_out = {}
+        self.peak_out: dict[str, np.ndarray] = {}
         for ty, sg in PEAK_SUBGROUP.items():
             kernel = cl.Kernel(program, f"peak_{'float' if ty == 'f32' else 'double'}")
             self.peak_out[ty] = np.zeros(sg * PEAK_GROUPS, DTYPES[ty])
@@ -132,7 +134,8 @@ class Limits:
             kernel.set_arg(1, np.int32(PEAK_ITERATIONS))
             self.peak[ty] = kernel
         self.peak_flops = {
-            ty: 2.0 * 16 * PEAK_ITERATIONS * sg * PEAK_GROUPS for ty, sg in PEAK_SUBGROUP.items()
+            ty: 2.0 * PEAK_CHAINS * PEAK_ITERATIONS * sg * PEAK_GROUPS
+            for ty, sg in PEAK_SUBGROUP.items()
         }
 
     def run_add(self) -> None:
@@ -228,15 +231,15 @@ def gemm_case(ty: str, n: int, trans: str, working_set: float, with_numpy: bool)
         return relative_error(op(c[:, :, sample], "n"), expected)
 
     case = Case(
-        f"{ty}-{n}-{trans}",
-        ty,
-        batch,
-        2.0 * n**3 * batch,
-        3.0 * n * n * size * batch,
-        kernels.gemm,
-        (a, b, c),
-        run_numpy,
-        check,
+        name=f"{ty}-{n}-{trans}",
+        ty=ty,
+        batch=batch,
+        flops=2.0 * n**3 * batch,
+        bytes=3.0 * n * n * size * batch,
+        kernel=kernels.gemm,
+        args=(a, b, c),
+        run_numpy=run_numpy,
+        check=check,
     )
     return case
 
@@ -273,17 +276,16 @@ def chain_case(ty: str, working_set: float, with_numpy: bool) -> Case:
         expected = before + k.astype(np.float64) @ pv[sample] @ av[sample]
         return relative_error(qv[sample], expected)
 
-    flops = 2.0 * (56 * 56 * 9 + 56 * 9 * 9) * batch
     case = Case(
-        f"chain-{ty}",
-        ty,
-        batch,
-        flops,
-        56.0 * 56 * size + per_entry * batch,
-        kernels.fused_kernel,
-        (k, p, a, q),
-        run_numpy,
-        check,
+        name=f"chain-{ty}",
+        ty=ty,
+        batch=batch,
+        flops=2.0 * (56 * 56 * 9 + 56 * 9 * 9) * batch,
+        bytes=56.0 * 56 * size + per_entry * batch,
+        kernel=kernels.fused_kernel,
+        args=(k, p, a, q),
+        run_numpy=run_numpy,
+        check=check,
     )
     return case
 
