@@ -80,7 +80,8 @@ PEAK(double, SUBGROUP_f64)
 """
 ADD_LOCAL_SIZE = 4096  # large work-groups: per-group overhead (lesson 3) cost ~8% at 256
 PEAK_SUBGROUP = {"f32": 16, "f64": 8}
-PEAK_CHAINS, PEAK_GROUPS, PEAK_ITERATIONS = 16, 4096, 1024
+PEAK_CHAINS, PEAK_GROUPS = 16, 4096
+PEAK_MIN_ITERATIONS = 64  # about 0.3 ms, so that the launch is a small part of it
 
 
 def l3_bytes() -> int:
@@ -131,12 +132,18 @@ class Limits:
             kernel = cl.Kernel(program, f"peak_{'float' if ty == 'f32' else 'double'}")
             self.peak_out[ty] = np.zeros(sg * PEAK_GROUPS, DTYPES[ty])
             kernel.set_arg(0, cl.SVM(self.peak_out[ty]))
-            kernel.set_arg(1, np.int32(PEAK_ITERATIONS))
             self.peak[ty] = kernel
-        self.peak_flops = {
-            ty: 2.0 * PEAK_CHAINS * PEAK_ITERATIONS * sg * PEAK_GROUPS
-            for ty, sg in PEAK_SUBGROUP.items()
-        }
+        self.peak_flops: dict[str, float] = {}
+        for ty in PEAK_SUBGROUP:
+            self.size_peak(ty, 0)
+
+    def size_peak(self, ty: str, flops: float) -> None:
+        """Give the FMA kernel about ``flops`` of work, the shape's, so that both last about as
+        long and a busy machine interrupts them alike."""
+        per_iteration = 2.0 * PEAK_CHAINS * PEAK_SUBGROUP[ty] * PEAK_GROUPS
+        iterations = max(PEAK_MIN_ITERATIONS, round(flops / per_iteration))
+        self.peak[ty].set_arg(1, np.int32(iterations))
+        self.peak_flops[ty] = per_iteration * iterations
 
     def run_add(self) -> None:
         cl = _pyopencl()
@@ -299,7 +306,9 @@ def relative_error(got: np.ndarray, expected: np.ndarray) -> float:
 def measure(case: Case, limits: Limits, repeat: int, warm: bool) -> dict:
     """Rounds of tinytc, numpy, the add and the fma kernel, in an order rotated each round;
     rates are medians, fractions and ratios medians of the per-round ratios."""
+    median = statistics.median
     error = case.check()  # also warms the kernel up
+    limits.size_peak(case.ty, case.flops)
     runs: dict[str, Callable[[], Any]] = {
         "tinytc": case.run,
         "numpy": case.run_numpy or (lambda: None),
@@ -313,19 +322,21 @@ def measure(case: Case, limits: Limits, repeat: int, warm: bool) -> dict:
     for r in range(repeat):
         for name in names[r % 4 :] + names[: r % 4]:
             times[name].append(seconds(runs[name], warm))
-    host = statistics.median(seconds(lambda: case.run(0)) for _ in range(5))
+    host = median(seconds(lambda: case.run(0)) for _ in range(5))
     bandwidth = [limits.add_bytes / t for t in times["add"]]
     peak = [limits.peak_flops[case.ty] / t for t in times["fma"]]
     intensity = case.flops / case.bytes
-    roofline = [min(p, intensity * bw) for p, bw in zip(peak, bandwidth)]
+    # The smaller of the two limits by their medians is the roofline; the fraction pairs each
+    # round's kernel with that round's limit (a minimum per round would also pick up noise).
+    bound = "memory" if intensity * median(bandwidth) < median(peak) else "fma"
+    roofline = [intensity * bw for bw in bandwidth] if bound == "memory" else peak
     rates = [case.flops / t for t in times["tinytc"]]
-    median = statistics.median
     return {
         "case": case.name,
         "GFLOPs": case.flops / median(times["tinytc"]) / 1e9,
         "roofline_GFLOPs": median(roofline) / 1e9,
         "fraction": median(r / f for r, f in zip(rates, roofline)),
-        "bound": "memory" if median(intensity * bw for bw in bandwidth) < median(peak) else "fma",
+        "bound": bound,
         "numpy_GFLOPs": case.flops / median(times["numpy"]) / 1e9,
         "vs_numpy": median(n / t for n, t in zip(times["numpy"], times["tinytc"])),
         "bandwidth_GBs": median(bandwidth) / 1e9,
