@@ -569,7 +569,7 @@ def compare(args: argparse.Namespace, shapes: list[str]) -> int:
             raise SystemExit(f"bench: git {' '.join(words)}: {done.stderr.strip()}")
         return done.stdout.strip()
 
-    commit = git("rev-parse", "--verify", "--quiet", f"{args.compare}^{{commit}}")
+    commit = git("rev-parse", "--verify", f"{args.compare}^{{commit}}")
     working_set = working_set_of(args, l3_bytes())
     print(
         f"old = {args.compare} ({commit[:10]}), new = the working tree {ROOT}; working set "
