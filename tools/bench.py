@@ -6,10 +6,11 @@
     python tools/bench.py --quick      (tiny working sets: checks that everything runs)
 
 Every shape is timed in rounds, each round also running two plain OpenCL C kernels on every
-core: c[i] = a[i] + b[i] over arrays as large as the shape's working set (bandwidth, three
-arrays of traffic) and independent fma chains (FMA peak). A round's roofline is
-min(FMA peak, arithmetic intensity x bandwidth); the fraction of the roofline and the ratio to
-numpy are medians of per-round ratios, so that the machine's drift cancels. Working sets are
+core that do the shape's amount of work: c[i] = a[i] + b[i] over as many bytes (bandwidth,
+three arrays of traffic) and independent fma chains doing as many operations (FMA peak). The
+roofline is min(FMA peak, arithmetic intensity x bandwidth) of their medians; the fraction of
+the roofline and the ratio to numpy are medians of per-round ratios, so that the machine's
+drift cancels. Working sets are
 DRAM-sized by default (larger than the L3, whose size is read from the system), L3-sized with
 --resident. --compare runs REV's tinytc and the working tree's in two worker processes,
 alternately, and prints the paired speed ratios. docs/benchmarking.md explains the method.
