@@ -1,24 +1,36 @@
-"""Benchmarks of tinytc kernels on the CPU runtime, paired with numpy in the same run.
+"""Batched GEMMs and the tutorial chain against the roofline of this machine, measured in one run.
 
-    python tools/bench.py [--quick] [--repeat 5] [--json bench.json] [--png bench.png]
+    python tools/bench.py [--repeat 7] [--shapes 'f32-64-*' chain-f32 ...] [--resident]
+                          [--json bench.json] [--plot bench.png]
+    python tools/bench.py --compare REV [--repeat 15] [--shapes ...]
+    python tools/bench.py --quick      (tiny working sets: checks that everything runs)
 
-Batched GEMM C_e = op(A_e) op(B_e) (f32, f64; n = 8, 16, 32, 64; nn, tn, nt) and the
-tutorial chain Q_e += K P_e A_e, each with tinytc's and numpy's GFLOP/s and the roofline
-min(FMA peak, arithmetic intensity x copy bandwidth), where the FMA peak comes from an FMA
-loop that tinytc's SPIR-V builder assembles and the bandwidth from a numpy copy, both
-measured in this run. Also the compile time (parse, passes, emission) and the runtime's build
-time per kernel. This is a tool, not a test: timings vary with the machine's load.
+Every shape is timed in rounds, each round also running two plain OpenCL C kernels on every
+core that do the shape's amount of work: c[i] = a[i] + b[i] over as many bytes (bandwidth,
+three arrays of traffic) and independent fma chains doing as many operations (FMA peak). The
+roofline is min(FMA peak, arithmetic intensity x bandwidth) of their medians; the fraction of
+the roofline and the ratio to numpy are medians of per-round ratios, so that the machine's
+drift cancels. Working sets are
+DRAM-sized by default (larger than the L3, whose size is read from the system), L3-sized with
+--resident. --compare runs REV's tinytc and the working tree's in two worker processes,
+alternately, and prints the paired speed ratios. docs/benchmarking.md explains the method.
+This is a tool, not a test: timings vary with the machine's load.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
+import os
 import pathlib
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,112 +40,158 @@ from tinytc.compiler import run_pipeline
 from tinytc.parser import parse
 from tinytc.runtime import default_queue
 from tinytc.runtime.device import _pyopencl
-from tinytc.spirv import (
-    Block,
-    Builder,
-    BuiltIn,
-    ExecutionMode,
-    Id,
-    Instruction,
-    LoopControl,
-    Module,
-    Op,
-    OpenCLStd,
-    StorageClass,
-)
 from tinytc.spirv.convert import lower
 from tinytc.target import CPU
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-BYTES_PER_RUN = 256e6  # working set of one measurement: far beyond the caches
 DTYPES = {"f32": np.float32, "f64": np.float64}
+SHAPES = [
+    *(f"{ty}-{n}-{tr}" for ty in DTYPES for n in (8, 16, 32, 64) for tr in ("nn", "tn", "nt")),
+    *(f"chain-{ty}" for ty in DTYPES),
+]
+DRAM_WORKING_SET = 800e6  # bytes per shape: A and B read, C written (the issue's setting)
+QUICK_WORKING_SET = 2e6
+TOLERANCE = {"f32": 1e-5, "f64": 1e-12}  # relative to the largest expected element
+SAMPLE = 64  # batch entries checked against numpy
+
+LIMITS_SOURCE = """
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+
+// Two reads and one write per element: the traffic of C = A B with beta = 0.
+__kernel void add(__global const float *a, __global const float *b, __global float *c) {
+    size_t i = get_global_id(0);
+    c[i] = a[i] + b[i];
+}
+
+// CHAINS independent chains per work-item hide the FMA latency; the subgroup size fills one
+// 512-bit register (docs/performance-cpu.md lesson 7).
+#define PEAK(T, SUBGROUP)                                                                   \\
+__attribute__((intel_reqd_sub_group_size(SUBGROUP)))                                       \\
+__kernel void peak_##T(__global T *out, int iterations) {                                  \\
+    T x[CHAINS], scale = 0.999, shift = (T)get_global_id(0) * 1e-9;                        \\
+    for (int c = 0; c < CHAINS; ++c) x[c] = 1 + c;                                         \\
+    for (int k = 0; k < iterations; ++k)                                                   \\
+        for (int c = 0; c < CHAINS; ++c) x[c] = fma(x[c], scale, shift);                   \\
+    T sum = 0;                                                                             \\
+    for (int c = 0; c < CHAINS; ++c) sum += x[c];                                          \\
+    out[get_global_id(0)] = sum;                                                           \\
+}
+PEAK(float, SUBGROUP_f32)
+PEAK(double, SUBGROUP_f64)
+"""
+ADD_LOCAL_SIZE = 4096  # large work-groups: per-group overhead (lesson 3) cost ~8% at 256
+PEAK_SUBGROUP = {"f32": 16, "f64": 8}
+PEAK_CHAINS, PEAK_GROUPS = 16, 4096
+PEAK_MIN_ITERATIONS = 64  # about 0.3 ms, so that the launch is a small part of it
 
 
-def median_time(run: Callable[[], Any], repeat: int) -> float:
-    run()  # warm-up: first-touch of pages, code caches
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+def l3_bytes() -> int:
+    """Size of the last-level (L3) cache from sysfs, or else from lscpu."""
+    for index in sorted(pathlib.Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        if (index / "level").read_text().strip() == "3":
+            size = (index / "size").read_text().strip()
+            units = {"K": 2**10, "M": 2**20, "G": 2**30}
+            return int(size.rstrip("KMG")) * units.get(size[-1], 1)
+    lines = subprocess.run(
+        ["lscpu", "-B", "-C=LEVEL,ALL-SIZE", "--noheadings"], capture_output=True, text=True
+    ).stdout.splitlines()
+    for level, size in (line.split() for line in lines):
+        if level == "3":
+            return int(size)
+    raise SystemExit("bench: the L3 size is in neither sysfs nor lscpu; give --working-set")
+
+
+def seconds(run: Callable[[], Any], warm: bool = False) -> float:
+    """Wall time of one call; ``warm`` runs it once before, untimed (cache-resident data)."""
+    if warm:
         run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
 
 
-def copy_bandwidth(repeat: int) -> float:
-    """Bytes moved per second by a numpy copy (read + write)."""
-    src = np.random.default_rng(0).random(int(BYTES_PER_RUN / 8))
-    dst = np.empty_like(src)
-    return 2 * src.nbytes / median_time(lambda: np.copyto(dst, src), repeat)
+class Limits:
+    """Plain OpenCL C kernels for the bandwidth and the FMA peak, on every core."""
+
+    def __init__(self, working_set: float) -> None:
+        cl = _pyopencl()
+        self.queue = default_queue()
+        program = cl.Program(self.queue.context, LIMITS_SOURCE)
+        defines = {"CHAINS": PEAK_CHAINS} | {f"SUBGROUP_{t}": s for t, s in PEAK_SUBGROUP.items()}
+        program.build(options=[f"-D{name}={value}" for name, value in defines.items()])
+        count = max(1, int(working_set / 12) // ADD_LOCAL_SIZE) * ADD_LOCAL_SIZE
+        rng = np.random.default_rng(0)
+        self.arrays = [rng.random(count, np.float32) for _ in range(2)]
+        self.arrays.append(np.full(count, np.nan, np.float32))  # pages touched up front
+        self.add = cl.Kernel(program, "add")
+        for i, array in enumerate(self.arrays):
+            self.add.set_arg(i, cl.SVM(array))
+        self.add_bytes = 3.0 * self.arrays[0].nbytes
+        self.peak: dict[str, Any] = {}
+        self.peak_out: dict[str, np.ndarray] = {}
+        for ty, sg in PEAK_SUBGROUP.items():
+            kernel = cl.Kernel(program, f"peak_{'float' if ty == 'f32' else 'double'}")
+            self.peak_out[ty] = np.zeros(sg * PEAK_GROUPS, DTYPES[ty])
+            kernel.set_arg(0, cl.SVM(self.peak_out[ty]))
+            self.peak[ty] = kernel
+        self.peak_flops: dict[str, float] = {}
+        for ty in PEAK_SUBGROUP:
+            self.size_peak(ty, 0)
+
+    def size_peak(self, ty: str, flops: float) -> None:
+        """Give the FMA kernel about ``flops`` of work, the shape's, so that both last about as
+        long and a busy machine interrupts them alike."""
+        per_iteration = 2.0 * PEAK_CHAINS * PEAK_SUBGROUP[ty] * PEAK_GROUPS
+        iterations = max(PEAK_MIN_ITERATIONS, round(flops / per_iteration))
+        self.peak[ty].set_arg(1, np.int32(iterations))
+        self.peak_flops[ty] = per_iteration * iterations
+
+    def run_add(self) -> None:
+        cl = _pyopencl()
+        cl.enqueue_nd_range_kernel(self.queue, self.add, (self.arrays[0].size,), (ADD_LOCAL_SIZE,))
+        self.queue.finish()
+
+    def run_peak(self, ty: str) -> None:
+        cl = _pyopencl()
+        sg = PEAK_SUBGROUP[ty]
+        cl.enqueue_nd_range_kernel(self.queue, self.peak[ty], (sg * PEAK_GROUPS,), (sg,))
+        self.queue.finish()
+
+    def check(self) -> None:
+        a, b, c = self.arrays
+        self.run_add()
+        if not np.array_equal(c, a + b):
+            raise SystemExit("bench: the OpenCL add kernel computed wrong sums")
 
 
-def fma_kernel(bits: int, lanes: int, chains: int, iterations: int) -> bytes:
-    """SPIR-V of out[gid] = sum of ``chains`` independent chains x = fma(x, s, gid) run
-    ``iterations`` times, built with tinytc's own module builder."""
-    m = Module()
-    f, i64 = m.type_float(bits), m.type_int(64)
-    out_type = m.type_pointer(StorageClass.CrossWorkgroup, f)
-    fn = m.kernel("peak", [out_type])
-    m.execution_mode(fn, ExecutionMode.LocalSize, lanes, 1, 1)
-    m.execution_mode(fn, ExecutionMode.SubgroupSize, lanes)
-    entry, head, body, done = Block("entry"), Block("head"), Block("body"), Block("done")
-    b = Builder(m)
-    fn.append_block(entry)
-    b.position_at_end(entry)
-    v3 = m.type_vector(i64, 3)
-    ids = b.value(Op.Load, v3, m.builtin(BuiltIn.GlobalInvocationId, v3))
-    gid = b.value(Op.CompositeExtract, i64, ids, 0)
-    seed = b.value(Op.ConvertUToF, f, gid)
-    b.emit(Op.Branch, head.label)
-    fn.append_block(head)
-    k, k_next = Id("k"), Id("k_next")
-    acc, acc_next = [Id("acc") for _ in range(chains)], [Id("next") for _ in range(chains)]
-    zero = m.constant_int(64, 0)
-    head.instructions.append(Instruction(Op.Phi, i64, k, (zero, entry.label, k_next, body.label)))
-    for c in range(chains):
-        start = m.constant(f, 1.0 + c)
-        operands = (start, entry.label, acc_next[c], body.label)
-        head.instructions.append(Instruction(Op.Phi, f, acc[c], operands))
-    b.position_at_end(head)
-    more = b.value(Op.SLessThan, m.type_bool(), k, m.constant_int(64, iterations))
-    b.emit(Op.LoopMerge, done.label, body.label, LoopControl.None_)
-    b.emit(Op.BranchConditional, more, body.label, done.label)
-    fn.append_block(body)
-    library, scale = m.ext_inst_import(), m.constant(f, 0.999)
-    for c in range(chains):
-        operands = (library, OpenCLStd.fma, acc[c], scale, seed)
-        body.instructions.append(Instruction(Op.ExtInst, f, acc_next[c], operands))
-    body.instructions.append(Instruction(Op.IAdd, i64, k_next, (k, m.constant_int(64, 1))))
-    b.position_at_end(body)
-    b.emit(Op.Branch, head.label)
-    fn.append_block(done)
-    b.position_at_end(done)
-    total = acc[0]
-    for c in range(1, chains):
-        total = b.value(Op.FAdd, f, total, acc[c])
-    b.emit(Op.Store, b.value(Op.InBoundsPtrAccessChain, out_type, fn.parameters[0], gid), total)
-    b.emit(Op.Return)
-    return m.assemble()
+@dataclass
+class Case:
+    """One shape: tinytc's kernel on a whole batch, numpy on the same data, and a check."""
+
+    name: str
+    ty: str
+    batch: int
+    flops: float  # 2 per multiply-add
+    bytes: float  # every operand read once, every output written once, shared operands once
+    kernel: Callable[..., None]
+    args: tuple[Any, ...]
+    run_numpy: Callable[[], Any] | None
+    check: Callable[[], float]  # runs the kernel from fresh outputs; relative error on a sample
+
+    def run(self, howmany: int | None = None) -> None:
+        self.kernel(*self.args, howmany=self.batch if howmany is None else howmany)
 
 
-def fma_peak(ty: str, repeat: int) -> float:
-    """FLOP/s (2 per fma) of the FMA loop, with 8 chains per lane to hide latency and the
-    subgroup size that fills an AVX-512 register."""
-    cl = _pyopencl()
-    queue = default_queue()
-    bits = 32 if ty == "f32" else 64
-    lanes, chains, iterations, groups = 512 // bits, 8, 4096, 4096
-    binary = fma_kernel(bits, lanes, chains, iterations)
-    tinytc.spirv.validate(binary)
-    kernel = cl.Program(queue.context, binary).build().peak
-    out = np.zeros(lanes * groups, dtype=DTYPES[ty])
-    kernel.set_arg(0, cl.SVM(out))
+def make_case(name: str, working_set: float, with_numpy: bool = True) -> Case:
+    if name.startswith("chain-"):
+        return chain_case(name.removeprefix("chain-"), working_set, with_numpy)
+    ty, n, trans = name.split("-")
+    return gemm_case(ty, int(n), trans, working_set, with_numpy)
 
-    def run() -> None:
-        cl.enqueue_nd_range_kernel(queue, kernel, (lanes * groups,), (lanes,))
-        queue.finish()
 
-    flops = 2.0 * chains * iterations * lanes * groups
-    return flops / median_time(run, repeat)
+def column_major(rng: np.random.Generator, shape: tuple[int, ...], ty: str) -> np.ndarray:
+    """Random values in [0, 1) in a Fortran-ordered array, without a copy."""
+    return rng.random(shape[::-1], DTYPES[ty]).T
 
 
 def gemm_source(ty: str, n: int, ta: str, tb: str) -> str:
@@ -149,71 +207,168 @@ def gemm_source(ty: str, n: int, ta: str, tb: str) -> str:
 """
 
 
-def bench_gemm(ty: str, n: int, trans: str, repeat: int, peak: float, bandwidth: float) -> dict:
-    dtype = DTYPES[ty]
-    size = np.dtype(dtype).itemsize
-    batch = max(1, int(BYTES_PER_RUN / (3 * n * n * size)))
+def gemm_case(ty: str, n: int, trans: str, working_set: float, with_numpy: bool) -> Case:
+    """C_e = op(A_e) op(B_e), beta = 0: A and B are read and C written, n*n elements each."""
+    size = np.dtype(DTYPES[ty]).itemsize
+    batch = max(1, int(working_set / (3 * n * n * size)))
     rng = np.random.default_rng(n)
-    a, b = (np.asfortranarray(rng.random((n, n, batch), dtype=dtype)) for _ in range(2))
-    c = np.zeros_like(a, order="F")
+    a, b = column_major(rng, (n, n, batch), ty), column_major(rng, (n, n, batch), ty)
+    c = np.full((n, n, batch), np.nan, DTYPES[ty], order="F")
     kernels: Any = tinytc.jit(gemm_source(ty, n, trans[0], trans[1]))
-    t_tinytc = median_time(lambda: kernels.gemm(a, b, c, howmany=batch), repeat)
-    # The same products for numpy: its stacked arrays are row-major, so C_e^T = B_e^T A_e^T.
-    an, bn = (np.ascontiguousarray(x.transpose(2, 1, 0)) for x in (a, b))
-    cn = np.empty_like(an)
-    xa = an.transpose(0, 2, 1) if trans[0] == "t" else an
-    xb = bn.transpose(0, 2, 1) if trans[1] == "t" else bn
-    t_numpy = median_time(lambda: np.matmul(xb, xa, out=cn), repeat)
-    expected = cn.transpose(2, 1, 0)
-    error = float(np.max(np.abs(c - expected)) / np.max(np.abs(expected)))
-    flops = 2.0 * n**3 * batch
-    intensity = 2.0 * n**3 / (3 * n * n * size)
-    return {
-        "case": f"gemm {ty} n={n} {trans}",
-        "tinytc": flops / t_tinytc / 1e9,
-        "numpy": flops / t_numpy / 1e9,
-        "roofline": min(peak, intensity * bandwidth) / 1e9,
-        "batch": batch,
-        "error": error,
-    }
+
+    def op(x: np.ndarray, t: str) -> np.ndarray:  # batch-first views of the same memory
+        x = x.transpose(2, 0, 1)
+        return x.transpose(0, 2, 1) if t == "t" else x
+
+    run_numpy = None
+    if with_numpy:
+        out = np.empty((batch, n, n), DTYPES[ty])
+        xa, xb = op(a, trans[0]), op(b, trans[1])
+
+        def run_numpy() -> None:
+            np.matmul(xa, xb, out=out)
+
+    sample = rng.choice(batch, min(batch, SAMPLE), replace=False)
+
+    def check() -> float:
+        c[...] = np.nan
+        case.run()
+        expected = np.matmul(
+            *(op(x[:, :, sample].astype(np.float64), t) for x, t in ((a, trans[0]), (b, trans[1])))
+        )
+        return relative_error(op(c[:, :, sample], "n"), expected)
+
+    case = Case(
+        name=f"{ty}-{n}-{trans}",
+        ty=ty,
+        batch=batch,
+        flops=2.0 * n**3 * batch,
+        bytes=3.0 * n * n * size * batch,
+        kernel=kernels.gemm,
+        args=(a, b, c),
+        run_numpy=run_numpy,
+        check=check,
+    )
+    return case
 
 
-def bench_chain(ty: str, repeat: int, peak: float, bandwidth: float) -> dict:
-    dtype = DTYPES[ty]
-    size = np.dtype(dtype).itemsize
-    source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
-    per_entry = (56 * 9 * 3 + 81) * size  # read P, A, Q; write Q (K stays in cache)
-    batch = max(1, int(BYTES_PER_RUN / per_entry))
+def chain_case(ty: str, working_set: float, with_numpy: bool) -> Case:
+    """The tutorial Q_e += K P_e A_e with A a stacked group: K (56x56) is read once, P_e
+    (56x9) and A_e (9x9) are read, Q_e (56x9) is read and written."""
+    size = np.dtype(DTYPES[ty]).itemsize
+    per_entry = (3 * 56 * 9 + 9 * 9) * size
+    batch = max(1, int((working_set - 56 * 56 * size) / per_entry))
     rng = np.random.default_rng(1)
-    k = np.asfortranarray(rng.random((56, 56), dtype=dtype))
-    p = np.asfortranarray(rng.random((56, 9, batch), dtype=dtype))
-    a = np.asfortranarray(rng.random((9, 9, batch), dtype=dtype))  # group member e: a[:, :, e]
-    q = np.zeros((56, 9, batch), dtype=dtype, order="F")
+    k, p = column_major(rng, (56, 56), ty), column_major(rng, (56, 9, batch), ty)
+    a, q = column_major(rng, (9, 9, batch), ty), column_major(rng, (56, 9, batch), ty)
+    source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
     kernels: Any = tinytc.jit(source)
-    t_tinytc = median_time(lambda: kernels.fused_kernel(k, p, a, q, howmany=batch), repeat)
-    pn = np.ascontiguousarray(p.transpose(2, 0, 1))
-    an = np.ascontiguousarray(a.transpose(2, 0, 1))
-    qn = np.zeros((batch, 56, 9), dtype=dtype)
-    tmp = np.empty((batch, 56, 9), dtype=dtype)
+    pv, av, qv = (x.transpose(2, 0, 1) for x in (p, a, q))
 
-    def numpy_chain() -> None:
-        np.matmul(k, pn, out=tmp)
-        qn[...] += np.matmul(tmp, an)
+    run_numpy = None
+    if with_numpy:
+        kp, update, qn = (np.empty((batch, 56, 9), DTYPES[ty]) for _ in range(3))
+        qn[...] = qv
 
-    t_numpy = median_time(numpy_chain, repeat)
-    flops = 2.0 * (56 * 56 * 9 + 56 * 9 * 9) * batch
-    intensity = flops / batch / per_entry
-    return {
-        "case": f"chain {ty}",
-        "tinytc": flops / t_tinytc / 1e9,
-        "numpy": flops / t_numpy / 1e9,
-        "roofline": min(peak, intensity * bandwidth) / 1e9,
-        "batch": batch,
+        def run_numpy() -> None:
+            np.matmul(k, pv, out=kp)
+            np.matmul(kp, av, out=update)
+            qn[...] += update
+
+    sample = rng.choice(batch, min(batch, SAMPLE), replace=False)
+
+    def check() -> float:
+        q[...] = column_major(np.random.default_rng(2), q.shape, ty)
+        before = qv[sample].astype(np.float64)
+        case.run()
+        expected = before + k.astype(np.float64) @ pv[sample] @ av[sample]
+        return relative_error(qv[sample], expected)
+
+    case = Case(
+        name=f"chain-{ty}",
+        ty=ty,
+        batch=batch,
+        flops=2.0 * (56 * 56 * 9 + 56 * 9 * 9) * batch,
+        bytes=56.0 * 56 * size + per_entry * batch,
+        kernel=kernels.fused_kernel,
+        args=(k, p, a, q),
+        run_numpy=run_numpy,
+        check=check,
+    )
+    return case
+
+
+def relative_error(got: np.ndarray, expected: np.ndarray) -> float:
+    """Largest error relative to the largest expected value; NaN (unwritten) counts as inf."""
+    error = float(np.max(np.abs(got - expected)) / np.max(np.abs(expected)))
+    return error if np.isfinite(error) else float("inf")
+
+
+def measure(case: Case, limits: Limits, repeat: int, warm: bool) -> dict:
+    """Rounds of tinytc, numpy, the add and the fma kernel, in an order rotated each round;
+    rates are medians, fractions and ratios medians of the per-round ratios."""
+    median = statistics.median
+    error = case.check()  # also warms the kernel up
+    limits.size_peak(case.ty, case.flops)
+    runs: dict[str, Callable[[], Any]] = {
+        "tinytc": case.run,
+        "numpy": case.run_numpy or (lambda: None),
+        "add": limits.run_add,
+        "fma": lambda: limits.run_peak(case.ty),
     }
+    for run in runs.values():
+        run()  # first touch, code caches
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for r in range(repeat):
+        for name in names[r % 4 :] + names[: r % 4]:
+            times[name].append(seconds(runs[name], warm))
+    host = median(seconds(lambda: case.run(0)) for _ in range(5))
+    bandwidth = [limits.add_bytes / t for t in times["add"]]
+    peak = [limits.peak_flops[case.ty] / t for t in times["fma"]]
+    intensity = case.flops / case.bytes
+    # The smaller of the two limits by their medians is the roofline; the fraction pairs each
+    # round's kernel with that round's limit (a minimum per round would also pick up noise).
+    bound = "memory" if intensity * median(bandwidth) < median(peak) else "fma"
+    roofline = [intensity * bw for bw in bandwidth] if bound == "memory" else peak
+    rates = [case.flops / t for t in times["tinytc"]]
+    return {
+        "case": case.name,
+        "GFLOPs": case.flops / median(times["tinytc"]) / 1e9,
+        "roofline_GFLOPs": median(roofline) / 1e9,
+        "fraction": median(r / f for r, f in zip(rates, roofline)),
+        "bound": bound,
+        "numpy_GFLOPs": case.flops / median(times["numpy"]) / 1e9,
+        "vs_numpy": median(n / t for n, t in zip(times["numpy"], times["tinytc"])),
+        "bandwidth_GBs": median(bandwidth) / 1e9,
+        "peak_GFLOPs": median(peak) / 1e9,
+        "intensity": intensity,
+        "host_us": host * 1e6,
+        "batch": case.batch,
+        "flops": case.flops,
+        "bytes": case.bytes,
+        "error": error,
+        "correct": error <= TOLERANCE[case.ty],
+    }
+
+
+HEADER = (
+    f"{'case':11} {'GFLOP/s':>8} {'roofline':>8} {'of roof':>7} {'bound':>6} {'numpy':>7} "
+    f"{'x numpy':>7} {'add GB/s':>8} {'fma peak':>8} {'host us':>7}  check"
+)
+
+
+def format_row(r: dict) -> str:
+    check = "ok" if r["correct"] else f"WRONG (error {r['error']:.1e})"
+    return (
+        f"{r['case']:11} {r['GFLOPs']:8.1f} {r['roofline_GFLOPs']:8.1f} {r['fraction']:7.2f} "
+        f"{r['bound']:>6} {r['numpy_GFLOPs']:7.1f} {r['vs_numpy']:7.2f} {r['bandwidth_GBs']:8.1f} "
+        f"{r['peak_GFLOPs']:8.0f} {r['host_us']:7.0f}  {check}"
+    )
 
 
 def compile_times(repeat: int = 20) -> dict:
-    """Warm-process compile time of the tutorial kernel by stage, and the runtime build."""
+    """Warm-process compile time of the tutorial kernel by stage, and the runtime build (ms)."""
     text = (ROOT / "tests" / "programs" / "tutorial.ir").read_text()
     stages: dict[str, list[float]] = {"parse": [], "passes": [], "emission": []}
     binary = b""
@@ -221,7 +376,7 @@ def compile_times(repeat: int = 20) -> dict:
         t0 = time.perf_counter()
         program = parse(text)
         t1 = time.perf_counter()
-        run_pipeline(program, CPU)
+        program = run_pipeline(program, CPU)
         t2 = time.perf_counter()
         binary = lower(program, CPU).assemble()
         t3 = time.perf_counter()
@@ -230,13 +385,11 @@ def compile_times(repeat: int = 20) -> dict:
     result = {name: statistics.median(v[1:]) * 1e3 for name, v in stages.items()}
     result["total"] = sum(result.values())
     cl = _pyopencl()
-    queue = default_queue()
-    builds = []
-    for _ in range(3):
-        start = time.perf_counter()
-        cl.Program(queue.context, binary).build()
-        builds.append(time.perf_counter() - start)
-    result["runtime_build"] = statistics.median(builds) * 1e3
+    context = default_queue().context
+    build = statistics.median(
+        seconds(lambda: cl.Program(context, binary).build()) for _ in range(3)
+    )
+    result["runtime_build"] = build * 1e3
     return result
 
 
@@ -247,61 +400,243 @@ def plot(rows: list[dict], path: pathlib.Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print(f"matplotlib is not installed: no plot written to {path}")
+        print(f"matplotlib is not installed (pip install -e '.[bench]'): no plot in {path}")
         return
-    labels = [r["case"] for r in rows]
     x = np.arange(len(rows))
-    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.6), 5))
-    for offset, key in ((-0.27, "tinytc"), (0.0, "numpy"), (0.27, "roofline")):
-        ax.bar(x + offset, [r[key] for r in rows], width=0.27, label=key)
-    ax.set_xticks(x, labels, rotation=70, ha="right", fontsize=8)
-    ax.set_ylabel("GFLOP/s")
-    ax.legend()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(8, len(rows) * 0.45), 8), sharex=True)
+    top.bar(x - 0.2, [r["GFLOPs"] for r in rows], width=0.4, label="tinytc")
+    top.bar(x + 0.2, [r["numpy_GFLOPs"] for r in rows], width=0.4, label="numpy")
+    top.scatter(
+        x,
+        [r["roofline_GFLOPs"] for r in rows],
+        marker="_",
+        s=300,
+        c="k",
+        label="roofline",
+        zorder=3,
+    )
+    top.set_ylabel("GFLOP/s")
+    top.legend()
+    bottom.bar(x, [r["fraction"] for r in rows])
+    bottom.axhline(0.9, color="k", linestyle="--", linewidth=1)
+    bottom.set_ylabel("fraction of roofline")
+    bottom.set_xticks(x, [r["case"] for r in rows], rotation=70, ha="right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (median)")
-    ap.add_argument("--quick", action="store_true", help="only nn, fewer cases")
-    ap.add_argument("--json", default="bench.json")
-    ap.add_argument("--png", default="bench.png")
-    args = ap.parse_args(argv)
-    bandwidth = copy_bandwidth(args.repeat)
-    peaks = {ty: fma_peak(ty, args.repeat) for ty in DTYPES}
+def bench(args: argparse.Namespace, shapes: list[str]) -> int:
+    l3 = l3_bytes()
+    working_set = working_set_of(args, l3)
+    limits = Limits(working_set)
+    limits.check()
     print(
-        f"copy bandwidth {bandwidth / 1e9:.1f} GB/s; FMA peak f32 {peaks['f32'] / 1e9:.0f}, "
-        f"f64 {peaks['f64'] / 1e9:.0f} GFLOP/s"
+        f"L3 {l3 / 2**20:.0f} MiB; working set {working_set / 1e6:.0f} MB per shape "
+        f"({working_set / l3:.1f}x L3); medians of {args.repeat} rounds",
+        flush=True,
     )
+    print(HEADER, flush=True)
     rows = []
-    transposes = ("nn",) if args.quick else ("nn", "tn", "nt")
-    for ty in DTYPES:
-        for n in (8, 16, 32, 64):
-            for trans in transposes:
-                rows.append(bench_gemm(ty, n, trans, args.repeat, peaks[ty], bandwidth))
-                print(_row(rows[-1]), flush=True)
-        rows.append(bench_chain(ty, args.repeat, peaks[ty], bandwidth))
-        print(_row(rows[-1]), flush=True)
-    times = compile_times()
-    print("tutorial compile (warm, ms): " + ", ".join(f"{k} {v:.2f}" for k, v in times.items()))
-    report = {
-        "bandwidth_GBs": bandwidth / 1e9,
-        "peak_GFLOPs": {k: v / 1e9 for k, v in peaks.items()},
-        "rows": rows,
-        "compile_ms": times,
+    for name in shapes:
+        case = make_case(name, working_set)
+        rows.append(measure(case, limits, args.repeat, warm=args.resident))
+        del case  # free the arrays before the next shape allocates its own
+        print(format_row(rows[-1]), flush=True)
+    summary = {
+        "l3_bytes": l3,
+        "working_set_bytes": working_set,
+        "bandwidth_GBs": statistics.median(r["bandwidth_GBs"] for r in rows),
+        "peak_GFLOPs": {
+            ty: statistics.median(r["peak_GFLOPs"] for r in rows if ty in r["case"])
+            for ty in DTYPES
+            if any(ty in r["case"] for r in rows)
+        },
     }
-    pathlib.Path(args.json).write_text(json.dumps(report, indent=2))
-    plot(rows, pathlib.Path(args.png))
+    peaks = ", ".join(f"{ty} {v:.0f}" for ty, v in summary["peak_GFLOPs"].items())
+    print(
+        f"add bandwidth {summary['bandwidth_GBs']:.1f} GB/s, FMA peak {peaks} GFLOP/s "
+        f"(medians over the shapes' rounds); L3 {l3 / 2**20:.0f} MiB"
+    )
+    report: dict[str, Any] = {"machine": summary, "rows": rows}
+    if not args.quick:
+        report["compile_ms"] = compile_times()
+        print(
+            "tutorial compile (warm, ms): "
+            + ", ".join(f"{k} {v:.2f}" for k, v in report["compile_ms"].items())
+        )
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(report, indent=2))
+    if args.plot:
+        plot(rows, pathlib.Path(args.plot))
+    return 0 if all(r["correct"] for r in rows) else 1
+
+
+def working_set_of(args: argparse.Namespace, l3: int) -> float:
+    if args.working_set:
+        return args.working_set
+    if args.quick:
+        return QUICK_WORKING_SET
+    if args.resident:
+        return l3 / 2  # room for the code and the runtime's own data
+    return max(DRAM_WORKING_SET, 4.0 * l3)
+
+
+# --- --compare: the kernels of two trees in two processes ---------------------------------
+
+
+def worker(working_set: float, warm: bool) -> int:
+    """Serve a parent --compare over stdin/stdout (one JSON line per command) with the tinytc
+    found on PYTHONPATH: `prepare SHAPE` builds, checks and warms the shape, `run` times it."""
+    reply = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything else printed goes to stderr, not into the replies
+    reply.write(json.dumps({"tinytc": tinytc.__file__}) + "\n")
+    case = None
+    for line in sys.stdin:
+        command, _, argument = line.strip().partition(" ")
+        if command == "prepare":
+            case = None
+            try:
+                case = make_case(argument, working_set, with_numpy=False)
+                error = case.check()
+            except Exception as e:  # REV's tinytc may reject a shape: the parent reports it
+                reply.write(json.dumps({"failed": f"{type(e).__name__}: {e}"}) + "\n")
+                continue
+            answer = {"flops": case.flops, "error": error, "correct": error <= TOLERANCE[case.ty]}
+            reply.write(json.dumps(answer) + "\n")
+        elif command == "run" and case is not None:
+            reply.write(json.dumps({"seconds": seconds(case.run, warm)}) + "\n")
     return 0
 
 
-def _row(r: dict) -> str:
-    return (
-        f"{r['case']:<22} tinytc {r['tinytc']:7.1f}  numpy {r['numpy']:7.1f}  "
-        f"roofline {r['roofline']:7.1f}  ({r['tinytc'] / r['roofline']:.0%} of roofline, "
-        f"{r['tinytc'] / r['numpy']:.1f}x numpy)"
+class Worker:
+    """A `bench.py --worker` process that imports tinytc from ``tree``."""
+
+    def __init__(self, label: str, tree: pathlib.Path, args: argparse.Namespace, ws: float):
+        self.label = label
+        path = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
+        env = dict(os.environ, PYTHONPATH=path)  # tree first: its tinytc is the one imported
+        command = [sys.executable, __file__, "--worker", "--working-set", str(ws)]
+        command += ["--resident"] if args.resident else []
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+        )
+        found = pathlib.Path(self.ask(None)["tinytc"]).resolve()
+        if not found.is_relative_to(tree.resolve()):
+            raise SystemExit(f"bench: the {label} worker imported {found}, not {tree}'s tinytc")
+
+    def ask(self, command: str | None) -> dict:
+        assert self.process.stdin and self.process.stdout
+        if command is not None:
+            self.process.stdin.write(command + "\n")
+            self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"bench: the {self.label} worker died (its stderr is above)")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait()
+
+
+def compare_shape(name: str, old: Worker, new: Worker, repeat: int) -> dict | None:
+    """Paired runs of one shape, alternating which tree goes first."""
+    ready = {w.label: w.ask(f"prepare {name}") for w in (old, new)}
+    for label, answer in ready.items():
+        if "failed" in answer:
+            print(f"{name:11} {label} failed: {answer['failed']}", flush=True)
+            return None
+    times: dict[str, list[float]] = {"old": [], "new": []}
+    for r in range(repeat):
+        for w in (old, new) if r % 2 == 0 else (new, old):
+            times[w.label].append(w.ask("run")["seconds"])
+    flops = ready["new"]["flops"]
+    ratios = [o / n for o, n in zip(times["old"], times["new"])]
+    return {
+        "case": name,
+        "old_GFLOPs": flops / statistics.median(times["old"]) / 1e9,
+        "new_GFLOPs": flops / statistics.median(times["new"]) / 1e9,
+        "speedup": statistics.median(ratios),
+        "speedup_range": [min(ratios), max(ratios)],
+        "correct": ready["old"]["correct"] and ready["new"]["correct"],
+    }
+
+
+def compare(args: argparse.Namespace, shapes: list[str]) -> int:
+    def git(*words: str) -> str:
+        done = subprocess.run(["git", "-C", str(ROOT), *words], capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"bench: git {' '.join(words)}: {done.stderr.strip()}")
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "--verify", f"{args.compare}^{{commit}}")
+    working_set = working_set_of(args, l3_bytes())
+    print(
+        f"old = {args.compare} ({commit[:10]}), new = the working tree {ROOT}; working set "
+        f"{working_set / 1e6:.0f} MB; {args.repeat} paired rounds",
+        flush=True,
     )
+    print(f"{'case':11} {'old GFLOP/s':>11} {'new GFLOP/s':>11} {'new/old':>8}  range of ratios")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tinytc-compare-") as tmp:
+        tree = pathlib.Path(tmp) / "old"
+        git("worktree", "add", "--detach", str(tree), commit)
+        try:
+            old = Worker("old", tree, args, working_set)
+            new = Worker("new", ROOT, args, working_set)
+            for name in shapes:
+                row = compare_shape(name, old, new, args.repeat)
+                if row is not None:
+                    rows.append(row)
+                    low, high = row["speedup_range"]
+                    wrong = "" if row["correct"] else "  WRONG results"
+                    print(
+                        f"{name:11} {row['old_GFLOPs']:11.1f} {row['new_GFLOPs']:11.1f} "
+                        f"{row['speedup']:8.2f}  {low:.2f}-{high:.2f}{wrong}",
+                        flush=True,
+                    )
+            old.close()
+            new.close()
+        finally:
+            git("worktree", "remove", "--force", str(tree))
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps({"old": commit, "rows": rows}, indent=2))
+    return 0 if len(rows) == len(shapes) and all(r["correct"] for r in rows) else 1
+
+
+def select_shapes(patterns: list[str]) -> list[str]:
+    """The shapes matching any pattern (fnmatch, comma or space separated), in SHAPES order."""
+    words = [w for p in patterns for w in p.split(",") if w]
+    for w in words:
+        if not fnmatch.filter(SHAPES, w):
+            raise SystemExit(f"bench: no shape matches {w!r}; shapes: {' '.join(SHAPES)}")
+    return [s for s in SHAPES if any(fnmatch.fnmatch(s, w) for w in words)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--repeat", type=int, help="rounds per shape (median); 7, or 15 to compare")
+    ap.add_argument(
+        "--shapes",
+        nargs="+",
+        default=["*"],
+        help="names or patterns: f32-64-nn, 'f*-64-*', chain-f64 (default: all)",
+    )
+    ap.add_argument("--resident", action="store_true", help="working sets of half the L3")
+    ap.add_argument("--working-set", type=float, help="bytes per shape (overrides the default)")
+    ap.add_argument("--quick", action="store_true", help="tiny working sets, 2 rounds")
+    ap.add_argument("--json", help="write the results to this file")
+    ap.add_argument("--plot", help="draw the results into this image (needs matplotlib)")
+    ap.add_argument("--compare", metavar="REV", help="paired runs of REV's kernels and ours")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        return worker(args.working_set, args.resident)
+    if args.repeat is None:
+        args.repeat = 2 if args.quick else 15 if args.compare else 7
+    shapes = select_shapes(args.shapes)
+    return compare(args, shapes) if args.compare else bench(args, shapes)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,6 @@ from ..ir.instructions.memref import ExpandInst, FuseInst, SubviewInst
 
 VIEWS = (SubviewInst, ExpandInst, FuseInst)
 STACK_ALIGNMENT = 64  # bytes; enough for any vector or block access
-STAGE_MIN_ROWS = 16  # measured: below, the copy and its barriers cost more than gathers
-# (lower-linalg stages a transposed A of this many rows or more in local memory)
 
 
 def _derived(value: Value) -> set[Value]:
