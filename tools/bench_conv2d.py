@@ -32,6 +32,7 @@ import tinytc
 from tinytc.recipes import ConvTiling, conv2d
 from tinytc.recipes.conv2d import default_tiling
 from tinytc.target import get_target
+from tinytc.tune import median_seconds
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -48,8 +49,16 @@ def _bench_module() -> Any:
     spec = importlib.util.spec_from_file_location("tinytc_bench", ROOT / "tools" / "bench.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+def fma_peak(bench: Any, repeat: int) -> float:
+    """f32 FMA FLOP/s of tools/bench.py's peak kernel (every core, about a GFLOP a run)."""
+    limits = bench.Limits(1 << 20)
+    limits.size_peak("f32", 1e9)
+    return limits.peak_flops["f32"] / median_seconds(lambda: limits.run_peak("f32"), repeat)
 
 
 def im2col_nchw(x: np.ndarray, r: int, stride: int, pad: int) -> tuple[np.ndarray, int, int]:
@@ -272,14 +281,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.tiling:
         fields = args.tiling.split(",")
         tiling = ConvTiling(*map(int, fields[:4]), *fields[4:])
-    peak = bench.fma_peak("f32", args.repeat) / 1e9
+    peak = fma_peak(bench, args.repeat) / 1e9
     print(f"f32 FMA peak {peak:.0f} GFLOP/s (measured in this run)")
     rows = []
     chosen = [LAYERS[i] for i in args.layer] if args.layer else LAYERS
     for layer in chosen[:1] if args.quick else chosen:
         for direction in args.direction or ["forward", "backward_data"]:
             for layout in args.layout or ["NCHW", "NHWC"]:
-                r = bench_layer(layer, layout, direction, args.repeat, tiling, bench.median_time)
+                r = bench_layer(layer, layout, direction, args.repeat, tiling, median_seconds)
                 rows.append(r)
                 torch_text = (
                     f"torch {r['torch']:6.1f} ({r['tinytc'] / r['torch']:.2f}x)"
