@@ -2,20 +2,27 @@
 
 from .arguments import ArgumentError, Group
 from .compiler import compile
-from .errors import CompilationError, Location, Source
+from .errors import BoundsError, CompilationError, Location, Source
 from .ir import Program
 from .parser import parse
 
 
-def jit(source_or_program: str | Program, queue: object = None, opt_level: int = 2) -> object:
-    """Compile and load on an OpenCL device; ``kernels.NAME(*args, howmany=N)`` runs one."""
+def jit(
+    source_or_program: str | Program,
+    queue: object = None,
+    opt_level: int = 2,
+    check_bounds: bool = False,
+) -> object:
+    """Compile and load on an OpenCL device; ``kernels.NAME(*args, howmany=N)`` runs one.
+    With ``check_bounds`` a call raises BoundsError for its first out-of-bounds access."""
     from .runtime.jit import jit as _jit
 
-    return _jit(source_or_program, queue, opt_level)
+    return _jit(source_or_program, queue, opt_level, check_bounds=check_bounds)
 
 
 __all__ = [
     "ArgumentError",
+    "BoundsError",
     "CompilationError",
     "Group",
     "Location",

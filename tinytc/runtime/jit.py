@@ -16,23 +16,33 @@ from .. import bf16
 from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, dtype_of
 from ..compiler import run_pipeline
 from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
+from ..passes import DEFAULT_PIPELINE
+from ..passes.check_bounds import CheckedKernel, bounds_check_of, with_bounds_checks
 from ..spirv.convert import lower
 from ..spirv.tools import validate
 from .cache import load_program
 from .device import _pyopencl, core_info_from_device, default_queue
 
 
-def jit(source_or_program: str | Program, queue: Any = None, opt_level: int = 2) -> Kernels:
+def jit(
+    source_or_program: str | Program,
+    queue: Any = None,
+    opt_level: int = 2,
+    check_bounds: bool = False,
+) -> Kernels:
     """Compile for the queue's device (default: the SPIR-V capable default device) and load.
 
     Returns an object with one callable per kernel: ``kernels.NAME(*args, howmany=N)``.
-    The caller's Program is not changed.
+    The caller's Program is not changed. With ``check_bounds`` every access checks its
+    indices at run time, and a call raises BoundsError for the first violation
+    (docs/bounds-checking.md).
     """
     queue = queue if queue is not None else default_queue()
     target = core_info_from_device(queue.device)
-    program = run_pipeline(source_or_program, target, opt_level)
+    passes = with_bounds_checks(DEFAULT_PIPELINE) if check_bounds else DEFAULT_PIPELINE
+    program = run_pipeline(source_or_program, target, opt_level, passes)
     binary = lower(program, target).assemble()
-    return Kernels(program, binary, queue)
+    return _bounds_checked(Kernels(program, binary, queue))
 
 
 class Kernels:
@@ -152,3 +162,13 @@ def _svm(array: np.ndarray, keep: list[Any]) -> Any:
         flat = np.frombuffer(raw, dtype=np.uint8)
     keep.append(flat)
     return cl.SVM(flat if flat.size else np.zeros(1, np.uint8))
+
+
+def _bounds_checked(kernels: Kernels) -> Kernels:
+    """Kernels compiled with check-bounds are called through CheckedKernel, which passes and
+    reads back their hidden record parameter."""
+    for func in kernels.program.functions:
+        check = bounds_check_of(func)
+        if check is not None:
+            setattr(kernels, func.name, CheckedKernel(getattr(kernels, func.name), check))
+    return kernels

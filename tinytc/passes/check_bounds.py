@@ -1,0 +1,583 @@
+"""check-bounds: every memory access of a kernel checks its indices at run time
+(docs/bounds-checking.md).
+
+The pass adds a last parameter, ``%bounds_record: memref<index x N>``. Its first entries hold
+the member count of each group parameter (the host writes them), the next one the number of
+the first violated site plus one (0 while there is none), then that site's values. Every
+access becomes ``if %oob { record; yield 0 } else { access }``; a view (subview, expand, fuse,
+a group member) carries an ``%oob`` flag of its own, that every later access through it and
+every collective instruction on it includes, so nothing touches memory through a bad view.
+
+It runs right after check-ir, before lower-linalg: the collective instructions work on whole
+memrefs, which are in range once their views are, and the coopmatrix tiles that lower-linalg
+computes from those extents are in range by construction; checking them again would put
+checks into the innermost K loops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import BoundsError, Location
+from ..ir import (
+    INDEX,
+    ArithInst,
+    ArithUnaryInst,
+    Builder,
+    CompareInst,
+    Constant,
+    CoopMatrixConstructInst,
+    CoopMatrixLoadInst,
+    CoopMatrixPrefetchInst,
+    CoopMatrixStoreInst,
+    CoopMatrixType,
+    ExpandInst,
+    Function,
+    FuseInst,
+    GroupType,
+    IfInst,
+    Inst,
+    LifetimeStopInst,
+    LinalgInst,
+    LoadInst,
+    MemrefType,
+    Program,
+    Region,
+    ScalarType,
+    StoreInst,
+    SubviewInst,
+    Value,
+    YieldInst,
+)
+from ..ir.instructions.memref import SizeInst
+
+RECORD_NAME = "bounds_record"
+Size = int | Value  # known at compile time, or an index value
+
+
+@dataclass(frozen=True)
+class Site:
+    """An access that is checked: where it is written and how to read its recorded values."""
+
+    kind: str  # "element", "member", "subview", "tile" or "expand"
+    loc: Location
+    text: str  # the access as the message names it, e.g. "load %x"
+    modes: int  # how many indices (or modes, or sizes) it records
+    shape: tuple[int, ...] = ()  # the tile's rows and columns along the memref's modes
+
+
+@dataclass
+class BoundsCheck:
+    """What check-bounds added to one kernel: the record layout and its sites."""
+
+    groups: list[int]  # parameter positions of the groups whose counts lead the record
+    width: int  # values recorded per violation
+    sites: list[Site]
+
+    @property
+    def size(self) -> int:
+        return len(self.groups) + 1 + self.width
+
+
+def bounds_check_of(func: Function) -> BoundsCheck | None:
+    """The record layout check-bounds gave a kernel, None if it did not run on it."""
+    return getattr(func, "bounds_check", None)
+
+
+def with_bounds_checks(passes: Sequence[str]) -> tuple[str, ...]:
+    """A pipeline with check-bounds right after check-ir (first when check-ir is absent)."""
+    names = [n for n in passes if n != "check-bounds"]
+    at = names.index("check-ir") + 1 if "check-ir" in names else 0
+    return (*names[:at], "check-bounds", *names[at:])
+
+
+class CheckBoundsPass:
+    name = "check-bounds"
+
+    def run(self, program: Program) -> None:
+        for func in program.functions:
+            if bounds_check_of(func) is None:
+                func.bounds_check = Checker(func).run()  # type: ignore[attr-defined]
+
+
+def _record_width(func: Function) -> int:
+    """Values one violation records: a subview's offsets, sizes and extents at most."""
+    orders = [
+        v.type.order
+        for inst in func.walk()
+        for v in inst.operands
+        if isinstance(v.type, MemrefType)
+    ]
+    return max([4, *(3 * o for o in orders)])
+
+
+def _source_text(inst: Inst, operand: int) -> str:
+    """An operand as it is written, for messages ("%x"), or its name."""
+    value = inst.operands[operand]
+    if operand < len(inst.operand_locs):
+        loc = inst.operand_locs[operand]
+        if loc.source is not None and loc.end > loc.start:
+            return loc.source.text[loc.start : loc.end]
+    return f"%{value.name}" if value.name else "a memref"
+
+
+class Checker:
+    """Rewrites one kernel; ``oob`` maps each view to its out-of-bounds flag (absent: never)."""
+
+    def __init__(self, func: Function) -> None:
+        self.func = func
+        self.groups = [i for i, p in enumerate(func.params) if isinstance(p.type, GroupType)]
+        width = _record_width(func)
+        self.layout = BoundsCheck(self.groups, width, [])
+        record_type = MemrefType.make(INDEX, (self.layout.size,))
+        self.record = Value(record_type, RECORD_NAME, func.loc)
+        self.oob: dict[Value, Value] = {}
+        self.b = Builder()
+        self.loc = func.loc
+        self.added: list[Inst] = []  # instructions inserted before accesses, in order
+
+    def run(self) -> BoundsCheck:
+        self.region(self.func.body)
+        self.drop_unused()
+        self.func.params.append(self.record)
+        self.func.body.params.append(self.record)
+        return self.layout
+
+    # Walking and rewriting
+
+    def region(self, region: Region) -> None:
+        insts = list(region.insts)
+        i = 0
+        while i < len(insts):
+            inst = insts[i]
+            if isinstance(inst, LinalgInst):
+                run = [inst]
+                while i + len(run) < len(insts) and isinstance(
+                    insts[i + len(run)], LinalgInst | LifetimeStopInst
+                ):
+                    run.append(insts[i + len(run)])
+                self.collectives(run)
+                i += len(run)
+                continue
+            for child in inst.regions:
+                self.region(child)
+            self.inst(inst)
+            i += 1
+
+    def inst(self, inst: Inst) -> None:
+        self.loc = inst.loc
+        if isinstance(inst, LoadInst) and isinstance(inst.operands[0].type, GroupType):
+            self.member(inst)
+        elif isinstance(inst, LoadInst):
+            self.element(inst, 0, 1)
+        elif isinstance(inst, StoreInst):
+            self.element(inst, 1, 2)
+        elif isinstance(inst, SubviewInst):
+            self.subview(inst)
+        elif isinstance(inst, ExpandInst):
+            self.expand(inst)
+        elif isinstance(inst, FuseInst):
+            self.inherit(inst, self.oob.get(inst.operands[0]))
+        elif isinstance(inst, CoopMatrixLoadInst | CoopMatrixStoreInst | CoopMatrixPrefetchInst):
+            self.tile(inst)
+
+    @contextmanager
+    def before(self, anchor: Inst) -> Iterator[None]:
+        """Instructions built in the with-block go right before ``anchor``."""
+        tmp = Region()
+        with self.b.at(tmp):
+            yield
+        region = anchor.parent
+        assert region is not None
+        at = region.insts.index(anchor)
+        for added in tmp.insts:
+            added.parent = region
+            self.added.append(added)
+        region.insts[at:at] = tmp.insts
+
+    def drop_unused(self) -> None:
+        """Extents and sums computed for checks that turned out static go again."""
+        pure = (SizeInst, ArithInst, ArithUnaryInst, CompareInst)
+        for inst in reversed(self.added):
+            if isinstance(inst, pure) and not inst.result.uses and inst.parent is not None:
+                for index, value in enumerate(inst.operands):
+                    value.uses.remove((inst, index))
+                inst.parent.insts.remove(inst)
+
+    def guard(self, anchor: Inst, oob: Value, site: int, values: list[Size]) -> IfInst:
+        """``if %oob { record } else { anchor }``: anchor moves into the else region; a result
+        of the anchor becomes the if's, 0 on the recording side."""
+        results = [r.type for r in anchor.results]
+        with self.before(anchor):
+            guard = self.b.add(IfInst(oob, results, loc=anchor.loc))
+        assert isinstance(guard, IfInst)
+        with self.b.at(guard.then):
+            self.record_violation(site, values)
+            if results:
+                self.b.add(YieldInst([self.zero(results[0])], loc=anchor.loc))
+        assert anchor.parent is not None
+        anchor.parent.insts.remove(anchor)
+        if results:
+            anchor.result.replace_all_uses_with(guard.result)
+        guard.otherwise.append(anchor)
+        if results:
+            self.b.enter(guard.otherwise)
+            self.b.add(YieldInst([anchor.result], loc=anchor.loc))
+            self.b.exit()
+        return guard
+
+    def inherit(self, view: Inst, oob: Value | None) -> None:
+        if oob is not None:
+            self.oob[view.result] = oob
+
+    # The accesses
+
+    def element(self, inst: Inst, memref: int, first: int) -> None:
+        m = inst.operands[memref]
+        indices = inst.operands[first:]
+        with self.before(inst):
+            extents = [self.extent(m, k) for k in range(len(indices))]
+            oob = self.any([self.outside(i, 0, e) for i, e in zip(indices, extents)])
+            oob = self.any([self.oob.get(m), oob])
+        if oob is not None:
+            text = f"{inst.mnemonic} {_source_text(inst, memref)}"
+            site = self.site("element", inst, text, len(indices))
+            self.guard(inst, oob, site, [*indices, *extents])
+
+    def member(self, inst: Inst) -> None:
+        group, index = inst.operands
+        slot = self.groups.index(self.func.params.index(group))
+        with self.before(inst):
+            count = self.b.add(LoadInst(self.record, [self.const(slot)], loc=self.loc)).result
+            oob = self.outside(index, 0, count)
+            assert oob is not None
+            site = self.site("member", inst, f"load {_source_text(inst, 0)}", 1)
+            # the pointer table itself must not be read out of range: member 0 instead (its
+            # memref is flagged, so nothing reads through it; an empty group has one entry)
+            safe = self.b.add(IfInst(oob, [INDEX], loc=self.loc))
+            assert isinstance(safe, IfInst)
+            with self.b.at(safe.then):
+                self.record_violation(site, [index, count])
+                self.b.add(YieldInst([self.const(0)], loc=self.loc))
+            with self.b.at(safe.otherwise):
+                self.b.add(YieldInst([index], loc=self.loc))
+        inst.set_operand(1, safe.result)
+        self.oob[inst.result] = oob
+
+    def subview(self, inst: SubviewInst) -> None:
+        m = inst.operands[0]
+        offsets: list[Size] = []
+        sizes: list[Size] = []
+        conds: list[Value | None] = []
+        with self.before(inst):
+            extents = [self.extent(m, k) for k in range(len(inst.kinds))]
+            for (kind, off, size), e in zip(inst.slices(), extents):
+                o = inst.operands[off]
+                if kind == "index":
+                    conds.append(self.outside(o, 0, e))
+                    length: Size = 1
+                elif kind == "rest":  # an empty rest is harmless; ':' needs no check at all
+                    if self.known(o) != 0:
+                        conds.append(self.outside(o, 0, e, inclusive=True))
+                    length = self.sub(e, o)
+                else:
+                    assert size is not None
+                    length = inst.operands[size]
+                    conds.append(self.outside(o, 0, e, inclusive=True))
+                    conds.append(self.outside(length, 0, self.sub(e, o), inclusive=True))
+                offsets.append(o)
+                sizes.append(length)
+            oob = self.any(conds)
+        if oob is not None:
+            text = f"subview {_source_text(inst, 0)}"
+            site = self.site("subview", inst, text, len(offsets))
+            with self.before(inst):
+                guard = self.b.add(IfInst(oob, loc=self.loc))
+                with self.b.at(guard.regions[0]):
+                    self.record_violation(site, [*offsets, *sizes, *extents])
+        with self.before(inst):
+            self.inherit(inst, self.any([self.oob.get(m), oob]))
+
+    def expand(self, inst: ExpandInst) -> None:
+        """Given sizes must be non-negative and their product at most the expanded extent
+        (stepwise, so that the product cannot overflow)."""
+        m = inst.operands[0]
+        given = [inst.operands[i] for i in inst.entries() if i is not None]
+        conds: list[Value | None] = []
+        with self.before(inst):
+            extent = self.extent(m, inst.mode)
+            product: Size = 1
+            for s in given:
+                if isinstance(s.constant, int) and isinstance(product, int):
+                    product *= s.constant
+                    continue
+                limit = self.div(extent, product)
+                conds.append(self.outside(s, 0, limit, inclusive=True))
+                product = self.mul(product, s)
+            if isinstance(product, int) and not isinstance(extent, int):
+                conds.append(self.outside(product, 0, extent, inclusive=True))
+            oob = self.any(conds)
+        if oob is not None:
+            site = self.site("expand", inst, f"expand {_source_text(inst, 0)}", len(given))
+            with self.before(inst):
+                guard = self.b.add(IfInst(oob, loc=self.loc))
+                with self.b.at(guard.regions[0]):
+                    self.record_violation(site, [*given, extent])
+        with self.before(inst):
+            self.inherit(inst, self.any([self.oob.get(m), oob]))
+
+    def tile(self, inst: Inst) -> None:
+        """The unchecked modes of a tile must lie inside the memref, unless a checked mode
+        leaves no entry to access (the reference interpreter's rule)."""
+        if isinstance(inst, CoopMatrixPrefetchInst):
+            memref, transpose, checked = 0, False, ""
+            shape = (inst.rows, inst.cols)
+        else:
+            memref = 1 if isinstance(inst, CoopMatrixStoreInst) else 0
+            transpose, checked = inst.transpose, inst.checked  # type: ignore[attr-defined]
+            t = inst.type if isinstance(inst, CoopMatrixLoadInst) else inst.operands[0].type
+            assert isinstance(t, CoopMatrixType)
+            shape = (t.rows, t.cols)
+        m, x, y = inst.operands[memref : memref + 3]
+        row_mode = 1 if transpose else 0
+        lengths = (shape[row_mode], shape[1 - row_mode])  # along memref modes 0 and 1
+        modes_checked = {"": (), "rows": (row_mode,), "cols": (1 - row_mode,), "both": (0, 1)}
+        with self.before(inst):
+            extents = [self.extent(m, k) for k in (0, 1)]
+            starts = (x, y)
+            outside = [
+                self.outside(starts[k], 0, self.sub(extents[k], lengths[k]), inclusive=True)
+                for k in (0, 1)
+                if k not in modes_checked[checked]
+            ]
+            oob = self.any(outside)
+            if oob is not None and checked:  # a checked mode may leave nothing to access
+                k = modes_checked[checked][0]
+                empty = self.any(
+                    [
+                        self.cmp("le", starts[k], -lengths[k]),
+                        self.cmp("ge", starts[k], extents[k]),
+                    ]
+                )
+                assert empty is not None
+                accessed = self.b.add(ArithUnaryInst("not", empty, loc=self.loc)).result
+                oob = self.b.add(ArithInst("and", oob, accessed, loc=self.loc)).result
+            oob = self.any([self.oob.get(m), oob])
+        if oob is not None:
+            text = f"{inst.mnemonic} {_source_text(inst, memref)}"
+            site = self.site("tile", inst, text, 2, lengths)
+            self.guard(inst, oob, site, [x, y, *extents])
+
+    def collectives(self, run: list[Inst]) -> None:
+        """A run of collective instructions executes only if all their views are in range
+        (one if for the run, so that lower-linalg still sees neighbouring gemms)."""
+        flags = [self.oob.get(v) for inst in run for v in inst.operands]
+        anchor = run[0]
+        self.loc = anchor.loc
+        with self.before(anchor):
+            oob = self.any(flags)
+            if oob is None:
+                return
+            ok = self.b.add(ArithUnaryInst("not", oob, loc=self.loc)).result
+            guard = self.b.add(IfInst(ok, loc=self.loc))
+        assert isinstance(guard, IfInst)
+        for inst in run:
+            assert inst.parent is not None
+            inst.parent.insts.remove(inst)
+            guard.then.append(inst)
+
+    # Building blocks
+
+    def site(
+        self, kind: str, inst: Inst, text: str, modes: int, shape: tuple[int, ...] = ()
+    ) -> int:
+        self.layout.sites.append(Site(kind, inst.loc, text, modes, shape))
+        return len(self.layout.sites) - 1
+
+    def record_violation(self, site: int, values: list[Size]) -> None:
+        """Stores the site and its values unless a violation is recorded already (a plain
+        check then store: two work-items may race, docs/bounds-checking.md)."""
+        head = len(self.groups)
+        first = self.b.add(LoadInst(self.record, [self.const(head)], loc=self.loc)).result
+        fresh = self.b.add(IfInst(self.cmp("eq", first, 0), loc=self.loc))
+        with self.b.at(fresh.regions[0]):
+            for k, v in enumerate(values):
+                self.store(self.value(v), head + 1 + k)
+            self.store(self.const(site + 1), head)
+
+    def store(self, value: Value, at: int) -> None:
+        self.b.add(StoreInst(value, self.record, [self.const(at)], loc=self.loc))
+
+    def zero(self, t: Any) -> Value:
+        if isinstance(t, CoopMatrixType):
+            zero = self.zero(t.element)
+            return self.b.add(CoopMatrixConstructInst(t, zero, loc=self.loc)).result
+        assert isinstance(t, ScalarType)
+        return Constant(0.0 if t.is_float else 0, t, self.loc)
+
+    def const(self, v: int) -> Constant:
+        return Constant(v, INDEX, self.loc)
+
+    def value(self, x: Size) -> Value:
+        return self.const(x) if isinstance(x, int) else x
+
+    def extent(self, m: Value, mode: int) -> Size:
+        """Size of a memref mode; the modes a coopmatrix access adds to vectors have size 1."""
+        t = m.type
+        assert isinstance(t, MemrefType)
+        if mode >= t.order:
+            return 1
+        if t.shape[mode] is not None:
+            return t.shape[mode]  # type: ignore[return-value]
+        return self.b.add(SizeInst(m, mode, loc=self.loc)).result
+
+    def known(self, x: Size) -> int | None:
+        if isinstance(x, int):
+            return x
+        c = x.constant
+        return int(c) if c is not None else None
+
+    def cmp(self, cond: str, a: Size, b: Size) -> Value | None:
+        """A comparison, None where it is false at compile time."""
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            holds = {"lt": ka < kb, "le": ka <= kb, "ge": ka >= kb, "gt": ka > kb, "eq": ka == kb}
+            if not holds[cond]:
+                return None
+        return self.b.add(CompareInst(cond, self.value(a), self.value(b), loc=self.loc)).result
+
+    def outside(self, i: Size, low: int, high: Size, inclusive: bool = False) -> Value | None:
+        """i < low or i >= high (i > high when ``inclusive``)."""
+        return self.any([self.cmp("lt", i, low), self.cmp("gt" if inclusive else "ge", i, high)])
+
+    def any(self, conds: Sequence[Value | None]) -> Value | None:
+        """The or of the flags, None when there is none."""
+        present = [c for c in conds if c is not None]
+        if not present:
+            return None
+        out = present[0]
+        for c in present[1:]:
+            out = self.b.add(ArithInst("or", out, c, loc=self.loc)).result
+        return out
+
+    def sub(self, a: Size, b: Size) -> Size:
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            return ka - kb
+        if kb == 0:
+            return a
+        return self.b.add(ArithInst("sub", self.value(a), self.value(b), loc=self.loc)).result
+
+    def mul(self, a: Size, b: Size) -> Size:
+        if self.known(a) == 1:
+            return b
+        return self.b.add(ArithInst("mul", self.value(a), self.value(b), loc=self.loc)).result
+
+    def div(self, a: Size, b: Size) -> Size:
+        """a / b, with the language's 0 for a zero divisor."""
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            return ka // kb if kb else 0
+        if kb == 1:
+            return a
+        return self.b.add(ArithInst("div", self.value(a), self.value(b), loc=self.loc)).result
+
+
+# The host side: the record the JIT passes and reads back
+
+
+class CheckedKernel:
+    """A kernel compiled with check-bounds: called like the kernel itself, it passes a fresh
+    record, and raises BoundsError for the first violation the launch recorded."""
+
+    def __init__(self, kernel: Any, check: BoundsCheck) -> None:
+        self.kernel = kernel
+        self.check = check
+
+    def __call__(self, *args: Any, howmany: int | None = None) -> None:
+        record = np.zeros(self.check.size, np.int64)
+        for slot, param in enumerate(self.check.groups):
+            if param < len(args):
+                record[slot] = _member_count(args[param])
+        self.kernel(*args, record, howmany=howmany)
+        if record[len(self.check.groups)]:
+            raise violation(self.check, record)
+
+
+def _member_count(arg: Any) -> int:
+    """Members of a group argument, as ``tinytc.arguments.bind`` reads them (0 if it will
+    refuse the argument anyway)."""
+    arrays = getattr(arg, "arrays", arg)
+    if isinstance(arrays, np.ndarray):
+        return int(arrays.shape[-1]) if arrays.ndim else 0
+    try:
+        return len(arrays)
+    except TypeError:
+        return 0
+
+
+def violation(check: BoundsCheck, record: np.ndarray) -> BoundsError:
+    """The error for a record whose site entry is set."""
+    head = len(check.groups)
+    site = check.sites[int(record[head]) - 1]
+    values = [int(v) for v in record[head + 1 :]]
+    return BoundsError(site.loc, f"{site.text}: {MESSAGES[site.kind](site, values)}")
+
+
+def _element(site: Site, values: list[int]) -> str:
+    n = site.modes
+    index, extents = values[:n], values[n : 2 * n]
+    where = "[" + ", ".join(map(str, index)) + "]"
+    bad = [k for k in range(n) if not 0 <= index[k] < extents[k]]
+    if not bad:
+        return f"index {where} lies in a view that is out of bounds of its memref"
+    k = bad[0]
+    return (
+        f"index {where} is out of bounds: index {index[k]} of mode {k} is outside "
+        f"0..{extents[k] - 1}"
+    )
+
+
+def _member(site: Site, values: list[int]) -> str:
+    index, count = values[:2]
+    return f"member {index} does not exist: the group has {count} members"
+
+
+def _subview(site: Site, values: list[int]) -> str:
+    n = site.modes
+    offsets, sizes, extents = values[:n], values[n : 2 * n], values[2 * n : 3 * n]
+    for k in range(n):
+        o, s, e = offsets[k], sizes[k], extents[k]
+        if not (0 <= o <= e and 0 <= s <= e - o):
+            return f"slice {o}:{s} of mode {k} is out of bounds of its size {e}"
+    return "the subviewed memref is itself out of bounds"
+
+
+def _expand(site: Site, values: list[int]) -> str:
+    sizes, extent = values[: site.modes], values[site.modes]
+    return f"sizes {' x '.join(map(str, sizes))} do not fit the expanded mode of size {extent}"
+
+
+def _tile(site: Site, values: list[int]) -> str:
+    x, y, e0, e1 = values[:4]
+    r, c = site.shape
+    if 0 <= x <= e0 - r and 0 <= y <= e1 - c:
+        return f"the tile at [{x}, {y}] lies in a view that is out of bounds of its memref"
+    return (
+        f"the tile at [{x}, {y}] covers [{x}..{x + r - 1}, {y}..{y + c - 1}], out of bounds "
+        f"of the {e0}x{e1} memref"
+    )
+
+
+MESSAGES = {
+    "element": _element,
+    "member": _member,
+    "subview": _subview,
+    "expand": _expand,
+    "tile": _tile,
+}
