@@ -1,0 +1,275 @@
+"""jit(check_bounds=True) on the CPU runtime: every kind of access, out of range, gives a
+BoundsError at its source location and writes nothing outside the arrays (guard zones around
+every array stay intact); in range, it gives the results of the unchecked kernel."""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tinytc
+from tinytc.errors import BoundsError
+
+GUARD = 16  # elements of sentinel before and after every array
+SENTINEL = np.float32(-777.0)
+
+
+def guarded(shape: tuple[int, ...], fill: Any = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """A column-major array inside a buffer with GUARD sentinels on each side."""
+    n = math.prod(shape)
+    buffer = np.full(n + 2 * GUARD, SENTINEL, np.float32)
+    view = buffer[GUARD : GUARD + n].reshape(shape, order="F")
+    view[...] = fill
+    return buffer, view
+
+
+def intact(buffer: np.ndarray) -> bool:
+    return bool(np.all(buffer[:GUARD] == SENTINEL) and np.all(buffer[-GUARD:] == SENTINEL))
+
+
+@functools.cache
+def kernels(source: str, check_bounds: bool) -> Any:
+    return tinytc.jit(source, check_bounds=check_bounds)
+
+
+def line_of(source: str, text: str) -> int:
+    return next(n for n, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+def expect_violation(source: str, name: str, args: list[Any], access: str, words: str) -> None:
+    """The call raises a BoundsError at the line of ``access`` whose message has ``words``."""
+    with pytest.raises(BoundsError) as info:
+        getattr(kernels(source, True), name)(*args, howmany=1)
+    error = info.value
+    line = error.location.source.line_col(error.location.start)[0]
+    assert line == line_of(source, access), str(error)
+    assert words in error.message, error.message
+    assert access.split()[0] in str(error)  # the excerpt shows the access
+
+
+def same_as_unchecked(source: str, name: str, make_args: Any, howmany: int = 1) -> None:
+    checked, plain = make_args(), make_args()
+    getattr(kernels(source, True), name)(*checked, howmany=howmany)
+    getattr(kernels(source, False), name)(*plain, howmany=howmany)
+    for got, want in zip(checked, plain):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+ELEMENTS = """
+func @copy(%x: memref<f32x?>, %y: memref<f32x4x?>, %i: index, %j: index, %k: index) {
+  %v = load %x[%i] : memref<f32x?>
+  store %v, %y[%j, %k] : memref<f32x4x?>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("i", "j", "k", "access", "words"),
+    [
+        (8, 0, 0, "load %x[%i]", "index [8] is out of bounds: index 8 of mode 0 is outside 0..7"),
+        (-1, 0, 0, "load %x[%i]", "index -1 of mode 0"),
+        (2, 4, 0, "store %v, %y[%j, %k]", "index 4 of mode 0 is outside 0..3"),
+        (2, 1, 3, "store %v, %y[%j, %k]", "index [1, 3] is out of bounds"),
+        (2, -5, 1, "store %v, %y[%j, %k]", "index -5 of mode 0"),
+    ],
+)
+def test_load_and_store(i: int, j: int, k: int, access: str, words: str) -> None:
+    xb, x = guarded((8,), np.arange(8))
+    yb, y = guarded((4, 3))
+    expect_violation(ELEMENTS, "copy", [x, y, i, j, k], access, words)
+    assert intact(xb) and intact(yb)
+    assert not y.any()  # the store was skipped
+
+
+def test_load_and_store_in_range() -> None:
+    def args() -> list[Any]:
+        return [guarded((8,), np.arange(8))[1], guarded((4, 3))[1], 5, 3, 2]
+
+    same_as_unchecked(ELEMENTS, "copy", args)
+    _, y = guarded((4, 3))
+    kernels(ELEMENTS, True).copy(np.arange(8, dtype=np.float32), y, 5, 3, 2, howmany=1)
+    assert y[3, 2] == 5 and np.count_nonzero(y) == 1
+
+
+VIEWS = """
+func @views(%x: memref<f32x?>, %y: memref<f32x?>, %o: index, %p: index) {
+  %src = subview %x[0:4] : memref<f32x?>
+  %dst = subview %y[%o:4] : memref<f32x?>
+  axpby.n 1.0, %src, 0.0, %dst : f32, memref<f32x4>, f32, memref<f32x4>
+  %one = subview %y[%p] : memref<f32x?>
+  store 9.0, %one[] : memref<f32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("o", "p", "access", "words"),
+    [
+        (5, 0, "subview %y[%o:4]", "slice 5:4 of mode 0 is out of bounds of its size 8"),
+        (-2, 0, "subview %y[%o:4]", "slice -2:4 of mode 0"),
+        (0, 8, "subview %y[%p]", "slice 8:1 of mode 0 is out of bounds of its size 8"),
+        (2**62, 0, "subview %y[%o:4]", f"slice {2**62}:4"),  # no overflow of offset + size
+    ],
+)
+def test_subview(o: int, p: int, access: str, words: str) -> None:
+    xb, x = guarded((8,), 1.0)
+    yb, y = guarded((8,))
+    expect_violation(VIEWS, "views", [x, y, o, p], access, words)
+    assert intact(xb) and intact(yb)
+    if access.startswith("subview %y[%o"):  # the collective on the bad view was skipped
+        assert y[0] == 9.0 and not y[1:].any()
+    else:  # the store through the bad view was skipped
+        np.testing.assert_array_equal(y, [1, 1, 1, 1, 0, 0, 0, 0])
+
+
+def test_subview_in_range() -> None:
+    def args() -> list[Any]:
+        return [guarded((8,), np.arange(8))[1], guarded((8,))[1], 4, 1]
+
+    same_as_unchecked(VIEWS, "views", args)
+
+
+GROUPS = """
+func @member(%g: group<memref<f32x4>>, %y: memref<f32x4>, %i: index) {
+  %a = load %g[%i] : group<memref<f32x4>>
+  axpby.n 1.0, %a, 0.0, %y : f32, memref<f32x4>, f32, memref<f32x4>
+}
+"""
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+@pytest.mark.parametrize("i", [2, 3, -1])
+def test_group_member(stacked: bool, i: int) -> None:
+    members = [guarded((4,), k + 1.0) for k in range(2)]
+    group: Any = [m for _, m in members]
+    if stacked:
+        group = np.asfortranarray(np.stack(group, axis=-1))
+    yb, y = guarded((4,))
+    words = f"member {i} does not exist: the group has 2 members"
+    expect_violation(GROUPS, "member", [group, y, i], "load %g[%i]", words)
+    assert intact(yb) and not y.any()
+    assert all(intact(b) for b, _ in members)
+    kernels(GROUPS, True).member(group, y, 1, howmany=1)
+    assert np.all(y == 2.0)
+
+
+TILES = """
+func @tiles(%a: memref<f32x?x?>, %b: memref<f32x?x?>, %x: index, %y: index, %u: index, %v: index) {
+  parallel {
+    %c = cooperative_matrix_load.n %a[%x, %y] : memref<f32x?x?> -> coopmatrix<f32x16x4,matrix_acc>
+    %d = cooperative_matrix_load.t.rows_checked %a[%x, %y] : memref<f32x?x?> -> coopmatrix<f32x4x16,matrix_acc>
+    cooperative_matrix_store.n %c, %b[%u, %v] : coopmatrix<f32x16x4,matrix_acc>, memref<f32x?x?>
+  }
+}
+
+func @checked(%a: memref<f32x?x?>, %b: memref<f32x?x?>, %x: index, %y: index) {
+  parallel {
+    %c = cooperative_matrix_load.n.rows_checked %a[%x, %y] : memref<f32x?x?> -> coopmatrix<f32x16x4,matrix_acc>
+    cooperative_matrix_store.n.rows_checked %c, %b[%x, %y] : coopmatrix<f32x16x4,matrix_acc>, memref<f32x?x?>
+  }
+}
+
+func @prefetch(%a: memref<f32x?x?>, %x: index, %y: index) {
+  parallel {
+    cooperative_matrix_prefetch 0, %a[%x, %y], 16, 4 : memref<f32x?x?>
+  }
+}
+"""
+
+
+def matrices() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ab, a = guarded((20, 6), np.arange(120).reshape((20, 6), order="F"))
+    bb, b = guarded((20, 6))
+    return ab, a, bb, b
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "u", "v", "access", "words"),
+    [
+        (5, 0, 0, 0, "cooperative_matrix_load.n %a", "the tile at [5, 0] covers [5..20, 0..3]"),
+        (0, 3, 0, 0, "cooperative_matrix_load.n %a", "of the 20x6 memref"),
+        (-1, 0, 0, 0, "cooperative_matrix_load.n %a", "the tile at [-1, 0]"),
+        (0, 0, 0, 3, "cooperative_matrix_store.n %c", "the tile at [0, 3] covers [0..15, 3..6]"),
+        (0, 0, 5, 0, "cooperative_matrix_store.n %c", "covers [5..20, 0..3]"),
+    ],
+)
+def test_coopmatrix_tiles(x: int, y: int, u: int, v: int, access: str, words: str) -> None:
+    ab, a, bb, b = matrices()
+    expect_violation(TILES, "tiles", [a, b, x, y, u, v], access, words)
+    assert intact(ab) and intact(bb)
+    assert not b.any()
+
+
+def test_transposed_tile_checks_its_own_modes() -> None:
+    """.t reads rows of the matrix along mode 1: 4 x 16 transposed covers 16 x 4 of a, and
+    only its columns (mode 0 of a, unchecked) must lie inside."""
+    ab, a, bb, b = matrices()
+    # x = 4: the .n tile fits (4..19), the .t tile's 16 rows of a fit too; y = 2: .t needs
+    # columns 2..5 (rows_checked: mode 1 is checked, so y + 16 past 6 is fine)
+    kernels(TILES, True).tiles(a, b, 4, 2, 0, 0, howmany=1)
+    np.testing.assert_array_equal(b[:16, :4], a[4:20, 2:6])
+
+
+@pytest.mark.parametrize(("x", "y"), [(10, 0), (-8, 2), (-30, 9)])
+def test_checked_tiles_in_range(x: int, y: int) -> None:
+    """A checked mode may leave its range; with no entry left to access (x = -30), an
+    unchecked mode out of range is no violation either (the reference's rule)."""
+
+    def args() -> list[Any]:
+        _, a, _, b = matrices()
+        return [a, b, x, y]
+
+    same_as_unchecked(TILES, "checked", args)
+
+
+def test_checked_tile_unchecked_mode() -> None:
+    ab, a, bb, b = matrices()
+    access = "cooperative_matrix_load.n.rows_checked"
+    expect_violation(TILES, "checked", [a, b, 10, 3], access, "covers [10..25, 3..6]")
+    assert intact(ab) and intact(bb) and not b.any()
+
+
+def test_prefetch() -> None:
+    _, a, _, _ = matrices()
+    access = "cooperative_matrix_prefetch"
+    expect_violation(TILES, "prefetch", [a, 8, 0], access, "the tile at [8, 0] covers [8..23")
+    kernels(TILES, True).prefetch(a, 4, 2, howmany=1)
+
+
+EXPAND = """
+func @expand(%x: memref<f32x?>, %y: memref<f32x?>, %m: index, %n: index) {
+  %a = expand %x[0 -> %m x %n] : memref<f32x?>
+  %b = expand %y[0 -> %m x %n] : memref<f32x?>
+  axpby.n 1.0, %a, 0.0, %b : f32, memref<f32x?x?>, f32, memref<f32x?x?>
+}
+"""
+
+
+@pytest.mark.parametrize(("m", "n"), [(3, 3), (-1, -8), (2**32, 2**32)])
+def test_expand(m: int, n: int) -> None:
+    xb, x = guarded((8,), 1.0)
+    yb, y = guarded((8,))
+    words = f"sizes {m} x {n} do not fit the expanded mode of size 8"
+    expect_violation(EXPAND, "expand", [x, y, m, n], "expand %x", words)
+    assert intact(xb) and intact(yb) and not y.any()
+    kernels(EXPAND, True).expand(x, y, 2, 4, howmany=1)
+    assert np.all(y == 1.0)
+
+
+FIRST = """
+func @first(%x: memref<f32x?>, %i: index, %j: index) {
+  %a = load %x[%i] : memref<f32x?>
+  store %a, %x[%j] : memref<f32x?>
+}
+"""
+
+
+def test_first_violation_is_reported() -> None:
+    xb, x = guarded((4,), 1.0)
+    expect_violation(FIRST, "first", [x, 7, 9], "load %x[%i]", "index [7]")
+    expect_violation(FIRST, "first", [x, 0, 9], "store %a, %x[%j]", "index [9]")
+    assert intact(xb) and np.all(x == 1.0)
