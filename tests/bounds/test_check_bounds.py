@@ -161,15 +161,18 @@ TILES = """
 func @tiles(%a: memref<f32x?x?>, %b: memref<f32x?x?>, %x: index, %y: index, %u: index, %v: index) {
   parallel {
     %c = cooperative_matrix_load.n %a[%x, %y] : memref<f32x?x?> -> coopmatrix<f32x16x4,matrix_acc>
-    %d = cooperative_matrix_load.t.rows_checked %a[%x, %y] : memref<f32x?x?> -> coopmatrix<f32x4x16,matrix_acc>
+    %d = cooperative_matrix_load.t.rows_checked %a[%x, %y]
+      : memref<f32x?x?> -> coopmatrix<f32x4x16,matrix_acc>
     cooperative_matrix_store.n %c, %b[%u, %v] : coopmatrix<f32x16x4,matrix_acc>, memref<f32x?x?>
   }
 }
 
 func @checked(%a: memref<f32x?x?>, %b: memref<f32x?x?>, %x: index, %y: index) {
   parallel {
-    %c = cooperative_matrix_load.n.rows_checked %a[%x, %y] : memref<f32x?x?> -> coopmatrix<f32x16x4,matrix_acc>
-    cooperative_matrix_store.n.rows_checked %c, %b[%x, %y] : coopmatrix<f32x16x4,matrix_acc>, memref<f32x?x?>
+    %c = cooperative_matrix_load.n.rows_checked %a[%x, %y]
+      : memref<f32x?x?> -> coopmatrix<f32x16x4,matrix_acc>
+    cooperative_matrix_store.n.rows_checked %c, %b[%x, %y]
+      : coopmatrix<f32x16x4,matrix_acc>, memref<f32x?x?>
   }
 }
 
@@ -207,7 +210,7 @@ def test_coopmatrix_tiles(x: int, y: int, u: int, v: int, access: str, words: st
 def test_transposed_tile_checks_its_own_modes() -> None:
     """.t reads rows of the matrix along mode 1: 4 x 16 transposed covers 16 x 4 of a, and
     only its columns (mode 0 of a, unchecked) must lie inside."""
-    ab, a, bb, b = matrices()
+    _, a, _, b = matrices()
     # x = 4: the .n tile fits (4..19), the .t tile's 16 rows of a fit too; y = 2: .t needs
     # columns 2..5 (rows_checked: mode 1 is checked, so y + 16 past 6 is fine)
     kernels(TILES, True).tiles(a, b, 4, 2, 0, 0, howmany=1)
@@ -273,3 +276,35 @@ def test_first_violation_is_reported() -> None:
     expect_violation(FIRST, "first", [x, 7, 9], "load %x[%i]", "index [7]")
     expect_violation(FIRST, "first", [x, 0, 9], "store %a, %x[%j]", "index [9]")
     assert intact(xb) and np.all(x == 1.0)
+
+
+APPLY = """
+func @apply(%x: memref<f32x?>, %b: memref<f32x16x4>) {
+  parallel {
+    %z = cooperative_matrix_construct 1.0 : coopmatrix<f32x16x4,matrix_acc>
+    %r = cooperative_matrix_apply (%i, %j, %v) = %z : coopmatrix<f32x16x4,matrix_acc> {
+      %row = cast %i : i32 -> index
+      %w = load %x[%row] : memref<f32x?>
+      %s = arith.add %v, %w : f32
+      yield %s : f32
+    }
+    cooperative_matrix_store.n %r, %b[0, 0] : coopmatrix<f32x16x4,matrix_acc>, memref<f32x16x4>
+  }
+}
+"""
+
+
+def test_load_in_apply_region() -> None:
+    """Work-items of one subgroup violate together; the record keeps one of them."""
+    xb, x = guarded((10,), np.arange(10))
+    b = np.zeros((16, 4), np.float32, order="F")
+    expect_violation(APPLY, "apply", [x, b], "load %x[%row]", "of mode 0 is outside 0..9")
+    assert intact(xb)
+    kernels(APPLY, True).apply(np.arange(16, dtype=np.float32), b, howmany=1)
+    np.testing.assert_array_equal(b, np.arange(1, 17)[:, None].repeat(4, axis=1))
+
+
+def test_arguments_are_counted_without_the_record() -> None:
+    with pytest.raises(tinytc.ArgumentError, match="@first takes 3 arguments, got 2"):
+        kernels(FIRST, True).first(np.zeros(4, np.float32), 1, howmany=1)
+    kernels(FIRST, True).first(np.zeros(4, np.float32), 7, 9, howmany=0)  # nothing runs

@@ -16,13 +16,14 @@ checks into the innermost K loops.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..arguments import ArgumentError
 from ..errors import BoundsError, Location
 from ..ir import (
     INDEX,
@@ -140,6 +141,7 @@ class Checker:
         self.b = Builder()
         self.loc = func.loc
         self.added: list[Inst] = []  # instructions inserted before accesses, in order
+        self.out: list[Inst] = []  # the new list of the region being rebuilt
 
     def run(self) -> BoundsCheck:
         self.region(self.func.body)
@@ -151,84 +153,67 @@ class Checker:
     # Walking and rewriting
 
     def region(self, region: Region) -> None:
-        insts = list(region.insts)
+        """Rebuilds the region's list in one pass: checks go before each access, and a guard
+        takes the access's place."""
+        insts, out = region.insts, []
         i = 0
         while i < len(insts):
             inst = insts[i]
             if isinstance(inst, LinalgInst):
-                run = [inst]
-                while i + len(run) < len(insts) and isinstance(
-                    insts[i + len(run)], LinalgInst | LifetimeStopInst
-                ):
-                    run.append(insts[i + len(run)])
-                self.collectives(run)
-                i += len(run)
+                end = i + 1
+                while end < len(insts) and isinstance(insts[end], LinalgInst | LifetimeStopInst):
+                    end += 1
+                self.out, self.loc = out, inst.loc
+                out.extend(self.collectives(insts[i:end]))
+                i = end
                 continue
             for child in inst.regions:
                 self.region(child)
-            self.inst(inst)
+            self.out, self.loc = out, inst.loc
+            check = CHECKS.get(type(inst))
+            out.append(check(self, inst) if check else inst)
             i += 1
-
-    def inst(self, inst: Inst) -> None:
-        self.loc = inst.loc
-        if isinstance(inst, LoadInst) and isinstance(inst.operands[0].type, GroupType):
-            self.member(inst)
-        elif isinstance(inst, LoadInst):
-            self.element(inst, 0, 1)
-        elif isinstance(inst, StoreInst):
-            self.element(inst, 1, 2)
-        elif isinstance(inst, SubviewInst):
-            self.subview(inst)
-        elif isinstance(inst, ExpandInst):
-            self.expand(inst)
-        elif isinstance(inst, FuseInst):
-            self.inherit(inst, self.oob.get(inst.operands[0]))
-        elif isinstance(inst, CoopMatrixLoadInst | CoopMatrixStoreInst | CoopMatrixPrefetchInst):
-            self.tile(inst)
+        region.insts = []
+        for inst in out:
+            region.append(inst)
 
     @contextmanager
-    def before(self, anchor: Inst) -> Iterator[None]:
-        """Instructions built in the with-block go right before ``anchor``."""
+    def before(self) -> Iterator[None]:
+        """Instructions built in the with-block go before the instruction being checked."""
         tmp = Region()
         with self.b.at(tmp):
             yield
-        region = anchor.parent
-        assert region is not None
-        at = region.insts.index(anchor)
-        for added in tmp.insts:
-            added.parent = region
-            self.added.append(added)
-        region.insts[at:at] = tmp.insts
+        self.out.extend(tmp.insts)
+        self.added.extend(tmp.insts)
 
     def drop_unused(self) -> None:
         """Extents and sums computed for checks that turned out static go again."""
         pure = (SizeInst, ArithInst, ArithUnaryInst, CompareInst)
-        for inst in reversed(self.added):
-            if isinstance(inst, pure) and not inst.result.uses and inst.parent is not None:
+        dropped: set[Inst] = set()
+        for inst in reversed(self.added):  # users before what they use
+            if isinstance(inst, pure) and not inst.result.uses:
                 for index, value in enumerate(inst.operands):
                     value.uses.remove((inst, index))
-                inst.parent.insts.remove(inst)
+                dropped.add(inst)
+        for region in {inst.parent for inst in dropped}:
+            assert region is not None
+            region.insts = [inst for inst in region.insts if inst not in dropped]
 
     def guard(self, anchor: Inst, oob: Value, site: int, values: list[Size]) -> IfInst:
-        """``if %oob { record } else { anchor }``: anchor moves into the else region; a result
-        of the anchor becomes the if's, 0 on the recording side."""
+        """``if %oob { record } else { anchor }``, to put in the anchor's place; a result of
+        the anchor becomes the if's, 0 on the recording side."""
         results = [r.type for r in anchor.results]
-        with self.before(anchor):
-            guard = self.b.add(IfInst(oob, results, loc=anchor.loc))
-        assert isinstance(guard, IfInst)
+        guard = IfInst(oob, results, loc=anchor.loc)
         with self.b.at(guard.then):
             self.record_violation(site, values)
             if results:
                 self.b.add(YieldInst([self.zero(results[0])], loc=anchor.loc))
-        assert anchor.parent is not None
-        anchor.parent.insts.remove(anchor)
         if results:
             anchor.result.replace_all_uses_with(guard.result)
-        guard.otherwise.append(anchor)
-        if results:
-            self.b.enter(guard.otherwise)
-            self.b.add(YieldInst([anchor.result], loc=anchor.loc))
-            self.b.exit()
+        with self.b.at(guard.otherwise):
+            self.b.add(anchor)
+            if results:
+                self.b.add(YieldInst([anchor.result], loc=anchor.loc))
         return guard
 
     def inherit(self, view: Inst, oob: Value | None) -> None:
@@ -237,22 +222,31 @@ class Checker:
 
     # The accesses
 
-    def element(self, inst: Inst, memref: int, first: int) -> None:
+    def load(self, inst: LoadInst) -> Inst:
+        if isinstance(inst.operands[0].type, GroupType):
+            return self.member(inst)
+        return self.element(inst, 0, 1)
+
+    def store(self, inst: StoreInst) -> Inst:
+        return self.element(inst, 1, 2)
+
+    def element(self, inst: Inst, memref: int, first: int) -> Inst:
         m = inst.operands[memref]
         indices = inst.operands[first:]
-        with self.before(inst):
+        with self.before():
             extents = [self.extent(m, k) for k in range(len(indices))]
             oob = self.any([self.outside(i, 0, e) for i, e in zip(indices, extents)])
             oob = self.any([self.oob.get(m), oob])
         if oob is not None:
             text = f"{inst.mnemonic} {_source_text(inst, memref)}"
             site = self.site("element", inst, text, len(indices))
-            self.guard(inst, oob, site, [*indices, *extents])
+            return self.guard(inst, oob, site, [*indices, *extents])
+        return inst
 
-    def member(self, inst: Inst) -> None:
+    def member(self, inst: Inst) -> Inst:
         group, index = inst.operands
         slot = self.groups.index(self.func.params.index(group))
-        with self.before(inst):
+        with self.before():
             count = self.b.add(LoadInst(self.record, [self.const(slot)], loc=self.loc)).result
             oob = self.outside(index, 0, count)
             assert oob is not None
@@ -268,13 +262,14 @@ class Checker:
                 self.b.add(YieldInst([index], loc=self.loc))
         inst.set_operand(1, safe.result)
         self.oob[inst.result] = oob
+        return inst
 
-    def subview(self, inst: SubviewInst) -> None:
+    def subview(self, inst: SubviewInst) -> Inst:
         m = inst.operands[0]
         offsets: list[Size] = []
         sizes: list[Size] = []
         conds: list[Value | None] = []
-        with self.before(inst):
+        with self.before():
             extents = [self.extent(m, k) for k in range(len(inst.kinds))]
             for (kind, off, size), e in zip(inst.slices(), extents):
                 o = inst.operands[off]
@@ -296,20 +291,21 @@ class Checker:
         if oob is not None:
             text = f"subview {_source_text(inst, 0)}"
             site = self.site("subview", inst, text, len(offsets))
-            with self.before(inst):
+            with self.before():
                 guard = self.b.add(IfInst(oob, loc=self.loc))
                 with self.b.at(guard.regions[0]):
                     self.record_violation(site, [*offsets, *sizes, *extents])
-        with self.before(inst):
+        with self.before():
             self.inherit(inst, self.any([self.oob.get(m), oob]))
+        return inst
 
-    def expand(self, inst: ExpandInst) -> None:
+    def expand(self, inst: ExpandInst) -> Inst:
         """Given sizes must be non-negative and their product at most the expanded extent
         (stepwise, so that the product cannot overflow)."""
         m = inst.operands[0]
         given = [inst.operands[i] for i in inst.entries() if i is not None]
         conds: list[Value | None] = []
-        with self.before(inst):
+        with self.before():
             extent = self.extent(m, inst.mode)
             product: Size = 1
             for s in given:
@@ -324,14 +320,19 @@ class Checker:
             oob = self.any(conds)
         if oob is not None:
             site = self.site("expand", inst, f"expand {_source_text(inst, 0)}", len(given))
-            with self.before(inst):
+            with self.before():
                 guard = self.b.add(IfInst(oob, loc=self.loc))
                 with self.b.at(guard.regions[0]):
                     self.record_violation(site, [*given, extent])
-        with self.before(inst):
+        with self.before():
             self.inherit(inst, self.any([self.oob.get(m), oob]))
+        return inst
 
-    def tile(self, inst: Inst) -> None:
+    def fuse(self, inst: FuseInst) -> Inst:
+        self.inherit(inst, self.oob.get(inst.operands[0]))
+        return inst
+
+    def tile(self, inst: Inst) -> Inst:
         """The unchecked modes of a tile must lie inside the memref, unless a checked mode
         leaves no entry to access (the reference interpreter's rule)."""
         if isinstance(inst, CoopMatrixPrefetchInst):
@@ -347,7 +348,7 @@ class Checker:
         row_mode = 1 if transpose else 0
         lengths = (shape[row_mode], shape[1 - row_mode])  # along memref modes 0 and 1
         modes_checked = {"": (), "rows": (row_mode,), "cols": (1 - row_mode,), "both": (0, 1)}
-        with self.before(inst):
+        with self.before():
             extents = [self.extent(m, k) for k in (0, 1)]
             starts = (x, y)
             outside = [
@@ -371,25 +372,23 @@ class Checker:
         if oob is not None:
             text = f"{inst.mnemonic} {_source_text(inst, memref)}"
             site = self.site("tile", inst, text, 2, lengths)
-            self.guard(inst, oob, site, [x, y, *extents])
+            return self.guard(inst, oob, site, [x, y, *extents])
+        return inst
 
-    def collectives(self, run: list[Inst]) -> None:
+    def collectives(self, run: list[Inst]) -> list[Inst]:
         """A run of collective instructions executes only if all their views are in range
         (one if for the run, so that lower-linalg still sees neighbouring gemms)."""
         flags = [self.oob.get(v) for inst in run for v in inst.operands]
-        anchor = run[0]
-        self.loc = anchor.loc
-        with self.before(anchor):
+        if all(f is None for f in flags):
+            return run
+        with self.before():
             oob = self.any(flags)
-            if oob is None:
-                return
+            assert oob is not None
             ok = self.b.add(ArithUnaryInst("not", oob, loc=self.loc)).result
-            guard = self.b.add(IfInst(ok, loc=self.loc))
-        assert isinstance(guard, IfInst)
+        guard = IfInst(ok, loc=self.loc)
         for inst in run:
-            assert inst.parent is not None
-            inst.parent.insts.remove(inst)
             guard.then.append(inst)
+        return [guard]
 
     # Building blocks
 
@@ -407,10 +406,10 @@ class Checker:
         fresh = self.b.add(IfInst(self.cmp("eq", first, 0), loc=self.loc))
         with self.b.at(fresh.regions[0]):
             for k, v in enumerate(values):
-                self.store(self.value(v), head + 1 + k)
-            self.store(self.const(site + 1), head)
+                self.store_at(self.value(v), head + 1 + k)
+            self.store_at(self.const(site + 1), head)
 
-    def store(self, value: Value, at: int) -> None:
+    def store_at(self, value: Value, at: int) -> None:
         self.b.add(StoreInst(value, self.record, [self.const(at)], loc=self.loc))
 
     def zero(self, t: Any) -> Value:
@@ -488,6 +487,19 @@ class Checker:
         return self.b.add(ArithInst("div", self.value(a), self.value(b), loc=self.loc)).result
 
 
+# the access kinds checked, by instruction type
+CHECKS: dict[type[Inst], Callable[[Checker, Any], Inst]] = {
+    LoadInst: Checker.load,
+    StoreInst: Checker.store,
+    SubviewInst: Checker.subview,
+    ExpandInst: Checker.expand,
+    FuseInst: Checker.fuse,
+    CoopMatrixLoadInst: Checker.tile,
+    CoopMatrixStoreInst: Checker.tile,
+    CoopMatrixPrefetchInst: Checker.tile,
+}
+
+
 # The host side: the record the JIT passes and reads back
 
 
@@ -500,6 +512,11 @@ class CheckedKernel:
         self.check = check
 
     def __call__(self, *args: Any, howmany: int | None = None) -> None:
+        func = self.kernel.func
+        if len(args) != len(func.params) - 1:  # the record is not the caller's to count
+            raise ArgumentError(
+                f"@{func.name} takes {len(func.params) - 1} arguments, got {len(args)}"
+            )
         record = np.zeros(self.check.size, np.int64)
         for slot, param in enumerate(self.check.groups):
             if param < len(args):
@@ -507,6 +524,9 @@ class CheckedKernel:
         self.kernel(*args, record, howmany=howmany)
         if record[len(self.check.groups)]:
             raise violation(self.check, record)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.kernel, name)  # func, owner, ... of the compiled kernel
 
 
 def _member_count(arg: Any) -> int:
