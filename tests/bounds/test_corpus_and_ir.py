@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 import tinytc
 from tinytc.compiler import compile, run_pipeline
@@ -15,7 +16,10 @@ from tinytc.passes import DEFAULT_PIPELINE
 from tinytc.passes.check_bounds import bounds_check_of, with_bounds_checks
 from tinytc.spirv.convert import lower
 from tinytc.target import get_target
+from tinytc.testing.case import ArrayArg, Case, GroupArg, call_arguments
+from tinytc.testing.checks import expected_error
 from tinytc.testing.inputs import clone_arguments, max_error, outputs, random_arguments, tolerance
+from tinytc.testing.strategies import cases
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 CHECKED = with_bounds_checks(DEFAULT_PIPELINE)
@@ -147,3 +151,31 @@ def test_corpus_in_range_gives_unchecked_results(name: str) -> None:
                 assert max_error(got, want, el) <= tolerance(el)
             else:
                 np.testing.assert_array_equal(got, want)
+
+
+def buffers(arg: object) -> list[np.ndarray]:
+    if isinstance(arg, ArrayArg):
+        return [arg.buffer]
+    return [m.buffer for m in arg.members] if isinstance(arg, GroupArg) else []
+
+
+@settings(max_examples=5, derandomize=True, deadline=None, database=None)
+@given(cases())
+def test_generated_programs_give_unchecked_results(case: Case) -> None:
+    """The fuzzer's programs stay in range: checked, they raise nothing and compute what the
+    unchecked kernels compute."""
+    program = tinytc.parse(case.text)
+    if expected_error(program, case.text, get_target("cpu")) is not None:
+        return
+    plain = tinytc.jit(case.text, opt_level=case.opt_level)
+    checked = tinytc.jit(case.text, opt_level=case.opt_level, check_bounds=True)
+    for k in case.kernels:
+        got, want = k.arguments(), k.arguments()
+        getattr(checked, k.name)(*call_arguments(got), howmany=k.howmany)
+        getattr(plain, k.name)(*call_arguments(want), howmany=k.howmany)
+        for g, w in zip(got, want):
+            for gb, wb in zip(buffers(g), buffers(w)):
+                if ".atomic" in case.text:  # sums in another order
+                    np.testing.assert_allclose(gb, wb, rtol=1e-5, atol=1e-6, err_msg=case.text)
+                else:
+                    np.testing.assert_array_equal(gb, wb, err_msg=case.text)
