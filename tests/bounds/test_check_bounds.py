@@ -111,7 +111,7 @@ func @views(%x: memref<f32x?>, %y: memref<f32x?>, %o: index, %p: index) {
     [
         (5, 0, "subview %y[%o:4]", "slice 5:4 of mode 0 is out of bounds of its size 8"),
         (-2, 0, "subview %y[%o:4]", "slice -2:4 of mode 0"),
-        (0, 8, "subview %y[%p]", "slice 8:1 of mode 0 is out of bounds of its size 8"),
+        (0, 8, "subview %y[%p]", "index 8 of mode 0 is outside 0..7"),
         (2**62, 0, "subview %y[%o:4]", f"slice {2**62}:4"),  # no overflow of offset + size
     ],
 )
@@ -308,3 +308,29 @@ def test_arguments_are_counted_without_the_record() -> None:
     with pytest.raises(tinytc.ArgumentError, match="@first takes 3 arguments, got 2"):
         kernels(FIRST, True).first(np.zeros(4, np.float32), 1, howmany=1)
     kernels(FIRST, True).first(np.zeros(4, np.float32), 7, 9, howmany=0)  # nothing runs
+
+
+REST = """
+func @rest(%y: memref<f32x?>, %o: index) {
+  %tail = subview %y[%o:?] : memref<f32x?>
+  %n = size %tail[0] : memref<f32x?>
+  foreach %i = 0, %n {
+    store 2.0, %tail[%i] : memref<f32x?>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("o", [9, -3])
+def test_subview_to_the_end(o: int) -> None:
+    yb, y = guarded((8,))
+    expect_violation(REST, "rest", [y, o], "subview %y[%o:?]", f"slice {o}:? of mode 0 starts")
+    assert intact(yb) and not y.any()  # no store through the bad view
+
+
+@pytest.mark.parametrize("o", [8, 5])
+def test_subview_to_the_end_in_range(o: int) -> None:
+    """An empty rest (o = 8) is no violation: it touches nothing."""
+    _, y = guarded((8,))
+    kernels(REST, True).rest(y, o, howmany=1)
+    np.testing.assert_array_equal(y, [0.0] * o + [2.0] * (8 - o))

@@ -70,6 +70,7 @@ class Site:
     text: str  # the access as the message names it, e.g. "load %x"
     modes: int  # how many indices (or modes, or sizes) it records
     shape: tuple[int, ...] = ()  # the tile's rows and columns along the memref's modes
+    slices: tuple[str, ...] = ()  # a subview's kind of slice per mode
 
 
 @dataclass
@@ -290,7 +291,7 @@ class Checker:
             oob = self.any(conds)
         if oob is not None:
             text = f"subview {_source_text(inst, 0)}"
-            site = self.site("subview", inst, text, len(offsets))
+            site = self.site("subview", inst, text, len(offsets), slices=tuple(inst.kinds))
             with self.before():
                 guard = self.b.add(IfInst(oob, loc=self.loc))
                 with self.b.at(guard.regions[0]):
@@ -371,7 +372,7 @@ class Checker:
             oob = self.any([self.oob.get(m), oob])
         if oob is not None:
             text = f"{inst.mnemonic} {_source_text(inst, memref)}"
-            site = self.site("tile", inst, text, 2, lengths)
+            site = self.site("tile", inst, text, 2, shape=lengths)
             return self.guard(inst, oob, site, [x, y, *extents])
         return inst
 
@@ -392,10 +393,8 @@ class Checker:
 
     # Building blocks
 
-    def site(
-        self, kind: str, inst: Inst, text: str, modes: int, shape: tuple[int, ...] = ()
-    ) -> int:
-        self.layout.sites.append(Site(kind, inst.loc, text, modes, shape))
+    def site(self, kind: str, inst: Inst, text: str, modes: int, **more: Any) -> int:
+        self.layout.sites.append(Site(kind, inst.loc, text, modes, **more))
         return len(self.layout.sites) - 1
 
     def record_violation(self, site: int, values: list[Size]) -> None:
@@ -574,6 +573,10 @@ def _subview(site: Site, values: list[int]) -> str:
     for k in range(n):
         o, s, e = offsets[k], sizes[k], extents[k]
         if not (0 <= o <= e and 0 <= s <= e - o):
+            if site.slices[k] == "index":
+                return f"index {o} of mode {k} is outside 0..{e - 1}"
+            if site.slices[k] == "rest":
+                return f"slice {o}:? of mode {k} starts outside 0..{e}"
             return f"slice {o}:{s} of mode {k} is out of bounds of its size {e}"
     return "the subviewed memref is itself out of bounds"
 
