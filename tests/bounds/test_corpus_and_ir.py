@@ -97,6 +97,24 @@ def test_printed_ir() -> None:
     assert [str(s.loc) for s in check.sites] == want
 
 
+def test_nonnegative_indices_need_one_comparison() -> None:
+    """group_id and the variable of a loop from a non-negative start are never below 0."""
+    source = """func @k(%x: memref<f32x?>, %n: index) {
+  %g = group_id
+  foreach %i = 1, %n {
+    %v = load %x[%i] : memref<f32x?>
+    store %v, %x[%g] : memref<f32x?>
+  }
+  for %j = %n, 4 {
+    %w = load %x[%j] : memref<f32x?>
+  }
+}
+"""
+    text = str(run_pipeline(source, "cpu", passes=("check-ir", "check-bounds")))
+    assert text.count("cmp.ge") == 3
+    assert text.count("cmp.lt") == 1 and "cmp.lt %j, 0 : index" in text
+
+
 @pytest.mark.parametrize("name", ["tutorial.ir", "load.ir", "coopmatrix_gemm.ir"])
 def test_printed_program_compiles_alike(name: str) -> None:
     """The printed checked program is the whole decision: compiled again it gives the same

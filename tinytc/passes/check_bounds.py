@@ -38,8 +38,11 @@ from ..ir import (
     CoopMatrixStoreInst,
     CoopMatrixType,
     ExpandInst,
+    ForeachInst,
+    ForInst,
     Function,
     FuseInst,
+    GroupIdInst,
     GroupType,
     IfInst,
     Inst,
@@ -143,6 +146,7 @@ class Checker:
         self.loc = func.loc
         self.added: list[Inst] = []  # instructions inserted before accesses, in order
         self.out: list[Inst] = []  # the new list of the region being rebuilt
+        self.loops: dict[Value, ForInst | ForeachInst] = {}  # loop variable -> its loop
 
     def run(self) -> BoundsCheck:
         self.region(self.func.body)
@@ -168,6 +172,8 @@ class Checker:
                 out.extend(self.collectives(insts[i:end]))
                 i = end
                 continue
+            if isinstance(inst, ForInst | ForeachInst):
+                self.loops[inst.var] = inst
             for child in inst.regions:
                 self.region(child)
             self.out, self.loc = out, inst.loc
@@ -451,7 +457,24 @@ class Checker:
 
     def outside(self, i: Size, low: int, high: Size, inclusive: bool = False) -> Value | None:
         """i < low or i >= high (i > high when ``inclusive``)."""
-        return self.any([self.cmp("lt", i, low), self.cmp("gt" if inclusive else "ge", i, high)])
+        below = None if low == 0 and self.nonnegative(i) else self.cmp("lt", i, low)
+        return self.any([below, self.cmp("gt" if inclusive else "ge", i, high)])
+
+    def nonnegative(self, x: Size) -> bool:
+        """Whether a value is known to be >= 0: a constant, group_id, group_size, a size, or
+        the variable of a loop that starts at such a value."""
+        k = self.known(x)
+        if k is not None:
+            return k >= 0
+        assert isinstance(x, Value)
+        if isinstance(x.owner, GroupIdInst | SizeInst):  # GroupSizeInst is a GroupIdInst
+            return True
+        loop = self.loops.get(x)
+        if loop is None:
+            return False
+        # the lowered loops keep their variable in [start, stop) whatever the step
+        # (Lowering.loop in tinytc/spirv/convert.py)
+        return self.nonnegative(loop.operands[0])
 
     def any(self, conds: Sequence[Value | None]) -> Value | None:
         """The or of the flags, None when there is none."""
