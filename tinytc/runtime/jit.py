@@ -17,9 +17,10 @@ from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, dtype_of
 from ..compiler import run_pipeline
 from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
 from ..passes import DEFAULT_PIPELINE
-from ..passes.check_bounds import CheckedKernel, bounds_check_of, with_bounds_checks
+from ..passes.check_bounds import bounds_check_of, with_bounds_checks
 from ..spirv.convert import lower
 from ..spirv.tools import validate
+from .bounds import CheckedKernel
 from .cache import load_program
 from .device import _pyopencl, core_info_from_device, default_queue
 
