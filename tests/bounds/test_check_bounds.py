@@ -334,3 +334,51 @@ def test_subview_to_the_end_in_range(o: int) -> None:
     _, y = guarded((8,))
     kernels(REST, True).rest(y, o, howmany=1)
     np.testing.assert_array_equal(y, [0.0] * o + [2.0] * (8 - o))
+
+
+LOOPS = """
+func @axpy(%x: memref<f32x?>, %y: memref<f32x?>, %n: index) {
+  foreach %i = 0, %n {
+    %a = load %x[%i] : memref<f32x?>
+    %b = load %y[%i] : memref<f32x?>
+    %c = arith.add %a, %b : f32
+    store %c, %y[%i] : memref<f32x?>
+  }
+}
+
+func @dot(%x: memref<f32x?>, %out: memref<f32x1>, %n: index, %k: index) {
+  %sum = for %i = 0, %n init(%acc = 0.0) -> (f32) {
+    %xi = load %x[%i] : memref<f32x?>
+    %xk = load %x[%k] : memref<f32x?>
+    %p = arith.mul %xi, %xk : f32
+    %next = arith.add %acc, %p : f32
+    yield %next : f32
+  }
+  store %sum, %out[0] : memref<f32x1>
+}
+"""
+
+
+def test_loop_range_checked_before_the_loop() -> None:
+    xb, x = guarded((8,), 1.0)
+    yb, y = guarded((8,), 2.0)
+    words = "indices 0..9 of mode 0, over its loop's range, reach outside 0..7"
+    expect_violation(LOOPS, "axpy", [x, y, 10], "load %x[%i]", words)
+    assert intact(xb) and intact(yb) and np.all(y == 2.0)  # the loop did not run
+    same_as_unchecked(LOOPS, "axpy", lambda: [guarded((8,), 1.0)[1], guarded((8,), 2.0)[1], 8])
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "words"),
+    [(9, 0, "indices 0..8 of mode 0"), (3, 8, "index 8 of mode 0 is outside 0..7")],
+)
+def test_loop_with_carried_values(n: int, k: int, words: str) -> None:
+    """A loop that does not run gives its initial values."""
+    xb, x = guarded((8,), np.arange(8))
+    out = np.full(1, 5.0, np.float32)
+    access = "%xi = load %x[%i]" if k == 0 else "%xk = load %x[%k]"
+    expect_violation(LOOPS, "dot", [x, out, n, k], access, words)
+    assert intact(xb) and out[0] == 0.0
+    kernels(LOOPS, True).dot(x, out, 0, 100, howmany=1)  # no iteration: no access, no error
+    assert out[0] == 0.0
+    same_as_unchecked(LOOPS, "dot", lambda: [guarded((8,), np.arange(8))[1], out.copy(), 8, 3])

@@ -98,21 +98,52 @@ def test_printed_ir() -> None:
 
 
 def test_nonnegative_indices_need_one_comparison() -> None:
-    """group_id and the variable of a loop from a non-negative start are never below 0."""
+    """group_id and the variable of a loop from a non-negative start are never below 0
+    (the accesses sit in an if, so that they are checked where they are)."""
     source = """func @k(%x: memref<f32x?>, %n: index) {
   %g = group_id
+  %c = cmp.lt %n, 3 : index
   foreach %i = 1, %n {
-    %v = load %x[%i] : memref<f32x?>
-    store %v, %x[%g] : memref<f32x?>
+    if %c {
+      %v = load %x[%i] : memref<f32x?>
+      store %v, %x[%g] : memref<f32x?>
+    }
   }
   for %j = %n, 4 {
-    %w = load %x[%j] : memref<f32x?>
+    if %c {
+      %w = load %x[%j] : memref<f32x?>
+    }
   }
 }
 """
     text = str(run_pipeline(source, "cpu", passes=("check-ir", "check-bounds")))
-    assert text.count("cmp.ge") == 3
-    assert text.count("cmp.lt") == 1 and "cmp.lt %j, 0 : index" in text
+    for index in ("%i", "%g", "%j"):
+        assert f"cmp.ge {index}, " in text
+    assert "cmp.lt %i" not in text and "cmp.lt %g" not in text
+    assert "cmp.lt %j, 0 : index" in text
+
+
+HOISTED = """func @axpy(%x: memref<f32x?>, %y: memref<f32x?>, %n: index) {
+  foreach %i = 0, %n {
+    %a = load %x[%i] : memref<f32x?>
+    %b = load %y[%i] : memref<f32x?>
+    %c = arith.add %a, %b : f32
+    store %c, %y[%i] : memref<f32x?>
+  }
+}
+"""
+
+
+def test_loop_checks_go_before_the_loop() -> None:
+    """Each access of the body is checked once for the whole range [0, n), and the loop
+    runs unchanged inside an if."""
+    text = str(run_pipeline(HOISTED, "cpu", passes=("check-ir", "check-bounds")))
+    before, loop = text.split("foreach")
+    for k, m in enumerate(("%x", "%y", "%y")):
+        assert f"size {m}[0]" in before and f"store {k + 1}, %bounds_record[0]" in before
+    assert before.count("cmp.gt %n, ") == 3 and "cmp.lt 0, %n : index" in before
+    assert loop.count("%bounds_record") == 0 and "if" not in loop
+    assert before.rstrip().endswith("if %20 {")
 
 
 @pytest.mark.parametrize("name", ["tutorial.ir", "load.ir", "coopmatrix_gemm.ir"])

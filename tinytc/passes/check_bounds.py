@@ -144,6 +144,10 @@ class Checker:
         self.added: list[Inst] = []  # instructions inserted before accesses, in order
         self.out: list[Inst] = []  # the new list of the region being rebuilt
         self.loops: dict[Value, ForInst | ForeachInst] = {}  # loop variable -> its loop
+        self.hoisted: set[Inst] = set()  # accesses checked once before their loop
+        self.scope: dict[Value, int] = {}  # where each value is defined (see spans)
+        self.spans: dict[Region, tuple[int, int]] = {}  # region -> numbers of its subtree
+        self.number(func.body, [0])
 
     def run(self) -> BoundsCheck:
         self.region(self.func.body)
@@ -169,13 +173,16 @@ class Checker:
                 out.extend(self.collectives(insts[i:end]))
                 i = end
                 continue
+            placed = inst
             if isinstance(inst, ForInst | ForeachInst):
                 self.loops[inst.var] = inst
+                self.out, self.loc = out, inst.loc
+                placed = self.hoist(inst)
             for child in inst.regions:
                 self.region(child)
             self.out, self.loc = out, inst.loc
-            check = CHECKS.get(type(inst))
-            out.append(check(self, inst) if check else inst)
+            check = None if inst in self.hoisted else CHECKS.get(type(inst))
+            out.append(check(self, inst) if check else placed)
             i += 1
         region.insts = []
         for inst in out:
@@ -219,6 +226,93 @@ class Checker:
             if results:
                 self.b.add(YieldInst([anchor.result], loc=anchor.loc))
         return guard
+
+    def number(self, region: Region, counter: list[int]) -> None:
+        """Numbers regions in depth-first order, so that whether a value is defined inside a
+        loop is one comparison of numbers."""
+        own = counter[0]
+        counter[0] += 1
+        for param in region.params:
+            self.scope[param] = own
+        for inst in region.insts:
+            for result in inst.results:
+                self.scope[result] = own
+            for child in inst.regions:
+                self.number(child, counter)
+        self.spans[region] = (own, counter[0] - 1)
+
+    def inside(self, value: Value, region: Region) -> bool:
+        first, last = self.spans[region]
+        return first <= self.scope.get(value, -1) <= last
+
+    def hoist(self, loop: ForInst | ForeachInst) -> Inst:
+        """Loads and stores that run in every iteration of a loop of step 1, with indices that
+        are the loop variable or values from outside, are checked once before the loop for
+        its whole range; the loop runs only if they all pass, and without their checks."""
+        if isinstance(loop, ForInst) and loop.num_bounds == 3 and self.known(loop.bounds[2]) != 1:
+            return loop
+        accesses = [a for a in loop.body.insts if self.hoistable(a, loop)]
+        self.hoisted.update(accesses)
+        flags = [self.range_check(a, loop) for a in accesses]
+        if all(f is None for f in flags):
+            return loop
+        with self.before():
+            ok = self.b.add(ArithUnaryInst("not", self.any(flags), loc=loop.loc)).result
+        guard = IfInst(ok, [r.type for r in loop.results], loc=loop.loc)
+        for result, outer in zip(loop.results, guard.results):
+            result.replace_all_uses_with(outer)
+        with self.b.at(guard.then):
+            self.b.add(loop)
+            if loop.results:
+                self.b.add(YieldInst(loop.results, loc=loop.loc))
+        if loop.results:  # a loop that does not run gives its initial values
+            assert isinstance(loop, ForInst)
+            with self.b.at(guard.otherwise):
+                self.b.add(YieldInst(loop.init, loc=loop.loc))
+        return guard
+
+    def hoistable(self, inst: Inst, loop: ForInst | ForeachInst) -> bool:
+        if isinstance(inst, LoadInst) and not isinstance(inst.operands[0].type, GroupType):
+            m, indices = inst.operands[0], inst.operands[1:]
+        elif isinstance(inst, StoreInst):
+            m, indices = inst.operands[1], inst.operands[2:]
+        else:
+            return False
+        return not self.inside(m, loop.body) and all(
+            i is loop.var or not self.inside(i, loop.body) for i in indices
+        )
+
+    def range_check(self, inst: Inst, loop: ForInst | ForeachInst) -> Value | None:
+        """The flag of an access over the loop's range, recording its violation."""
+        memref = 0 if isinstance(inst, LoadInst) else 1
+        m, indices = inst.operands[memref], inst.operands[memref + 1 :]
+        start, stop = loop.operands[0], loop.operands[1]
+        lows: list[Size] = []
+        highs: list[Size] = []
+        with self.before():
+            extents = [self.extent(m, k) for k in range(len(indices))]
+            conds: list[Value | None] = [self.oob.get(m)]
+            for i, e in zip(indices, extents):
+                if i is loop.var:
+                    below = None if self.nonnegative(start) else self.cmp("lt", start, 0)
+                    conds += [below, self.cmp("gt", stop, e)]
+                    lows.append(start)
+                    highs.append(self.sub(stop, 1))
+                else:
+                    conds.append(self.outside(i, 0, e))
+                    lows.append(i)
+                    highs.append(i)
+            oob = self.any(conds)
+            runs = self.cmp("lt", start, stop)
+            if oob is None or runs is None:
+                return None
+            oob = self.b.add(ArithInst("and", runs, oob, loc=self.loc)).result
+            text = f"{inst.mnemonic} {_source_text(inst, memref)}"
+            site = self.site("range", inst, text, len(indices))
+            guard = self.b.add(IfInst(oob, loc=self.loc))
+            with self.b.at(guard.regions[0]):
+                self.record_violation(site, [*lows, *highs, *extents])
+        return oob
 
     def inherit(self, view: Inst, oob: Value | None) -> None:
         if oob is not None:

@@ -107,7 +107,23 @@ def _tile(site: Site, values: list[int]) -> str:
     )
 
 
+def _range(site: Site, values: list[int]) -> str:
+    n = site.modes
+    lows, highs, extents = values[:n], values[n : 2 * n], values[2 * n : 3 * n]
+    for k in range(n):
+        low, high, e = lows[k], highs[k], extents[k]
+        if low == high and not 0 <= low < e:
+            return f"index {low} of mode {k} is outside 0..{e - 1}"
+        if low != high and not (low >= 0 and high < e):
+            return (
+                f"indices {low}..{high} of mode {k}, over its loop's range, reach outside "
+                f"0..{e - 1}"
+            )
+    return "it accesses a view that is out of bounds of its memref"
+
+
 MESSAGES = {
+    "range": _range,
     "element": _element,
     "member": _member,
     "subview": _subview,
