@@ -382,3 +382,30 @@ def test_loop_with_carried_values(n: int, k: int, words: str) -> None:
     kernels(LOOPS, True).dot(x, out, 0, 100, howmany=1)  # no iteration: no access, no error
     assert out[0] == 0.0
     same_as_unchecked(LOOPS, "dot", lambda: [guarded((8,), np.arange(8))[1], out.copy(), 8, 3])
+
+
+SPMD_LOOP = """
+func @k(%x: memref<f32x?>, %y: memref<f32x16>) {
+  parallel {
+    %l = subgroup_local_id
+    %li = cast %l : i32 -> index
+    for %k = 0, 2 {
+      %v = load %x[%li] : memref<f32x?>
+      barrier
+      store %v, %y[%li] : memref<f32x16>
+    }
+  }
+}
+"""
+
+
+def test_loop_with_barrier_in_parallel_keeps_its_checks() -> None:
+    """Each work-item's index differs: an if around the loop would split the work-group at
+    its barrier, so the checks stay in the body."""
+    text = str(kernels(SPMD_LOOP, True).program)
+    assert text.index("for %k") < text.index("size %x[0]")
+    xb, x = guarded((8,), 1.0)
+    y = np.zeros(16, np.float32)
+    expect_violation(SPMD_LOOP, "k", [x, y], "load %x[%li]", "of mode 0 is outside 0..7")
+    assert intact(xb)
+    np.testing.assert_array_equal(y, [1.0] * 8 + [0.0] * 8)

@@ -26,6 +26,7 @@ from ..ir import (
     INDEX,
     ArithInst,
     ArithUnaryInst,
+    BarrierInst,
     Builder,
     CompareInst,
     Constant,
@@ -56,6 +57,7 @@ from ..ir import (
     YieldInst,
 )
 from ..ir.instructions.memref import SizeInst
+from .check_ir import uses_coopmatrix
 
 RECORD_NAME = "bounds_record"
 Size = int | Value  # known at compile time, or an index value
@@ -128,6 +130,12 @@ def _source_text(inst: Inst, operand: int) -> str:
     return f"%{value.name}" if value.name else "a memref"
 
 
+def _needs_all_items(inst: Inst) -> bool:
+    """A barrier or a coopmatrix instruction: all work-items (of the work-group or of the
+    subgroup) must run it, so it may not sit in an if whose condition differs between them."""
+    return isinstance(inst, BarrierInst) or uses_coopmatrix(inst)
+
+
 class Checker:
     """Rewrites one kernel; ``oob`` maps each view to its out-of-bounds flag (absent: never)."""
 
@@ -145,6 +153,7 @@ class Checker:
         self.out: list[Inst] = []  # the new list of the region being rebuilt
         self.loops: dict[Value, ForInst | ForeachInst] = {}  # loop variable -> its loop
         self.hoisted: set[Inst] = set()  # accesses checked once before their loop
+        self.in_spmd = False  # inside foreach, parallel or apply: values may differ by item
         self.scope: dict[Value, int] = {}  # where each value is defined (see spans)
         self.spans: dict[Region, tuple[int, int]] = {}  # region -> numbers of its subtree
         self.number(func.body, [0])
@@ -162,6 +171,7 @@ class Checker:
         """Rebuilds the region's list in one pass: checks go before each access, and a guard
         takes the access's place."""
         insts, out = region.insts, []
+        outer, self.in_spmd = self.in_spmd, self.in_spmd or region.spmd
         i = 0
         while i < len(insts):
             inst = insts[i]
@@ -187,6 +197,7 @@ class Checker:
         region.insts = []
         for inst in out:
             region.append(inst)
+        self.in_spmd = outer
 
     @contextmanager
     def before(self) -> Iterator[None]:
@@ -251,6 +262,8 @@ class Checker:
         its whole range; the loop runs only if they all pass, and without their checks."""
         if isinstance(loop, ForInst) and loop.num_bounds == 3 and self.known(loop.bounds[2]) != 1:
             return loop
+        if self.in_spmd and any(_needs_all_items(i) for i in [loop, *loop.body.walk()]):
+            return loop  # the guard could differ between work-items that must run together
         accesses = [a for a in loop.body.insts if self.hoistable(a, loop)]
         self.hoisted.update(accesses)
         flags = [self.range_check(a, loop) for a in accesses]
