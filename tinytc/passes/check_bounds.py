@@ -4,9 +4,12 @@
 The pass adds a last parameter, ``%bounds_record: memref<index x N>``. Its first entries hold
 the member count of each group parameter (the host writes them), the next one the number of
 the first violated site plus one (0 while there is none), then that site's values. Every
-access becomes ``if %oob { record; yield 0 } else { access }``; a view (subview, expand, fuse,
-a group member) carries an ``%oob`` flag of its own, that every later access through it and
-every collective instruction on it includes, so nothing touches memory through a bad view.
+access becomes ``if %oob { record; yield 0 } else { access }``, or, when it runs in every
+iteration of a loop of step 1 and its indices are the loop variable or come from outside, is
+checked once for the loop's range before the loop, which then runs only if that passes. A
+view (subview, expand, fuse, a group member) carries an ``%oob`` flag of its own, that every
+later access through it and every collective instruction on it includes, so nothing touches
+memory through a bad view.
 
 It runs right after check-ir, before lower-linalg: the collective instructions work on whole
 memrefs, which are in range once their views are, and the coopmatrix tiles that lower-linalg
