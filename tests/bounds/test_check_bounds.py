@@ -409,3 +409,65 @@ def test_loop_with_barrier_in_parallel_keeps_its_checks() -> None:
     expect_violation(SPMD_LOOP, "k", [x, y], "load %x[%li]", "of mode 0 is outside 0..7")
     assert intact(xb)
     np.testing.assert_array_equal(y, [1.0] * 8 + [0.0] * 8)
+
+
+FUSE = """
+func @fuse(%x: memref<f32x?x?,strided<?,?>>) {
+  %v = fuse %x[0,1] : memref<f32x?x?,strided<?,?>>
+  %n = size %v[0] : memref<f32x?,strided<?>>
+  foreach %i = 0, %n {
+    store 1.0, %v[%i] : memref<f32x?,strided<?>>
+  }
+}
+
+func @part(%x: memref<f32x?x?>, %a: index) {
+  %s = subview %x[0:%a,:] : memref<f32x?x?>
+  %v = fuse %s[0,1] : memref<f32x?x?>
+  %n = size %v[0] : memref<f32x?>
+  foreach %i = 0, %n {
+    store 1.0, %v[%i] : memref<f32x?>
+  }
+}
+"""
+
+
+def buffer_of(shape: tuple[int, int], order: str) -> tuple[np.ndarray, np.ndarray]:
+    """A 4 x 4 view into a guarded buffer: row-major, or column-major with padded columns."""
+    buffer, flat = guarded((shape[0] * shape[1],))
+    return buffer, flat.reshape(shape, order=order)
+
+
+@pytest.mark.parametrize(
+    ("shape", "order", "words"),
+    [
+        (
+            (4, 4),
+            "C",
+            "modes 0 and 1 cannot be fused: stride 4 times size 4 is not the next stride 1",
+        ),
+        ((5, 4), "F", "stride 1 times size 4 is not the next stride 5"),
+    ],
+)
+def test_fuse_needs_contiguous_modes(shape: tuple[int, int], order: str, words: str) -> None:
+    """The strides of a dynamic-stride argument reach the kernel through the record."""
+    buffer, whole = buffer_of(shape, order)
+    x = whole if shape == (4, 4) else whole[:4, :]
+    expect_violation(FUSE, "fuse", [x], "fuse %x[0,1]", words)
+    assert intact(buffer) and not whole.any()
+
+
+def test_fuse_in_range() -> None:
+    same_as_unchecked(FUSE, "fuse", lambda: [buffer_of((4, 4), "F")[1]])
+    _, x = buffer_of((4, 4), "F")
+    kernels(FUSE, True).fuse(x, howmany=1)
+    assert np.all(x == 1.0)
+
+
+def test_fuse_of_a_subview() -> None:
+    """Strides follow views: rows 0..1 of a 4 x 4 matrix are not contiguous, all 4 rows are."""
+    buffer, x = buffer_of((4, 4), "F")
+    words = "stride 1 times size 2 is not the next stride 4"
+    expect_violation(FUSE, "part", [x, 2], "fuse %s[0,1]", words)
+    assert intact(buffer) and not x.any()
+    kernels(FUSE, True).part(x, 4, howmany=1)
+    assert np.all(x == 1.0)

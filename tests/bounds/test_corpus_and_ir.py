@@ -89,7 +89,7 @@ def test_printed_ir() -> None:
     program = run_pipeline(SOURCE, "cpu", passes=("check-ir", "check-bounds"))
     assert str(program) == EXPECTED
     check = bounds_check_of(program.functions[0])
-    assert check is not None and check.groups == [1] and check.size == 6
+    assert check is not None and check.header == [(1, None)] and check.size == 6
     assert [s.kind for s in check.sites] == ["element", "member", "element"]
     lines = SOURCE.splitlines()
     starts = [(2, "load %x"), (3, "load %g"), (4, "store")]

@@ -82,13 +82,15 @@ class Site:
 class BoundsCheck:
     """What check-bounds added to one kernel: the record layout and its sites."""
 
-    groups: list[int]  # parameter positions of the groups whose counts lead the record
+    # what the host writes first, per entry (parameter position, mode): the member count of
+    # a group (mode None), or the element stride of a mode of a memref (read by fuse checks)
+    header: list[tuple[int, int | None]]
     width: int  # values recorded per violation
     sites: list[Site]
 
     @property
     def size(self) -> int:
-        return len(self.groups) + 1 + self.width
+        return len(self.header) + 1 + self.width
 
 
 def bounds_check_of(func: Function) -> BoundsCheck | None:
@@ -123,6 +125,17 @@ def _record_width(func: Function) -> int:
     return max([4, *(3 * o for o in orders)])
 
 
+def _header(func: Function) -> list[tuple[int, int | None]]:
+    """Group member counts; the dynamic strides of memref parameters if anything is fused."""
+    header: list[tuple[int, int | None]] = []
+    header += [(k, None) for k, p in enumerate(func.params) if isinstance(p.type, GroupType)]
+    if any(isinstance(inst, FuseInst) for inst in func.walk()):
+        for k, p in enumerate(func.params):
+            if isinstance(p.type, MemrefType):
+                header += [(k, mode) for mode, s in enumerate(p.type.stride) if s is None]
+    return header
+
+
 def _source_text(inst: Inst, operand: int) -> str:
     """An operand as it is written, for messages ("%x"), or its name."""
     value = inst.operands[operand]
@@ -144,9 +157,9 @@ class Checker:
 
     def __init__(self, func: Function) -> None:
         self.func = func
-        self.groups = [i for i, p in enumerate(func.params) if isinstance(p.type, GroupType)]
-        width = _record_width(func)
-        self.layout = BoundsCheck(self.groups, width, [])
+        header = _header(func)
+        self.slots = {entry: slot for slot, entry in enumerate(header)}
+        self.layout = BoundsCheck(header, _record_width(func), [])
         record_type = MemrefType.make(INDEX, (self.layout.size,))
         self.record = Value(record_type, RECORD_NAME, func.loc)
         self.oob: dict[Value, Value] = {}
@@ -213,7 +226,7 @@ class Checker:
 
     def drop_unused(self) -> None:
         """Extents and sums computed for checks that turned out static go again."""
-        pure = (SizeInst, ArithInst, ArithUnaryInst, CompareInst)
+        pure = (SizeInst, ArithInst, ArithUnaryInst, CompareInst, LoadInst)  # loads of the record
         dropped: set[Inst] = set()
         for inst in reversed(self.added):  # users before what they use
             if isinstance(inst, pure) and not inst.result.uses:
@@ -359,9 +372,9 @@ class Checker:
 
     def member(self, inst: Inst) -> Inst:
         group, index = inst.operands
-        slot = self.groups.index(self.func.params.index(group))
+        slot = self.slots[(self.func.params.index(group), None)]
         with self.before():
-            count = self.b.add(LoadInst(self.record, [self.const(slot)], loc=self.loc)).result
+            count = self.read_record(slot)
             oob = self.outside(index, 0, count)
             assert oob is not None
             site = self.site("member", inst, f"load {_source_text(inst, 0)}", 1)
@@ -397,7 +410,8 @@ class Checker:
                 else:
                     assert size is not None
                     length = inst.operands[size]
-                    conds.append(self.outside(o, 0, e, inclusive=True))
+                    if self.known(o) != 0:  # 0 <= every extent
+                        conds.append(self.outside(o, 0, e, inclusive=True))
                     conds.append(self.outside(length, 0, self.sub(e, o), inclusive=True))
                 offsets.append(o)
                 sizes.append(length)
@@ -443,8 +457,68 @@ class Checker:
         return inst
 
     def fuse(self, inst: FuseInst) -> Inst:
-        self.inherit(inst, self.oob.get(inst.operands[0]))
+        """Fused modes must be contiguous: stride times size is the next stride (checked at
+        compile time where both are known)."""
+        m, first, last = inst.operands[0], inst.first, inst.last
+        t = m.type
+        assert isinstance(t, MemrefType)
+        oob = None
+        modes = range(first, last + 1)
+        if any(t.stride[k] is None or t.shape[k] is None for k in modes):
+            with self.before():
+                strides = self.strides_of(m)
+                if strides is not None:  # a group member's strides are not known here
+                    sizes = [self.extent(m, k) for k in modes[:-1]]
+                    products = [self.mul(strides[k], sizes[k - first]) for k in modes[:-1]]
+                    oob = self.any(
+                        [self.cmp("ne", p, strides[k + 1]) for k, p in zip(modes, products)]
+                    )
+                if oob is not None:
+                    site = self.site(
+                        "fuse", inst, f"fuse {_source_text(inst, 0)}", len(modes), shape=(first,)
+                    )
+                    guard = self.b.add(IfInst(oob, loc=self.loc))
+                    with self.b.at(guard.regions[0]):
+                        self.record_violation(site, [*strides[first : last + 1], *sizes])
+        with self.before():
+            self.inherit(inst, self.any([self.oob.get(m), oob]))
         return inst
+
+    def strides_of(self, m: Value) -> list[Size] | None:
+        """Element strides of a memref: from its type, from the record for a parameter's
+        dynamic ones, through the views made from it; None for a group member's."""
+        t = m.type
+        assert isinstance(t, MemrefType)
+        if None not in t.stride:
+            return list(t.stride)  # type: ignore[arg-type]
+        owner = m.owner
+        if owner is None and m in self.func.params:
+            param = self.func.params.index(m)
+            return [
+                s if s is not None else self.read_record(self.slots[(param, k)])
+                for k, s in enumerate(t.stride)
+            ]
+        if owner is None or isinstance(owner, LoadInst):
+            return None
+        parent = self.strides_of(owner.operands[0])
+        if parent is None:
+            return None
+        if isinstance(owner, SubviewInst):
+            derived = [s for (kind, _, _), s in zip(owner.slices(), parent) if kind != "index"]
+        elif isinstance(owner, ExpandInst):
+            mode, count = owner.mode, len(owner.dynamic_entries)
+            new = [parent[mode]]
+            for k in range(mode, mode + count - 1):
+                new.append(self.mul(new[-1], self.extent(m, k)))
+            derived = [*parent[:mode], *new, *parent[mode + 1 :]]
+        elif isinstance(owner, FuseInst):
+            derived = [*parent[: owner.first + 1], *parent[owner.last + 1 :]]
+        else:
+            return None
+        return [s if s is not None else d for s, d in zip(t.stride, derived)]
+
+    def read_record(self, slot: int) -> Value:
+        return self.b.add(LoadInst(self.record, [self.const(slot)], loc=self.loc)).result
 
     def tile(self, inst: Inst) -> Inst:
         """The unchecked modes of a tile must lie inside the memref, unless a checked mode
@@ -513,8 +587,8 @@ class Checker:
     def record_violation(self, site: int, values: list[Size]) -> None:
         """Stores the site and its values unless a violation is recorded already (a plain
         check then store: two work-items may race, docs/bounds-checking.md)."""
-        head = len(self.groups)
-        first = self.b.add(LoadInst(self.record, [self.const(head)], loc=self.loc)).result
+        head = len(self.layout.header)
+        first = self.read_record(head)
         fresh = self.b.add(IfInst(self.cmp("eq", first, 0), loc=self.loc))
         with self.b.at(fresh.regions[0]):
             for k, v in enumerate(values):
@@ -557,7 +631,14 @@ class Checker:
         """A comparison, None where it is false at compile time."""
         ka, kb = self.known(a), self.known(b)
         if ka is not None and kb is not None:
-            holds = {"lt": ka < kb, "le": ka <= kb, "ge": ka >= kb, "gt": ka > kb, "eq": ka == kb}
+            holds = {
+                "lt": ka < kb,
+                "le": ka <= kb,
+                "ge": ka >= kb,
+                "gt": ka > kb,
+                "eq": ka == kb,
+                "ne": ka != kb,
+            }
             if not holds[cond]:
                 return None
         return self.b.add(CompareInst(cond, self.value(a), self.value(b), loc=self.loc)).result
@@ -602,8 +683,13 @@ class Checker:
         return self.b.add(ArithInst("sub", self.value(a), self.value(b), loc=self.loc)).result
 
     def mul(self, a: Size, b: Size) -> Size:
-        if self.known(a) == 1:
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            return ka * kb
+        if ka == 1:
             return b
+        if kb == 1:
+            return a
         return self.b.add(ArithInst("mul", self.value(a), self.value(b), loc=self.loc)).result
 
     def div(self, a: Size, b: Size) -> Size:

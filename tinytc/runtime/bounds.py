@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import ArgumentError
+from ..arguments import ArgumentError, bind_memref
 from ..errors import BoundsError
+from ..ir import MemrefType
 from ..passes.check_bounds import BoundsCheck, Site
 
 
@@ -27,11 +28,13 @@ class CheckedKernel:
                 f"@{func.name} takes {len(func.params) - 1} arguments, got {len(args)}"
             )
         record = np.zeros(self.check.size, np.int64)
-        for slot, param in enumerate(self.check.groups):
-            if param < len(args):
+        for slot, (param, mode) in enumerate(self.check.header):
+            if mode is None:
                 record[slot] = _member_count(args[param])
+            else:
+                record[slot] = _stride(func.params[param].type, args[param], mode)
         self.kernel(*args, record, howmany=howmany)
-        if record[len(self.check.groups)]:
+        if record[len(self.check.header)]:
             raise violation(self.check, record)
 
     def __getattr__(self, name: str) -> Any:
@@ -50,9 +53,17 @@ def _member_count(arg: Any) -> int:
         return 0
 
 
+def _stride(t: MemrefType, arg: Any, mode: int) -> int:
+    """The element stride the kernel receives for a mode (0 if the argument is refused)."""
+    try:
+        return bind_memref(t, arg, "").stride[mode]
+    except ArgumentError:
+        return 0
+
+
 def violation(check: BoundsCheck, record: np.ndarray) -> BoundsError:
     """The error for a record whose site entry is set."""
-    head = len(check.groups)
+    head = len(check.header)
     site = check.sites[int(record[head]) - 1]
     values = [int(v) for v in record[head + 1 :]]
     return BoundsError(site.loc, f"{site.text}: {MESSAGES[site.kind](site, values)}")
@@ -122,7 +133,20 @@ def _range(site: Site, values: list[int]) -> str:
     return "it accesses a view that is out of bounds of its memref"
 
 
+def _fuse(site: Site, values: list[int]) -> str:
+    n, first = site.modes, site.shape[0]
+    strides, sizes = values[:n], values[n : 2 * n - 1]
+    for k in range(n - 1):
+        if strides[k] * sizes[k] != strides[k + 1]:
+            return (
+                f"modes {first + k} and {first + k + 1} cannot be fused: stride {strides[k]} "
+                f"times size {sizes[k]} is not the next stride {strides[k + 1]}"
+            )
+    return "it fuses a view that is out of bounds of its memref"
+
+
 MESSAGES = {
+    "fuse": _fuse,
     "range": _range,
     "element": _element,
     "member": _member,
