@@ -146,7 +146,9 @@ def test_loop_checks_go_before_the_loop() -> None:
     assert before.rstrip().endswith("if %20 {")
 
 
-@pytest.mark.parametrize("name", ["tutorial.ir", "load.ir", "coopmatrix_gemm.ir"])
+@pytest.mark.parametrize(
+    "name", ["tutorial.ir", "load.ir", "coopmatrix_gemm.ir", "for_carried.ir", "fuse.ir"]
+)
 def test_printed_program_compiles_alike(name: str) -> None:
     """The printed checked program is the whole decision: compiled again it gives the same
     SPIR-V as compiling with check-bounds."""
@@ -173,6 +175,8 @@ CORPUS = [
     "coopmatrix_gemm.ir",
     "coopmatrix_apply_reduce.ir",
     "for.ir",
+    "for_carried.ir",
+    "foreach.ir",
     "types.ir",
 ]
 
