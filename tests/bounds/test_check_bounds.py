@@ -471,3 +471,20 @@ def test_fuse_of_a_subview() -> None:
     assert intact(buffer) and not x.any()
     kernels(FUSE, True).part(x, 4, howmany=1)
     assert np.all(x == 1.0)
+
+
+STATIC_CHECKED = """
+func @k(%a: memref<f32x1x11>, %y: index) {
+  parallel {
+    %c = cooperative_matrix_load.n.rows_checked %a[0, %y]
+      : memref<f32x1x11> -> coopmatrix<f32x16x4,matrix_a>
+  }
+}
+"""
+
+
+def test_checked_tile_whose_checked_mode_always_has_entries() -> None:
+    """Row 0 of a 1-row memref is always there: only the columns decide (a generated case)."""
+    _, a = guarded((1, 11))
+    expect_violation(STATIC_CHECKED, "k", [a, 8], "cooperative_matrix_load", "[0..15, 8..11]")
+    kernels(STATIC_CHECKED, True).k(a, 7, howmany=1)

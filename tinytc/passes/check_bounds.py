@@ -549,9 +549,9 @@ class Checker(IndexBuilder):
                         self.cmp("ge", starts[k], extents[k]),
                     ]
                 )
-                assert empty is not None
-                accessed = self.b.add(ArithUnaryInst("not", empty, loc=self.loc)).result
-                oob = self.b.add(ArithInst("and", oob, accessed, loc=self.loc)).result
+                if empty is not None:  # None: the checked mode always has entries
+                    accessed = self.b.add(ArithUnaryInst("not", empty, loc=self.loc)).result
+                    oob = self.b.add(ArithInst("and", oob, accessed, loc=self.loc)).result
             oob = self.any([self.oob.get(m), oob])
         if oob is not None:
             text = f"{inst.mnemonic} {_source_text(inst, memref)}"
