@@ -32,7 +32,6 @@ from ..ir import (
     BarrierInst,
     CompareInst,
     CoopMatrixLoadInst,
-    CoopMatrixPrefetchInst,
     CoopMatrixStoreInst,
     CoopMatrixType,
     ExpandInst,
@@ -519,15 +518,11 @@ class Checker(IndexBuilder):
     def tile(self, inst: Inst) -> Inst:
         """The unchecked modes of a tile must lie inside the memref, unless a checked mode
         leaves no entry to access (the reference interpreter's rule)."""
-        if isinstance(inst, CoopMatrixPrefetchInst):
-            memref, transpose, checked = 0, False, ""
-            shape = (inst.rows, inst.cols)
-        else:
-            memref = 1 if isinstance(inst, CoopMatrixStoreInst) else 0
-            transpose, checked = inst.transpose, inst.checked  # type: ignore[attr-defined]
-            t = inst.type if isinstance(inst, CoopMatrixLoadInst) else inst.operands[0].type
-            assert isinstance(t, CoopMatrixType)
-            shape = (t.rows, t.cols)
+        memref = 1 if isinstance(inst, CoopMatrixStoreInst) else 0
+        transpose, checked = inst.transpose, inst.checked  # type: ignore[attr-defined]
+        t = inst.type if isinstance(inst, CoopMatrixLoadInst) else inst.operands[0].type
+        assert isinstance(t, CoopMatrixType)
+        shape = (t.rows, t.cols)
         m, x, y = inst.operands[memref : memref + 3]
         row_mode = 1 if transpose else 0
         lengths = (shape[row_mode], shape[1 - row_mode])  # along memref modes 0 and 1
@@ -611,7 +606,9 @@ class Checker(IndexBuilder):
         return self.nonnegative(loop.operands[0])
 
 
-# the access kinds checked, by instruction type
+# the access kinds checked, by instruction type; cooperative_matrix_prefetch is a hint that
+# reads nothing (the plain implementation drops it), and the reference takes any position
+
 CHECKS: dict[type[Inst], Callable[[Checker, Any], Inst]] = {
     LoadInst: Checker.load,
     StoreInst: Checker.store,
@@ -620,5 +617,4 @@ CHECKS: dict[type[Inst], Callable[[Checker, Any], Inst]] = {
     FuseInst: Checker.fuse,
     CoopMatrixLoadInst: Checker.tile,
     CoopMatrixStoreInst: Checker.tile,
-    CoopMatrixPrefetchInst: Checker.tile,
 }
