@@ -1,11 +1,12 @@
 """Intel's offline GPU compiler accepts the modules tinytc writes for pvc and dg2.
 
-ocloc comes from Debian's intel-opencl-icd (.ci/run installs it); without it these tests fail.
+ocloc comes from Debian's intel-opencl-icd (.ci/run installs it). Without it these tests are
+skipped, except under CI=true, where they fail (tests/conftest.py).
 """
 
 from __future__ import annotations
 
-import shutil
+import dataclasses
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,9 @@ import pytest
 import tinytc
 from tinytc.errors import CompilationError
 from tinytc.ir import Program
+from tinytc.target import get_target
+
+pytestmark = pytest.mark.ocloc
 
 PROGRAMS = sorted((Path(__file__).parent / "programs").glob("*.ir"))
 
@@ -38,10 +42,12 @@ def kernels(device: str) -> dict[str, bytes]:
     """Every corpus kernel on its own, except those using what the device lacks (f64 on
     dg2, subgroup size 8 on pvc), which must be refused with a CompilationError."""
     modules = {}
+    # DPAS as builtin calls: this ocloc predates the extension's opcode (docs/design.md)
+    core = dataclasses.replace(get_target(device), dpas_form="builtin")
     for path in PROGRAMS:
         for func in tinytc.parse(path.read_text(), path.name).functions:
             try:
-                modules[f"{path.name}:@{func.name}"] = tinytc.compile(Program([func]), device)
+                modules[f"{path.name}:@{func.name}"] = tinytc.compile(Program([func]), core)
             except CompilationError as e:
                 assert "not supported by" in e.message, e
     return modules
@@ -49,7 +55,6 @@ def kernels(device: str) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("device", ["pvc", "dg2"])
 def test_ocloc_builds_every_corpus_kernel(device: str) -> None:
-    assert shutil.which("ocloc"), "ocloc is missing: apt-get install intel-opencl-icd"
     modules = kernels(device)
     assert len(modules) > 40
     with ThreadPoolExecutor(max_workers=2) as pool:

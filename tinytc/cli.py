@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
+from .arguments import ArgumentError
 from .errors import CompilationError
 from .ir import Program
+from .ir.core import recursion_for
 from .parser import parse
 from .passes import NEEDS_TARGET, PASSES, run_passes
 from .target import get_target
@@ -32,7 +36,7 @@ def tool(prog: str) -> Callable[[Callable[[argparse.Namespace], int]], Main]:
                 return body(args)
             except CompilationError as e:
                 print(e, file=sys.stderr)
-            except (OSError, UnicodeDecodeError, UsageError) as e:
+            except (OSError, UnicodeDecodeError, UsageError, ArgumentError) as e:
                 print(f"{prog}: {e}", file=sys.stderr)
             return 1
 
@@ -42,11 +46,52 @@ def tool(prog: str) -> Callable[[Callable[[argparse.Namespace], int]], Main]:
 
 
 def read_program(path: str) -> Program:
-    """Parse a file, or standard input for '-'."""
+    """Parse a file, or standard input for '-' (as bytes: the parser locates non-UTF-8)."""
     if path == "-":
-        return parse(sys.stdin.read(), "<stdin>")
-    with open(path, encoding="utf-8") as f:
+        return parse(getattr(sys.stdin, "buffer", sys.stdin).read(), "<stdin>")
+    with open(path, "rb") as f:
         return parse(f.read(), path)
+
+
+def write_output(data: str | bytes) -> None:
+    """Write to standard output; a closed or broken output is a UsageError, not a traceback."""
+    if sys.stdout is None:  # Python's stdout when its descriptor was closed at start-up
+        raise UsageError("standard output is closed")
+    try:
+        if isinstance(data, bytes):
+            sys.stdout.buffer.write(data)
+        else:
+            sys.stdout.write(data)
+        sys.stdout.flush()
+    except OSError as e:
+        # what is still buffered would fail again when Python flushes it at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise UsageError(f"cannot write to standard output: {e.strerror or e}") from None
+
+
+def bounded(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high] (argparse reports others, exit status 2)."""
+
+    def parse_int(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer from {low} to {high}, got {text!r}"
+            )
+        return value
+
+    return parse_int
+
+
+def assignment(text: str) -> tuple[str, str]:
+    """An argparse type: NAME=VALUE (a leading % in NAME is optional)."""
+    name, equals, value = text.partition("=")
+    if not equals or not name.lstrip("%") or not value:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.lstrip("%"), value
 
 
 def _arguments(prog: str, description: str) -> argparse.ArgumentParser:
@@ -71,10 +116,23 @@ PARSERS["tinytc-oc"].add_argument("-o", "--output", required=True, help="file (-
 PARSERS["tinytc-oc"].add_argument("--target", default="cpu", choices=["cpu", "pvc", "dg2"])
 PARSERS["tinytc-oc"].add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
 PARSERS["tinytc-oc"].add_argument("-S", dest="assembly", action="store_true", help="assembly")
-PARSERS["tinytc-run"].add_argument("--howmany", type=int, required=True, help="work-groups")
+LARGEST = 2**31 - 1  # OpenCL's work-group counts and our '?' sizes stay within an int
+PARSERS["tinytc-run"].add_argument(
+    "--howmany", type=bounded(1, LARGEST), required=True, help="work-groups"
+)
 PARSERS["tinytc-run"].add_argument("--kernel", help="kernel to run (default: every kernel)")
-PARSERS["tinytc-run"].add_argument("--seed", type=int, default=0)
-PARSERS["tinytc-run"].add_argument("--size", type=int, help="every '?' size (default: howmany)")
+PARSERS["tinytc-run"].add_argument("--seed", type=bounded(0, 2**63 - 1), default=0)
+PARSERS["tinytc-run"].add_argument(
+    "--size", type=bounded(1, LARGEST), help="every '?' size (default: howmany)"
+)
+PARSERS["tinytc-run"].add_argument(
+    "--arg",
+    type=assignment,
+    action="append",
+    default=[],
+    metavar="NAME=VALUE",
+    help="value of a scalar parameter (default: random; index scalars in [0, size])",
+)
 
 
 @tool("tinytc-opt")
@@ -89,8 +147,9 @@ def opt_main(args: argparse.Namespace) -> int:
     if targetless:
         raise UsageError(f"pass '{targetless[0]}' needs --target cpu|pvc|dg2")
     target = get_target(args.target) if args.target else None
-    program = run_passes(read_program(args.file), names, target, args.opt_level)
-    sys.stdout.write(str(program))
+    program = read_program(args.file)
+    with recursion_for(program):  # passes and printing recurse into nested regions
+        write_output(str(run_passes(program, names, target, args.opt_level)))
     return 0
 
 
@@ -100,52 +159,138 @@ def oc_main(args: argparse.Namespace) -> int:
     from .compiler import compile
     from .spirv.tools import disassemble
 
+    if args.output != "-" and args.file != "-" and _same_file(args.file, args.output):
+        raise UsageError(f"the output {args.output} is the source file {args.file}")
     binary = compile(read_program(args.file), args.target, args.opt_level)
     data = disassemble(binary).encode() if args.assembly else binary
     if args.output == "-":
-        sys.stdout.buffer.write(data)
+        write_output(data)
     else:
         with open(args.output, "wb") as f:
             f.write(data)
     return 0
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (through links or different spellings)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
 @tool("tinytc-run")
 def run_main(args: argparse.Namespace) -> int:
-    """tinytc-run FILE.ir --howmany N [--kernel NAME] [--seed S]: run on random data on the
-    CPU runtime and compare with the reference interpreter; exit 1 on mismatch."""
+    """tinytc-run FILE.ir --howmany N [--kernel NAME] [--seed S] [--size N] [--arg NAME=VALUE]:
+    run on random data on the CPU runtime and compare with the reference interpreter; exit 1
+    on mismatch. The reference runs first: a kernel it finds reading or writing outside its
+    arrays is not launched."""
     import numpy as np
 
-    from . import reference
     from .runtime.jit import jit
-    from .testing.inputs import clone_arguments, max_error, outputs, random_arguments, tolerance
+    from .testing.inputs import max_error, outputs, tolerance
 
     program = read_program(args.file)
     names = [args.kernel] if args.kernel else [f.name for f in program.functions]
     if args.kernel and args.kernel not in {f.name for f in program.functions}:
         raise UsageError(f"no kernel @{args.kernel}")
+    fixed = _fixed_scalars(program, names, args.arg)
     kernels = jit(program)
     status = 0
     rng = np.random.default_rng(args.seed)
     for name in names:
         func = program.function(name)
-        inputs = random_arguments(func, args.howmany, rng, args.size)
-        expected = clone_arguments(inputs)
+        try:
+            inputs, expected = _draw(program, name, args, fixed, rng)
+        except UsageError as e:
+            print(f"tinytc-run: @{name}: {e}", file=sys.stderr)
+            status = 1
+            continue
         start = time.perf_counter()
         getattr(kernels, name)(*inputs, howmany=args.howmany)
         elapsed = time.perf_counter() - start
-        reference.run(program, name, expected, args.howmany)
         pairs = zip(outputs(func, inputs), outputs(func, expected))
         errors = [(max_error(got, want, el), tolerance(el)) for (got, el), (want, _) in pairs]
         ok = all(err <= tol for err, tol in errors)
         worst = max((err for err, _ in errors), default=0.0)
         verdict = "ok" if ok else "MISMATCH"
-        print(
+        write_output(
             f"@{name}: howmany={args.howmany} max error {worst:.3g} "
-            f"time {elapsed * 1e3:.3f} ms {verdict}"
+            f"time {elapsed * 1e3:.3f} ms {verdict}\n"
         )
         status |= 0 if ok else 1
     return status
+
+
+DRAWS = 10  # random index scalars: draws tried until the reference stays inside the arrays
+
+
+def _draw(
+    program: Program, name: str, args: argparse.Namespace, fixed: dict[str, Any], rng: Any
+) -> tuple[list[Any], list[Any]]:
+    """Random arguments (scalars in ``fixed`` given) for which the reference interpreter
+    stays inside the arrays, and their copies after the reference ran; UsageError if none."""
+    from . import reference
+    from .ir import ScalarType
+    from .testing.inputs import InputTooLarge, clone_arguments, random_arguments
+
+    func = program.function(name)
+    drawn = [p for p in func.params if isinstance(p.type, ScalarType) and p.name not in fixed]
+    tries = DRAWS if any(p.type.is_integer for p in drawn) else 1  # type: ignore[union-attr]
+    for _ in range(tries):
+        try:
+            inputs = random_arguments(func, args.howmany, rng, args.size)
+        except InputTooLarge as e:
+            raise UsageError(f"{e}; choose a smaller --size or --howmany") from None
+        inputs = [fixed.get(p.name, a) for p, a in zip(func.params, inputs)]  # type: ignore[arg-type]
+        expected = clone_arguments(inputs)
+        try:
+            reference.run(program, name, expected, args.howmany)
+            return inputs, expected
+        except reference.OutOfRangeError as e:
+            problem = e
+    sizes = f"--howmany {args.howmany} and '?' sizes {args.size or args.howmany}"
+    draws = f" in {tries} draws of its scalars" if tries > 1 else ""
+    raise UsageError(
+        f"not run: with {sizes}{draws}, the kernel goes outside its arrays (choose --size, "
+        f"--howmany or --arg NAME=VALUE so that it stays inside):\n{problem}"
+    )
+
+
+def _fixed_scalars(
+    program: Program, names: list[str], given: list[tuple[str, str]]
+) -> dict[str, Any]:
+    """--arg values, checked against their parameter's type (a name must have one scalar type
+    in every kernel that runs); UsageError for an unknown name or a bad value."""
+    import numpy as np
+
+    from .arguments import dtype_of
+    from .ir import ScalarType
+
+    fixed: dict[str, Any] = {}
+    for name, text in given:
+        types = {
+            p.type
+            for f in names
+            for p in program.function(f).params
+            if p.name == name and isinstance(p.type, ScalarType)
+        }
+        if len(types) != 1:
+            problem = "several types" if types else "no scalar parameter"
+            raise UsageError(f"--arg {name}: the kernels that run have {problem} named %{name}")
+        (t,) = types
+        try:
+            value = float(text) if t.is_float else int(text)
+        except ValueError:
+            raise UsageError(f"--arg {name}: {text!r} is not a value of type {t}") from None
+        if t.is_integer:
+            low, high = (
+                (0, 1) if t.is_bool else (np.iinfo(dtype_of(t)).min, np.iinfo(dtype_of(t)).max)
+            )
+            if not low <= value <= high:
+                raise UsageError(f"--arg {name}: {value} is outside the range of {t}")
+        fixed[name] = np.bool_(value) if t.is_bool else value  # bound to its type by the call
+    return fixed
 
 
 if __name__ == "__main__":

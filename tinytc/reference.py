@@ -15,6 +15,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import bf16, ir
 from .arguments import BoundMemref, bind, dtype_of
+from .errors import CompilationError
 from .ir import BF16, Function, Inst, MemrefType, Program, Region, ScalarType, Value
 
 HANDLERS: dict[type[Inst], Callable[[Frame, Any], Any]] = {}
@@ -51,6 +52,22 @@ def _view(base: np.ndarray, offset: int, shape: Sequence[int], stride: Sequence[
     item = base.dtype.itemsize
     start = as_strided(base, shape=(offset + 1,), strides=(item,))[offset:]
     return as_strided(start, shape=tuple(shape), strides=tuple(s * item for s in stride))
+
+
+class OutOfRangeError(CompilationError, IndexError):
+    """A kernel run by the reference reads, writes or views memory outside a memref (undefined
+    in the language), at the instruction or operand that does it."""
+
+
+def out_of_range(f: Frame, inst: Inst, operand: int | None, message: str) -> OutOfRangeError:
+    where = inst.error(message, operand).location
+    return OutOfRangeError(where, f"{message} (work-group {f.gid})")
+
+
+def loop_range(start: int, stop: int, step: int) -> range:
+    """The iterations of ``for %i = start, stop, step``: start, start + step, ... below stop.
+    A step that is not positive gives no iteration (never an endless loop)."""
+    return range(start, stop, step) if step > 0 else range(0)
 
 
 class YieldValues(Exception):
@@ -240,45 +257,52 @@ def _nothing(f: Frame, inst: Inst) -> None:
     return None
 
 
-def _indices(f: Frame, values: Sequence[Value], shape: Sequence[int]) -> tuple[int, ...]:
-    """Indices, checked: a kernel would read or write outside the memref (undefined)."""
-    out = tuple(int(f.get(v)) for v in values)
-    for i, n in zip(out, shape):
+def _indices(f: Frame, inst: Inst, first: int, shape: Sequence[int]) -> tuple[int, ...]:
+    """The index operands from ``first`` on, checked against ``shape``: a kernel would read
+    or write outside the memref (undefined), so the reference stops with a located error."""
+    out = tuple(int(f.get(v)) for v in inst.operands[first:])
+    for mode, (i, n) in enumerate(zip(out, shape)):
         if not 0 <= i < n:
-            raise IndexError(f"index {i} is out of bounds for a mode of size {n}")
+            message = f"index {i} of mode {mode} is out of range for its size {n}"
+            raise out_of_range(f, inst, first + mode, message)
     return out
 
 
 @handles(ir.LoadInst)
 def _load(f: Frame, inst: ir.LoadInst) -> Any:
-    src, *idx = inst.operands
+    src = inst.operands[0]
     if isinstance(src.type, ir.GroupType):
         group = f.get(src)  # members are the views the kernel sees, offset applied
-        m = group.member(_indices(f, idx, [group.count])[0])
+        m = group.member(_indices(f, inst, 1, [group.count])[0])
         return _view(m.array, 0, m.shape, m.stride)
     arr = f.get(src)
-    return load_elem(arr, _indices(f, idx, arr.shape), src.type.element)  # type: ignore[union-attr]
+    return load_elem(arr, _indices(f, inst, 1, arr.shape), src.type.element)  # type: ignore[union-attr]
 
 
 @handles(ir.StoreInst)
 def _store(f: Frame, inst: ir.StoreInst) -> None:
-    v, m, *idx = inst.operands
+    v, m = inst.operands[:2]
     arr = f.get(m)
-    store_elem(arr, _indices(f, idx, arr.shape), f.get(v), m.type.element)  # type: ignore[union-attr]
+    store_elem(arr, _indices(f, inst, 2, arr.shape), f.get(v), m.type.element)  # type: ignore[union-attr]
 
 
 @handles(ir.SubviewInst)
 def _subview(f: Frame, inst: ir.SubviewInst) -> Any:
+    """A view inside the memref: an index lies in [0, n), a slice o:s in [0, n] (o + s <= n,
+    s >= 0; an empty slice is a view of size 0), a slice o:? needs 0 <= o <= n."""
     arr = f.get(inst.operands[0])
     key: list[Any] = []
-    for kind, off, size in inst.slices():
-        o = int(f.get(inst.operands[off]))
-        if kind == "index":
-            key.append(o)
-        elif kind == "rest":
-            key.append(slice(o, None))
-        else:
-            key.append(slice(o, o + int(f.get(inst.operands[size]))))  # type: ignore[index]
+    for mode, (kind, off, size) in enumerate(inst.slices()):
+        o, n = int(f.get(inst.operands[off])), arr.shape[mode]
+        s = 1 if kind == "index" else n - o
+        if kind == "slice":
+            s = int(f.get(inst.operands[size]))  # type: ignore[index]
+        if o < 0 or s < 0 or o + s > n:
+            text = {"index": f"index {o}", "rest": f"slice {o}:?", "slice": f"slice {o}:{s}"}
+            message = f"{text[kind]} of mode {mode} is out of range for its size {n}"
+            at = size if kind == "slice" and 0 <= o <= n else off
+            raise out_of_range(f, inst, at, message)
+        key.append(o if kind == "index" else slice(o, o + s))
     return arr[(*key, ...)]  # the ellipsis keeps a view even when every mode is an index
 
 
@@ -287,9 +311,13 @@ def _expand(f: Frame, inst: ir.ExpandInst) -> Any:
     arr = f.get(inst.operands[0])
     m = inst.mode
     sizes = [None if i is None else int(f.get(inst.operands[i])) for i in inst.entries()]
-    if None in sizes:
-        known = math.prod(s for s in sizes if s is not None)
+    known = math.prod(s for s in sizes if s is not None)
+    if None in sizes and known > 0 and arr.shape[m] % known == 0:
         sizes[sizes.index(None)] = arr.shape[m] // known
+    if None in sizes or math.prod(sizes) != arr.shape[m] or min(sizes) < 0:  # type: ignore[arg-type]
+        shown = "x".join("?" if s is None else str(s) for s in sizes)
+        message = f"expand of mode {m} into {shown} does not match its size {arr.shape[m]}"
+        raise out_of_range(f, inst, None, message)
     strides, current = [], arr.strides[m]
     for s in sizes:
         strides.append(current)
@@ -331,7 +359,7 @@ def _loop(f: Frame, inst: ir.ForInst) -> list[Any]:
     bounds = [int(f.get(v)) for v in inst.operands[: len(inst.operands) - len(carried)]]
     step = bounds[2] if len(bounds) > 2 else 1
     values = [f.get(v) for v in carried]
-    for i in range(bounds[0], bounds[1], step):
+    for i in loop_range(bounds[0], bounds[1], step):
         f.env[inst.var] = scalar(i, inst.loop_type)
         for param, value in zip(inst.body.params[1:], values):
             f.env[param] = value
@@ -353,7 +381,14 @@ def _update(f: Frame, inst: ir.LinalgInst, compute: Callable[..., np.ndarray]) -
     ]
     alpha, beta = f.get(inst.alpha), f.get(inst.beta)
     acc = _acc_dtype(el).type
-    value = acc(alpha) * compute(*inputs)
+    shapes = [x.shape for x in inputs]
+    try:
+        value = acc(alpha) * compute(*inputs)
+    except ValueError:  # dynamic sizes that do not fit (numpy's matmul refuses them)
+        value = None
+    if value is None or np.shape(value) != out.shape:  # numpy would broadcast, we do not
+        message = f"operands of shapes {shapes} do not fit the output's shape {out.shape}"
+        raise out_of_range(f, inst, None, message)
     if beta != 0:
         value = value + acc(beta) * as_compute(out, el)
     write_back(out, np.asarray(value), el)
@@ -384,7 +419,7 @@ def _ger(f: Frame, inst: ir.GerInst) -> None:
 
 @handles(ir.HadamardProductInst)
 def _hadamard(f: Frame, inst: ir.HadamardProductInst) -> None:
-    _update(f, inst, lambda a, b: a * b)
+    _update(f, inst, lambda a, b: a * b if a.shape == b.shape else None)
 
 
 @handles(ir.AxpbyInst)

@@ -54,6 +54,7 @@ from .reference import (
     as_compute,
     cast_value,
     handles,
+    loop_range,
     scalar,
 )
 
@@ -481,7 +482,7 @@ def _for(sp: Spmd, inst: ir.ForInst, mask: np.ndarray) -> list[Any]:
     carried = inst.body.params[1:]
     if not any(isinstance(b, Varying) for b in bounds):
         step = int(bounds[2]) if len(bounds) > 2 else 1
-        for i in range(int(bounds[0]), int(bounds[1]), step):
+        for i in loop_range(int(bounds[0]), int(bounds[1]), step):
             sp.env[inst.var] = scalar(i, inst.loop_type)
             for param, value in zip(carried, values):
                 sp.env[param] = value
@@ -493,7 +494,7 @@ def _for(sp: Spmd, inst: ir.ForInst, mask: np.ndarray) -> list[Any]:
     ranges: list[range | None] = [None] * sp.num_work_items
     for w in np.flatnonzero(mask):
         lo, hi, *step = (int(_at(b, w)) for b in bounds)
-        ranges[w] = range(lo, hi, step[0] if step else 1)
+        ranges[w] = loop_range(lo, hi, step[0] if step else 1)
     trips = np.array([len(r) if r is not None else 0 for r in ranges])
     for t in range(int(trips.max(initial=0))):
         m = mask & (trips > t)

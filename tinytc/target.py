@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-DpasForm = Literal["extension", "builtin"]
-DPAS_FORMS: tuple[DpasForm, ...] = ("extension", "builtin")
+# How cooperative_matrix_mul_add reaches DPAS (tinytc/spirv/coopmatrix/dpas.py): the SPIR-V
+# extension's instruction, calls of the OpenCL builtins, the same calls emulated with subgroup
+# broadcasts and fma (runs on the CPU runtime), or no DPAS (fma).
+DpasForm = Literal["extension", "builtin", "emulate", "off"]
+DPAS_FORMS: tuple[DpasForm, ...] = ("extension", "builtin", "emulate", "off")
 
 # Operands that one 32-bit channel of a DPAS source holds, per precision (OPS_PER_CHAN of the
 # vISA DPAS specification, seeds/dpas-visa.md): TF32 1, bf16/f16 2, 8-bit integers 4.
@@ -79,12 +82,17 @@ class CoreInfo:
     subgroup_block_io: bool
     dpas: DpasGeometry | None = None
     dpas_form: DpasForm = "extension"
+    # f32 GEMMs on DPAS with A and B read as tf32 (10-bit mantissa): opt-in, it changes results
+    dpas_tf32: bool = False
     # Batch entries one work-group may run in turn: on the CPU a work-group costs about 90 ns
     # (docs/performance-cpu.md lesson 3), on GPUs work-groups are what fills the machine.
     max_entries_per_group: int = 1
     # Whether subgroup block reads beat plain loads: on GPUs they do; on the CPU they brought
     # nothing (docs/performance-cpu.md lesson 8).
     block_reads_pay: bool = False
+    # Whether cooperative_matrix_prefetch calls LLVM's prefetch intrinsic, imported by name:
+    # the CPU runtime links it to a prefetch instruction (docs/runtime-cpu.md, "Prefetch").
+    prefetch_intrinsic: bool = False
 
     def __post_init__(self) -> None:
         if not self.subgroup_sizes or any(size <= 0 for size in self.subgroup_sizes):
@@ -126,6 +134,7 @@ CPU = CoreInfo(
     subgroup_block_io=True,
     dpas=None,
     max_entries_per_group=64,
+    prefetch_intrinsic=True,
 )
 
 # Intel Data Center GPU Max (Xe-HPC). oneAPI GPU Optimization Guide, "Small Register Mode vs.

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from backend_support import check_kernel, jitted
 
-import tinytc
 from tinytc import ArgumentError, Group
 from tinytc.runtime import default_queue
 
@@ -96,7 +95,8 @@ def test_argument_errors_name_the_argument(kernels: Any, case: str) -> None:
 
 
 @pytest.mark.parametrize(("howmany", "pattern"), [(None, "howmany"), (-1, "howmany"),
-                                                  (1.5, "howmany"), ("2", "howmany")])  # fmt: skip
+                                                  (1.5, "howmany"), ("2", "howmany"),
+                                                  (True, "howmany")])  # fmt: skip
 def test_howmany_must_be_a_non_negative_integer(kernels: Any, howmany: Any, pattern: str) -> None:
     x, y = xy()
     if howmany is None:
@@ -179,8 +179,3 @@ def test_pyopencl_array_with_wrong_layout_is_rejected(kernels: Any) -> None:
     dy = cla.to_device(queue, np.ones((8, 5), np.float32))  # C order
     with pytest.raises(ArgumentError, match=r"argument 2 \(%y\)"):
         kernels.axpy(3.0, x, dy, howmany=1)
-
-
-def test_bool_parameters_are_rejected_when_compiling() -> None:
-    with pytest.raises(tinytc.CompilationError, match="i1"):
-        tinytc.jit("func @k(%b: i1) {\n}\n")

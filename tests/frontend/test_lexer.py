@@ -159,9 +159,9 @@ def test_names_may_look_like_keywords_and_types() -> None:
 @pytest.mark.parametrize(
     ("text", "message", "location"),
     [
-        ("func @f(%_a: f32) {\n}\n", "unexpected character '%'", "<input>:1.9-9"),
+        ("func @f(%_a: f32) {\n}\n", "identifier %_a is malformed", "<input>:1.9-11"),
         ("func @f(%a-b: f32) {\n}\n", "unexpected character '-'", "<input>:1.11-11"),
-        ("func @f(% a: f32) {\n}\n", "unexpected character '%'", "<input>:1.9-9"),
+        ("func @f(% a: f32) {\n}\n", "'%' must be followed by a name", "<input>:1.9-9"),
         ("func @1f() {\n}\n", "unknown keyword 'f'", "<input>:1.8-8"),
     ],
 )

@@ -1,6 +1,7 @@
 """Malformed input: token mutations, truncations and character noise applied to the corpus
 either compile (to a module spirv-val accepts) or raise a CompilationError whose location lies
-inside the text; never another exception, never a hang (20 s per input)."""
+inside the text; never another exception, never a hang (20 s per input). Bytes that are not
+UTF-8 are diagnosed at the first bad byte."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from fuzz_support import PROGRAMS, ci_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
+import tinytc
 from tinytc.testing.checks import TARGETS, check_malformed
-from tinytc.testing.malformed import malformed_texts
+from tinytc.testing.malformed import malformed_bytes, malformed_texts
 
 CORPUS = [p.read_text(encoding="utf-8") for p in sorted(PROGRAMS.glob("*.ir"))]
 
@@ -36,3 +38,20 @@ def test_mutations_change_the_text() -> None:
 
     collect()
     assert len(seen - set(CORPUS)) >= 40
+
+
+@ci_settings(200)
+@given(malformed_bytes(CORPUS))
+def test_bytes_are_parsed_or_diagnosed_at_the_first_bad_byte(data: bytes) -> None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        bad = len(data[: e.start].decode("utf-8"))  # the character offset of the bad byte
+        try:
+            tinytc.parse(data)
+        except tinytc.CompilationError as diagnostic:
+            assert (diagnostic.location.start, diagnostic.location.end) == (bad, bad + 1)
+            assert diagnostic.message.startswith("the input is not UTF-8: byte 0x")
+            return
+        raise AssertionError("bytes that are not UTF-8 were parsed") from None
+    check_malformed(text, "cpu")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -151,3 +152,40 @@ def test_passes_without_sizes_give_a_located_error(passes: str) -> None:
     assert out.returncode == 1
     assert "tutorial.ir:2.1-" in out.stderr and "run work-group-size before it" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def _prefetched(program: object) -> list[str]:
+    """What the K loops prefetch: the right-hand side of each prefetched view's definition."""
+    text = str(program)
+    names = set(re.findall(r"cooperative_matrix_prefetch \d+, (%\w+)\[", text))
+    views = dict(re.findall(r"(%\w+) = (.*?) :", text))
+    return sorted(views[name] for name in names)
+
+
+def test_one_entry_work_groups_prefetch_the_next_entry_on_the_cpu() -> None:
+    """The chain's K loop fetches P, A and Q of entry group_id + 1 (mod the batch), not the
+    shared K; GPUs and work-groups of several entries (n = 16) leave it out."""
+    tutorial = (ROOT / "tests" / "programs" / "tutorial.ir").read_text()
+    program = run_pipeline(tutorial, "cpu")
+    fetched = _prefetched(program)
+    assert fetched == ["load %A[%2]", "subview %P[:,:,%2]", "subview %Q[:,:,%2]"]
+    text = str(program)
+    assert "%0 = group_size" in text and "%2 = arith.rem %1, %0" in text
+    assert "%1 = arith.add %gid, 1" in text
+    assert not _prefetched(run_pipeline(tutorial, "pvc"))
+    assert _prefetched(run_pipeline(SOURCES["gemm-f64-64-nn"], "cpu"))
+    assert not _prefetched(run_pipeline(SOURCES["gemm-f32-16-nn"], "cpu"))
+
+
+def test_views_made_under_control_flow_are_not_prefetched() -> None:
+    """A view of entry group_id made inside an if need not exist for group_id + 1."""
+    source = (
+        SOURCES["gemm-f64-64-nn"]
+        .replace(
+            "  %e = group_id\n", "  %e = group_id\n  %yes = cmp.lt %e, 4 : index\n  if %yes {\n"
+        )
+        .replace("f64x64x64>\n}", "f64x64x64>\n  }\n}")
+    )
+    program = run_pipeline(source, "cpu")
+    assert "if %yes" in str(program)
+    assert not _prefetched(program)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -28,9 +31,14 @@ class Value:
         return None
 
     def replace_all_uses_with(self, other: Value) -> None:
-        """Make every instruction that reads this value read ``other`` instead."""
-        for inst, index in list(self.uses):
-            inst.set_operand(index, other)
+        """Make every instruction that reads this value read ``other`` instead (in time linear
+        in the uses: set_operand would search this use list once per use)."""
+        if other is self:
+            return
+        uses, self.uses = self.uses, []
+        for inst, index in uses:
+            inst.operands[index] = other
+            other.uses.append((inst, index))
 
     def __repr__(self) -> str:
         return f"<Value %{self.name}: {self.type}>"
@@ -76,12 +84,27 @@ class Region:
         self.insts.insert(self.insts.index(anchor), inst)
         return inst
 
+    def replace(self, insts: Sequence[Inst]) -> None:
+        """Make ``insts`` the region's instructions (a pass that inserts many rebuilds the
+        list once rather than searching it for every insertion)."""
+        for inst in insts:
+            inst.parent = self
+        self.insts = list(insts)
+
     def walk(self) -> Iterator[Inst]:
-        """Every instruction of the region and of its nested regions, in program order."""
-        for inst in self.insts:
-            yield inst
-            for region in inst.regions:
-                yield from region.walk()
+        """Every instruction of the region and of its nested regions, in program order.
+
+        An explicit stack rather than nested generators, which would hand every instruction
+        up through one generator per level (a walk quadratic in the nesting depth)."""
+        stack = [iter(self.insts)]
+        while stack:
+            for inst in stack[-1]:
+                yield inst
+                if inst.regions:  # its regions next, then the rest of this one
+                    stack += [iter(r.insts) for r in reversed(inst.regions)]
+                    break
+            else:
+                stack.pop()
 
     def __iter__(self) -> Iterator[Inst]:
         return iter(self.insts)
@@ -228,3 +251,87 @@ class Program:
         from .printer import print_program
 
         return print_program(self)
+
+    def clone(self) -> Program:
+        """An independent copy: new values, use lists, instructions, regions and functions
+        (types, locations and the source are shared, being immutable). Linear in the size
+        of the program and two frames deep per region level, unlike copy.deepcopy, which
+        follows use lists and parents as deep as they reach."""
+        return _Cloner().program(self)
+
+    def nesting_depth(self) -> int:
+        """The deepest nesting of regions (a function body is depth 1)."""
+        deepest, todo = 0, [(f.body, 1) for f in self.functions]
+        while todo:  # no recursion: this decides how much recursion the others may use
+            region, depth = todo.pop()
+            deepest = max(deepest, depth)
+            todo += [(r, depth + 1) for inst in region.insts for r in inst.regions]
+        return deepest
+
+
+# Frames the passes and the SPIR-V lowering use per level of region nesting (the lowering of a
+# for loop takes 5), with room to spare.
+FRAMES_PER_LEVEL = 16
+
+
+@contextlib.contextmanager
+def recursion_for(program: Program) -> Iterator[None]:
+    """Raise Python's recursion limit, for the time of the block, to what walking the
+    program's nested regions recursively needs (200 nested loops need about 1,000 frames to
+    lower, Python's default limit)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 1000 + FRAMES_PER_LEVEL * program.nesting_depth()))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+class _Cloner:
+    """Program.clone: a map from the original values to their copies, filled in program
+    order (constants, which each use site owns, are copied where they are used)."""
+
+    def __init__(self) -> None:
+        self.values: dict[Value, Value] = {}
+
+    def value(self, v: Value) -> Value:
+        new = self.values.get(v)
+        if new is None:
+            new = self.values[v] = copy.copy(v)
+            new.uses = []
+        return new
+
+    def program(self, program: Program) -> Program:
+        new = copy.copy(program)
+        new.functions = [self.function(f) for f in program.functions]
+        return new
+
+    def function(self, func: Function) -> Function:
+        new = copy.copy(func)
+        new.attribute_locs = dict(func.attribute_locs)
+        new.body = self.region(func.body)
+        new.params = list(new.body.params)
+        return new
+
+    def region(self, region: Region) -> Region:
+        new = copy.copy(region)
+        new.params = [self.value(p) for p in region.params]
+        new.insts = []
+        for inst in region.insts:
+            new.append(self.inst(inst))
+        return new
+
+    def inst(self, inst: Inst) -> Inst:
+        new = copy.copy(inst)
+        for name, attr in vars(inst).items():  # lists of a subclass (kinds, carried values...)
+            if isinstance(attr, list):
+                setattr(new, name, [self.value(x) if isinstance(x, Value) else x for x in attr])
+        new.operands = []
+        for v in inst.operands:
+            new._add_operand(self.value(v))
+        for result in new.results:
+            result.owner = new
+        new.regions = [self.region(r) for r in inst.regions]
+        for region in new.regions:
+            region.parent = new
+        return new

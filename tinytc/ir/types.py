@@ -81,6 +81,11 @@ FLOAT_MAX = {
 }
 
 
+# Addresses and offsets are computed in signed 64-bit arithmetic (the type index), so a memref
+# may span at most this many bytes and every static size and stride must fit in it.
+ADDRESS_LIMIT = 2**63 - 1
+
+
 def canonical_stride(shape: tuple[Dim, ...]) -> tuple[Dim, ...]:
     """Packed column-major strides; an entry after a dynamic extent is itself dynamic."""
     stride: list[Dim] = []
@@ -162,6 +167,23 @@ def _layout_problem(element: ScalarType, shape: tuple[Dim, ...], stride: tuple[D
                 f"stride {cur} of mode {i} is smaller than stride {prev} times size {size} "
                 f"of mode {i - 1}: strides must follow the column-major order"
             )
+    return _size_problem(element, shape, stride)
+
+
+def _size_problem(element: ScalarType, shape: tuple[Dim, ...], stride: tuple[Dim, ...]) -> str:
+    """Why the static part of a layout does not fit the address space ('' when it fits)."""
+    known = [(size, step) for size, step in zip(shape, stride) if None not in (size, step)]
+    span = 1 + sum((size - 1) * step for size, step in known if size)  # type: ignore[operator]
+    if span * element.size > ADDRESS_LIMIT:
+        least = " at least" if len(known) < len(shape) else ""
+        return (
+            f"its elements span{least} {span * element.size} bytes, more than a 64-bit "
+            f"address space holds (2^63 - 1 bytes)"
+        )
+    for mode, (size, step) in enumerate(zip(shape, stride)):
+        for what, value in (("size", size), ("stride", step)):
+            if value is not None and value > ADDRESS_LIMIT:
+                return f"{what} {value} of mode {mode} does not fit in a 64-bit index"
     return ""
 
 
@@ -175,6 +197,11 @@ class GroupType:
     def __post_init__(self) -> None:
         if self.offset is not None and self.offset < 0:
             raise ValueError("group offset must not be negative")
+        if self.offset is not None and self.offset * self.memref.element.size > ADDRESS_LIMIT:
+            raise ValueError(
+                f"offset {self.offset} is {self.offset * self.memref.element.size} bytes, more "
+                f"than a 64-bit address space holds (2^63 - 1 bytes)"
+            )
 
     def __str__(self) -> str:
         if self.offset == 0:

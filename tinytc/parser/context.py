@@ -9,9 +9,7 @@ from ..errors import CompilationError, Location, Source
 from ..ir import Builder, Constant, Inst, Region, ScalarType, Type, Value
 from ..ir.types import FLOAT_MAX
 from .driver import Span
-from .lexer import Token
-
-INT_LIMIT = 2**63 - 1
+from .lexer import Token, parse_integer, shorten
 
 
 @dataclass
@@ -26,11 +24,7 @@ class Ref:
 def parse_int(token: Token) -> int:
     text = token.value
     value = {"true": 1, "false": 0}.get(text)
-    if value is None:
-        value = int(text)
-    if abs(value) > INT_LIMIT:
-        raise CompilationError(token.loc, f"integer constant {text} is out of range")
-    return value
+    return parse_integer(text, token.loc) if value is None else value
 
 
 def parse_float(text: str, loc: Location) -> float:
@@ -40,7 +34,9 @@ def parse_float(text: str, loc: Location) -> float:
     except OverflowError:
         value = math.inf
     if math.isinf(value):
-        raise CompilationError(loc, f"floating constant {text} is out of range of double precision")
+        raise CompilationError(
+            loc, f"floating constant {shorten(text)} is out of range of double precision"
+        )
     return -value if text.startswith("-") else value
 
 
@@ -51,6 +47,7 @@ class ParseContext(Span):
         self.scopes: list[dict[str, Value]] = []
         self.left_scope: dict[str, Value] = {}  # names of closed regions, for diagnostics
         self.last_if: Inst | None = None
+        self.groups_without_offset: set[Location] = set()  # group types written that way
 
     # Scopes follow regions: a region sees the names of the regions around it.
 
@@ -100,7 +97,9 @@ class ParseContext(Span):
                 raise CompilationError(ref.loc, f"floating constant for integer type {type}")
             number: int | float = parse_float(ref.text, ref.loc)
             if abs(number) > FLOAT_MAX[type.name]:
-                raise CompilationError(ref.loc, f"constant {ref.text} is out of range of {type}")
+                raise CompilationError(
+                    ref.loc, f"constant {shorten(ref.text)} is out of range of {type}"
+                )
         else:
             number = parse_int(Token("INTEGER", ref.text, ref.loc))
             if type.is_float:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from .. import bf16
 from ..errors import CompilationError, Location
 from ..ir import (
     INDEX,
@@ -19,6 +22,7 @@ from ..ir import (
     BarrierInst,
     CastInst,
     CompareInst,
+    Constant,
     CoopMatrixApplyInst,
     CoopMatrixConstructInst,
     CoopMatrixExtractInst,
@@ -64,7 +68,8 @@ from ..ir import (
     YieldInst,
 )
 from ..ir.instructions.arith import ARITH_BINARY, ARITH_UNARY, COMPARISONS
-from ..ir.types import SCALAR_TYPES
+from ..ir.instructions.linalg import EXACT_WIDENING
+from ..ir.types import BF16, F16, F32, I1, I8, SCALAR_TYPES
 from .context import ParseContext, Ref, parse_int
 from .driver import rule
 from .lexer import CoopMatrixToken, Token
@@ -93,7 +98,9 @@ def _function(ctx: Ctx, p: P) -> None:
 
 @rule("function_header : FUNC GLOBAL LPAREN params RPAREN attributes")
 def _function_header(ctx: Ctx, p: P) -> None:
-    params = [Value(t, tok.value[1:], tok.loc) for tok, t in p[3]]
+    # A bool parameter is passed as an 8-bit integer, true when it is not 0 (tinytc v0.3
+    # accepts bool parameters; kernels cannot take i1 arguments).
+    params = [Value(I8 if t == I1 else t, tok.value[1:], tok.loc) for tok, t in p[3]]
     attrs: dict[str, Any] = {}
     for name, value, loc in p[5]:
         if name in attrs:
@@ -104,6 +111,12 @@ def _function_header(ctx: Ctx, p: P) -> None:
     ctx.builder.program.functions.append(func)
     ctx.scopes, ctx.left_scope = [], {}
     ctx.open_region(func.body)
+    for param, (tok, t) in zip(params, p[3]):
+        if t == I1:
+            zero = Constant(0, I8, tok.loc)
+            test = CompareInst("ne", param, zero, loc=tok.loc, operand_locs=[tok.loc, tok.loc])
+            ctx.builder.add(test)
+            ctx.scopes[-1][param.name] = test.result  # the body sees the bool
 
 
 @rule("params : ", "params : param_list")
@@ -269,12 +282,23 @@ def _group_query(ctx: Ctx, p: P) -> Inst:
     return (GroupIdInst if p[0].type == "GROUP_ID" else GroupSizeInst)(loc=ctx.loc)
 
 
-@rule("value_instruction : LOAD operand LBRACKET indices RBRACKET COLON type")
+@rule("value_instruction : LOAD operand LBRACKET indices RBRACKET COLON located_type")
 def _load(ctx: Ctx, p: P) -> Inst:
-    src = ctx.value(p[1], p[6])
+    src = ctx.value(p[1], _group_annotation(ctx, p[1], *p[6]))
     indices = [ctx.value(r, INDEX, check=False) for r in p[3]]
     locs = _operand_locs(p[1], *p[3])
     return LoadInst(src, indices, loc=ctx.loc, operand_locs=locs)
+
+
+def _group_annotation(ctx: Ctx, ref: Ref, written: Type, loc: Location) -> Type:
+    """The type a load's annotation stands for: a group type written without 'offset:' matches
+    a group of that memref type with any offset, whose own offset applies (as in tinytc v0.3);
+    every other annotation stands for itself."""
+    if isinstance(written, GroupType) and loc in ctx.groups_without_offset and ref.kind == "local":
+        actual = ctx.lookup(ref.text[1:], ref.loc).type
+        if isinstance(actual, GroupType) and actual.memref == written.memref:
+            return actual
+    return written
 
 
 @rule("value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type")
@@ -350,6 +374,7 @@ LINALG: dict[str, type[LinalgInst]] = {
     cls.mnemonic: cls
     for cls in (GemmInst, GemvInst, GerInst, HadamardProductInst, AxpbyInst, SumInst)
 }
+LINALG["hadamard"] = HadamardProductInst  # the spelling of tinytc v0.3
 
 
 @rule(*(f"statement : {name.upper()} modifiers operands COLON types" for name in LINALG))
@@ -372,8 +397,32 @@ def _linalg(ctx: Ctx, p: P) -> Inst:
             f"{name} takes {arity} operands and {arity} types, got {len(refs)} and {len(types)}",
         )
     values = [ctx.value(r, t) for r, t in zip(refs, types)]
+    if isinstance(types[-1], MemrefType):
+        for i in (0, arity - 2):  # alpha and beta
+            values[i] = _widen(ctx, values[i], refs[i].loc, types[-1].element)
     trans = [f == ".t" for f in flags[:transposes]]
     return cls(*trans, *values, atomic=atomic, loc=ctx.loc, operand_locs=_operand_locs(*refs))
+
+
+def _widen(ctx: Ctx, value: Value, loc: Location, to: ScalarType) -> Value:
+    """alpha or beta of a float type that the output's type holds exactly, converted to it (as
+    tinytc v0.3 accepts; docs/language.md): a constant is rounded to its written type and
+    rewritten, a value gets a cast before the instruction. Other types are left as they are."""
+    t = value.type
+    if not isinstance(t, ScalarType) or to not in EXACT_WIDENING.get(t, ()):
+        return value
+    if isinstance(value, Constant):
+        return Constant(_round(float(value.value), t), to, value.loc)
+    cast = CastInst(value, to, loc=loc, operand_locs=[loc])
+    ctx.builder.add(cast)
+    return cast.result
+
+
+def _round(value: float, t: ScalarType) -> float:
+    """A constant's value in its float type (exact in any wider one)."""
+    if t == BF16:
+        return float(bf16.round_to_bf16(value))
+    return float({F16: np.float16, F32: np.float32}.get(t, float)(value))
 
 
 @rule("modifiers : ", "modifiers : modifiers MODIFIER")
@@ -470,9 +519,13 @@ def _if_then(ctx: Ctx, p: P) -> Inst:
     return p[0]
 
 
-@rule("if_header : IF operand", "if_header : IF operand ARROW LPAREN types RPAREN")
+@rule(
+    "if_header : IF operand",
+    "if_header : IF operand ARROW LPAREN RPAREN",  # no results, as tinytc v0.3 allows
+    "if_header : IF operand ARROW LPAREN types RPAREN",
+)
 def _if_header(ctx: Ctx, p: P) -> Inst:
-    types = p[4] if len(p) > 2 else []
+    types = p[4] if len(p) == 6 else []
     for t in types:
         if not isinstance(t, ScalarType | CoopMatrixType):
             raise CompilationError(
@@ -814,6 +867,8 @@ def _dim_list(ctx: Ctx, p: P) -> list[int | None]:
     "group_type : GROUP LANGLE memref_type COMMA OFFSET COLON dim RANGLE",
 )
 def _group_type(ctx: Ctx, p: P) -> GroupType:
+    if len(p) == 4:
+        ctx.groups_without_offset.add(ctx.loc)
     try:
         return GroupType(p[2], p[6] if len(p) > 4 else 0)
     except ValueError as e:

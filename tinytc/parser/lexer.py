@@ -10,9 +10,10 @@ from ..errors import CompilationError, Location, Source
 from ..ir.types import MATRIX_USES, SCALAR_TYPES, CoopMatrixType
 
 KEYWORDS = frozenset(
-    "func work_group_size subgroup_size batch_per_group memref strided group offset void true false arith cast"
-    " cmp alloca expand fuse group_id group_size load size subview if else axpby barrier for"
-    " foreach lifetime_stop gemm gemv ger hadamard_product store sum yield init"
+    "func work_group_size subgroup_size batch_per_group memref strided group offset void true"
+    " false arith cast cmp alloca expand fuse group_id group_size load size subview if else"
+    " axpby barrier for"
+    " foreach lifetime_stop gemm gemv ger hadamard hadamard_product store sum yield init"
     " parallel subgroup_id subgroup_local_id num_subgroups cooperative_matrix_load"
     " cooperative_matrix_store cooperative_matrix_mul_add cooperative_matrix_scale"
     " cooperative_matrix_construct cooperative_matrix_apply cooperative_matrix_extract"
@@ -20,7 +21,7 @@ KEYWORDS = frozenset(
     " cooperative_matrix_reduce_min cooperative_matrix_prefetch".split()
 )
 COOPMATRIX = "coopmatrix"
-INT_LIMIT = 2**63 - 1
+INT_LIMIT = 2**63 - 1  # every integer literal of the language fits a signed 64-bit integer
 REV1_ARITH = ("add", "sub", "mul", "div", "rem", "neg")  # rev1 spellings without 'arith.'
 
 PUNCTUATION = {
@@ -46,7 +47,11 @@ _HEX = (
 _DEC = r"[+-]?(?:(?:[0-9]*\.[0-9]+|[0-9]+\.)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
 # A scalar type may be glued to the 'x' of a memref shape (memref<f32x4>), nothing else.
 _TYPE = r"(?:bf16|f16|f32|f64|i1|i8|i16|i32|i64|u8|u16|u32|u64|index|bool)(?![A-Za-wyz0-9_])"
-_NAME = r"(?:[0-9]+|[A-Za-z][A-Za-z0-9_]*)"
+# A name is a number or a letter then letters, digits and '_', all ASCII. A name that runs on
+# into other characters of a word (non-ASCII letters, or a leading '_') is one BAD_NAME token,
+# so that the diagnostic covers the whole would-be identifier.
+_NAME = r"(?>[0-9]+|[A-Za-z][A-Za-z0-9_]*)(?![^\W_A-Za-z]|[^\x00-\x7f\s])"
+_WORDISH = r"(?:\w|[^\x00-\x7f\s])"
 
 _TOKEN_RE = re.compile(
     "|".join(
@@ -57,6 +62,7 @@ _TOKEN_RE = re.compile(
             r"(?P<PUNCT>->|[(){}\[\]<>,:=?])",
             f"(?P<LOCAL>%{_NAME})",
             f"(?P<GLOBAL>@{_NAME})",
+            f"(?P<BAD_NAME>[%@]{_WORDISH}*)",
             r"(?P<MODIFIER>\.[A-Za-z_][A-Za-z0-9_]*)",
             f"(?P<TYPE>{_TYPE})",
             r"(?P<X>x)",
@@ -101,8 +107,46 @@ def _raw_tokens(source: Source) -> Iterator[RawToken]:
             continue
         loc = Location(source, m.start(), m.end())
         if kind == "ERROR":
-            raise CompilationError(loc, f"unexpected character {m.group()!r}")
+            raise CompilationError(loc, f"unexpected character {_describe(m.group())}")
+        if kind == "BAD_NAME":
+            raise CompilationError(loc, _bad_name(m.group()))
         yield kind, m.group(), loc
+
+
+def _quote(char: str) -> str:
+    """A character as the diagnostics quote it; non-ASCII ones with their code point."""
+    return repr(char) if char.isascii() else f"{char!r} (U+{ord(char):04X})"
+
+
+def _describe(char: str) -> str:
+    suffix = "" if char.isascii() else ": the language is written in ASCII"
+    return _quote(char) + suffix
+
+
+def _bad_name(text: str) -> str:
+    """Why '%...' or '@...' is not an identifier."""
+    sigil, name = text[0], text[1:]
+    other = next((ch for ch in name if not ch.isascii()), None)
+    if other is not None:
+        return f"identifier {text} has {_quote(other)}: identifiers are ASCII"
+    rule = "a number, or a letter followed by letters, digits and '_'"
+    if not name:
+        return f"'{sigil}' must be followed by a name: {rule}"
+    return f"identifier {text} is malformed: a name is {rule}"
+
+
+def parse_integer(text: str, loc: Location) -> int:
+    """The value of a decimal integer literal; beyond the language's limit is an error (checked
+    on the length first, so that no huge literal is ever converted)."""
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > len(str(INT_LIMIT)) or abs(int(text)) > INT_LIMIT:
+        raise CompilationError(loc, f"integer constant {shorten(text)} is out of range")
+    return int(text)
+
+
+def shorten(literal: str) -> str:
+    """A literal as diagnostics quote it: long ones by their start and length."""
+    return literal if len(literal) <= 40 else f"{literal[:20]}... ({len(literal)} characters)"
 
 
 def tokenize(source: Source) -> Iterator[Token]:
@@ -157,9 +201,7 @@ def _coopmatrix_token(source: Source, first: Location, raw: Iterator[RawToken]) 
     def size(what: str) -> int:
         expect("X", "'x'")
         _, text, loc = expect("INTEGER", f"the number of {what} (a coopmatrix shape is static)")
-        value = int(text)
-        if value > INT_LIMIT:
-            raise CompilationError(loc, f"integer constant {text} is out of range")
+        value = parse_integer(text, loc)
         if value < 1:
             raise CompilationError(
                 loc, f"the number of {what} of a coopmatrix must be positive, got {value}"

@@ -44,7 +44,11 @@ def check_function(func: Function) -> None:
         if isinstance(param.type, VoidType):
             raise CompilationError(param.loc, f"parameter %{param.name} cannot have type void")
         if isinstance(param.type, ScalarType) and param.type.is_bool:
-            raise CompilationError(param.loc, "i1 (bool) cannot be a kernel parameter")
+            raise CompilationError(
+                param.loc,
+                "i1 (bool) cannot be a kernel parameter: take an i8 and compare it with 0 "
+                "(the parser does so for a parameter written bool or i1)",
+            )
         if isinstance(param.type, CoopMatrixType):
             raise CompilationError(param.loc, "a coopmatrix cannot be a kernel parameter")
     sgs, wgs = func.subgroup_size, func.work_group_size

@@ -89,8 +89,20 @@ def may_alias(a: Value, b: Value) -> bool:
     return False
 
 
-def accesses(inst: Inst) -> tuple[set[Value], set[Value]]:
-    """(read roots, written roots) of an instruction, nested regions included."""
+def accesses(
+    inst: Inst, memo: dict[Inst, tuple[set[Value], set[Value]]]
+) -> tuple[set[Value], set[Value]]:
+    """(read roots, written roots) of an instruction, nested regions included; ``memo`` keeps
+    those of nested instructions, so that each is computed once however deep the nesting."""
+    found = memo.get(inst)
+    if found is None:
+        found = memo[inst] = _accesses(inst, memo)
+    return found
+
+
+def _accesses(
+    inst: Inst, memo: dict[Inst, tuple[set[Value], set[Value]]]
+) -> tuple[set[Value], set[Value]]:
     if isinstance(inst, LinalgInst):
         reads = {root(v) for v in inst.operands[1:-2]}
         if inst.beta.constant != 0 or inst.atomic:
@@ -110,40 +122,55 @@ def accesses(inst: Inst) -> tuple[set[Value], set[Value]]:
     reads, writes = set(), set()
     for region in inst.regions:
         for child in region.insts:
-            r, w = accesses(child)
+            r, w = accesses(child, memo)
             reads |= r
             writes |= w
     return reads, writes
 
 
 class InsertBarrierPass:
+    """The analysis walks a loop body until its state is stable, and loops nest: the state
+    at the end of a region is kept per (region, state at its start), so that every nested
+    region is walked a bounded number of times and the pass stays linear in the nesting."""
+
     name = "insert-barrier"
+
+    def __init__(self) -> None:
+        self.ends: dict[tuple[Region, Pending], Pending] = {}
+        self.accesses: dict[Inst, tuple[set[Value], set[Value]]] = {}
 
     def run(self, program: Program) -> None:
         for func in program.functions:
             self.region(func.body, Pending(), insert=True)
 
     def region(self, region: Region, pending: Pending, insert: bool) -> Pending:
-        """Walk a mixed region from the state ``pending``; returns the state at its end."""
-        for inst in list(region.insts):
+        """Walk a mixed region from the state ``pending``; returns the state at its end.
+        With ``insert``, a barrier goes before each access that conflicts; a region has one
+        such walk, after the walks without insertion, whose results are memoized."""
+        if not insert and (region, pending) in self.ends:
+            return self.ends[(region, pending)]
+        start, kept = pending, []
+        for inst in region.insts:
             if isinstance(inst, BarrierInst):
                 pending = Pending()
-                continue
-            if isinstance(inst, IfInst):
+            elif isinstance(inst, IfInst):
                 pending = self.region(inst.then, pending, insert).union(
                     self.region(inst.otherwise, pending, insert)
                 )
-                continue
-            if isinstance(inst, ForInst):
+            elif isinstance(inst, ForInst):
                 pending = self.loop(inst.body, pending, insert)
-                continue
-            reads, writes = accesses(inst)
-            collective = isinstance(inst, LinalgInst | ForeachInst | ParallelInst)
-            if pending.conflicts(reads, writes, collective):
-                if insert:
-                    region.insert_before(inst, BarrierInst(loc=inst.loc))
-                pending = Pending()
-            pending = pending.add(reads, writes, collective)
+            else:
+                reads, writes = accesses(inst, self.accesses)
+                collective = isinstance(inst, LinalgInst | ForeachInst | ParallelInst)
+                if pending.conflicts(reads, writes, collective):
+                    kept.append(BarrierInst(loc=inst.loc))
+                    pending = Pending()
+                pending = pending.add(reads, writes, collective)
+            kept.append(inst)
+        if insert:
+            region.replace(kept)
+        else:
+            self.ends[(region, start)] = pending
         return pending
 
     def loop(self, body: Region, entry: Pending, insert: bool) -> Pending:

@@ -7,7 +7,6 @@ The stack pass then gives every alloca a byte offset in the kernel's local-memor
 
 from __future__ import annotations
 
-from ..errors import CompilationError
 from ..ir import (
     AllocaInst,
     Function,
@@ -94,14 +93,20 @@ class StackPass:
                 live[inst.result] = (offset, size)
                 inst.stack_offset = offset
                 high = max(high, offset + size)
+                self.check_fits(func, inst, high)
             elif isinstance(inst, LifetimeStopInst):
                 live.pop(inst.operands[0], None)
         func.stack_size = high
-        if self.local_memory_size is not None and high > self.local_memory_size:
-            raise CompilationError(
-                func.loc,
-                f"@{func.name} needs {high} bytes of local memory for alloca, "
-                f"the target has {self.local_memory_size}",
+
+    def check_fits(self, func: Function, alloca: AllocaInst, high: int) -> None:
+        """The first alloca that goes past the end of local memory is the one reported."""
+        limit = self.local_memory_size
+        if limit is not None and high > limit:
+            size, offset = alloca.type.size_in_bytes(), alloca.stack_offset
+            where = f" at byte {offset} (after the allocas live here)" if offset else ""
+            raise alloca.error(
+                f"alloca of {size} bytes{where} does not fit in local memory: "
+                f"@{func.name} needs {high} bytes, the target has {limit}"
             )
 
 

@@ -33,6 +33,7 @@ from ..gemm import (
     fused_k_unroll,
     fused_rows_per_item,
 )
+from ..gemm.dpas import gemm_tile
 from ..ir import (
     BF16,
     F16,
@@ -47,6 +48,7 @@ from ..ir import (
     CoopMatrixConstructInst,
     CoopMatrixLoadInst,
     CoopMatrixMulAddInst,
+    CoopMatrixPrefetchInst,
     CoopMatrixReduceInst,
     CoopMatrixScaleInst,
     CoopMatrixStoreInst,
@@ -56,17 +58,21 @@ from ..ir import (
     GemmInst,
     GemvInst,
     GerInst,
+    GroupIdInst,
+    GroupSizeInst,
     HadamardProductInst,
     IfInst,
     Inst,
     LifetimeStopInst,
     LinalgInst,
+    LoadInst,
     MemrefType,
     ParallelInst,
     Program,
     Region,
     ScalarType,
     SubgroupIdInst,
+    SubviewInst,
     SumInst,
     Value,
     YieldInst,
@@ -77,6 +83,7 @@ from .lifetime import STAGE_MIN_ROWS
 from .work_group_size import require_sizes
 
 Size = int | Value  # a size known at compile time, or an index value
+Touch = Callable[[Size], None]  # emits work for iteration i of a K loop
 
 
 def accumulator(el: ScalarType) -> ScalarType:
@@ -126,10 +133,14 @@ class Emitter:
 
     def arith(self, op: str, a: Size, b: Size) -> Size:
         if isinstance(a, int) and isinstance(b, int):
-            return {"add": a + b, "sub": a - b, "mul": a * b, "rem": a % b}[op]
+            fold = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__,
+                    "div": int.__floordiv__, "rem": int.__mod__}  # fmt: skip
+            return fold[op](a, b)
         if op in ("add", "sub") and b == 0:
             return a
-        if op == "mul" and b == 1:
+        if op == "add" and a == 0:
+            return b
+        if op in ("mul", "div") and b == 1:
             return a
         return self.add(ArithInst(op, self.value(a), self.value(b))).result
 
@@ -179,57 +190,71 @@ class LowerLinalgPass:
                 self.region(func, func.body)
 
     def region(self, func: Function, region: Region) -> None:
-        for inst in list(region.insts):
-            if inst.parent is not region:
-                continue  # erased as part of a fused pair
+        """Rebuild the region's list once, with each collective instruction replaced by its
+        lowering, and drop the replaced instructions from their operands' use lists at the
+        end: time linear in the number of instructions."""
+        replaced: set[Inst] = set()
+        insts: list[Inst] = []
+        for position, inst in enumerate(region.insts):
+            if inst in replaced:
+                continue  # the second gemm of a fused pair, or its lifetime_stop
             for child in inst.regions:
                 self.region(func, child)
             if isinstance(inst, LinalgInst):
-                self.replace(func, region, inst)
+                insts += self.replace(func, region, position, replaced)
+            else:
+                insts.append(inst)
+        if replaced:
+            region.insts = [i for i in insts if i not in replaced]  # (a fused pair's alloca)
+            for inst in region.insts:
+                inst.parent = region
+            drop_uses(replaced)
 
-    def replace(self, func: Function, region: Region, inst: LinalgInst) -> None:
+    def replace(
+        self, func: Function, region: Region, position: int, replaced: set[Inst]
+    ) -> list[Inst]:
+        """The lowering of the collective instruction at position; it and what it makes dead
+        go into replaced."""
+        inst: LinalgInst = region.insts[position]  # type: ignore[assignment]
         e = Emitter(inst.loc)
         new = Region()
-        lowering = Lowering(e, func, self.target, self.staging)
+        lowering = Lowering(e, func, self.target, self.staging, region is func.body)
         with e.b.at(new):
-            second = fusable_successor(region, inst, func, self.target)
+            second = fusable_successor(region, position, func, self.target)
             if second is not None:
                 lowering.fused(inst, second)  # type: ignore[arg-type]
             else:
                 lowering.instruction(inst)
-        index = region.insts.index(inst)
-        for added in new.insts:
-            added.parent = region
-        region.insts[index:index] = new.insts
-        erase(inst)
+        replaced.add(inst)
         if second is not None:
             tmp = inst.output
-            erase(second)
-            for user, _ in list(tmp.uses):
-                erase(user)  # lifetime_stop
-            erase(tmp.owner)  # type: ignore[arg-type]
+            replaced.update(user for user, _ in tmp.uses)  # second, lifetime_stop
+            replaced.add(tmp.owner)  # type: ignore[arg-type]
+        return new.insts
 
 
-def erase(inst: Inst) -> None:
-    """Remove an instruction from its region and from the use lists of its operands."""
-    for index, value in enumerate(inst.operands):
-        value.uses.remove((inst, index))
-    if inst.parent is not None:
-        inst.parent.insts.remove(inst)
+def drop_uses(insts: set[Inst]) -> None:
+    """Remove instructions from the use lists of their operands, each list rebuilt once."""
+    values = {id(v): v for inst in insts for v in inst.operands}
+    for value in values.values():
+        value.uses = [(user, index) for user, index in value.uses if user not in insts]
+    for inst in insts:
         inst.parent = None
 
 
 def fusable_successor(
-    region: Region, first: LinalgInst, func: Function, target: CoreInfo
+    region: Region, position: int, func: Function, target: CoreInfo
 ) -> GemmInst | None:
-    """The gemm right after ``first`` that reads first's alloca output as its A and nothing
-    else reads, when the temporary fits in registers (docs/performance-cpu.md lesson 9)."""
+    """The gemm right after the one at position that reads its alloca output as its A and
+    nothing else reads, when the temporary fits in registers (docs/performance-cpu.md
+    lesson 9)."""
+    first = region.insts[position]
     if not isinstance(first, GemmInst) or first.atomic or first.beta.constant != 0:
         return None
     tmp = first.output
     if not isinstance(tmp.owner, AllocaInst):
         return None
-    later = region.insts[region.insts.index(first) + 1 :]
+    later = (region.insts[i] for i in range(position + 1, len(region.insts)))
     second = next((i for i in later if not isinstance(i, LifetimeStopInst)), None)
     if not isinstance(second, GemmInst) or second.trans_a or second.operands[1] is not tmp:
         return None
@@ -254,8 +279,11 @@ def fusable_successor(
 class Lowering:
     """Emits the coopmatrix code of one instruction into the open parallel region."""
 
-    def __init__(self, e: Emitter, func: Function, target: CoreInfo, staging: bool) -> None:
+    def __init__(
+        self, e: Emitter, func: Function, target: CoreInfo, staging: bool, top_level: bool
+    ) -> None:
         self.e, self.func, self.target, self.staging = e, func, target, staging
+        self.top_level = top_level  # the instruction is in the function's body
         assert func.subgroup_size is not None and func.work_group_size is not None
         self.sgs = func.subgroup_size
         self.staged: list[Value] = []  # local copies of operands, freed after the instruction
@@ -265,13 +293,17 @@ class Lowering:
     def tiling(self, inst: LinalgInst, rows: int | None, cols: int | None) -> Tiling:
         wg = self.func.work_group_size
         assert wg is not None
-        tiling = inst.tiling or choose_tiling(rows, cols, wg, self.target)
+        tiling = inst.tiling or choose_tiling(
+            rows, cols, wg, self.target, self.func.batch_per_group
+        )
         problem = check_tiling(tiling, wg, self.sgs)
         if problem:
             raise CompilationError(inst.loc, f"bad tiling for {inst.mnemonic}: {problem}")
         return tiling
 
     def instruction(self, inst: LinalgInst) -> None:
+        if isinstance(inst, GemmInst) and self.dpas_gemm(inst):
+            return
         e = self.e
         out = Operand(inst.output)
         rows, cols = e.size(inst.output, 0), e.size(inst.output, 1)
@@ -297,13 +329,14 @@ class Lowering:
 
         def compute(t: Tile) -> Value:
             a_el = inputs[0].type.element
+            touch = self.prefetcher(nexts, t.col, tiling.cols_per_item, depth, tiling.k_unroll)
             if isinstance(inst, GemmInst | GemvInst | GerInst):
                 b_op = inputs[1]
                 if isinstance(inst, GerInst):
                     b_op = Operand(b_op.value, transpose=True)  # b as a row
-                return self.product(t, inputs[0], b_op, depth, tiling.k_unroll, a_el, acc)
+                return self.product(t, inputs[0], b_op, depth, tiling.k_unroll, a_el, acc, touch)
             if isinstance(inst, SumInst):
-                return self.row_sum(t, inputs[0], depth, tiling.k_unroll, acc)
+                return self.row_sum(t, inputs[0], depth, tiling.k_unroll, acc, touch)
             mt = CoopMatrixType(a_el, t.rows, t.cols, "matrix_acc")
             x = self.convert(e.load(inputs[0], t.row, t.col, mt, t.checked), acc)
             if isinstance(inst, HadamardProductInst):
@@ -311,6 +344,11 @@ class Lowering:
                 x = e.add(ArithInst("mul", x, y)).result
             return x
 
+        read = [*inst.operands[1:-2], *[out.value] * (inst.beta.constant != 0)]
+        k_loop = isinstance(inst, GemmInst | GemvInst | SumInst) and not (
+            isinstance(depth, int) and depth < tiling.k_unroll
+        )
+        nexts = self.next_entries(read) if tiling.prefetch and k_loop else []
         with self.parallel():
             self.tiles(
                 inst, tiling, rows, cols, lambda t: self.update(inst, out, t, compute(t), acc)
@@ -324,12 +362,74 @@ class Lowering:
         with self.e.b.at(par.regions[0]):
             yield
 
+    def next_entries(self, values: list[Value]) -> list[Value]:
+        """The views of the next batch entry (group_id + 1, wrapping to 0) of those values
+        that are a subview or group load at group_id in the function's body, made before the
+        parallel region. Every work-group makes such a view, so the next entry's is valid too;
+        under an if or a loop it might not be, and stays out."""
+        e = self.e
+        following: Value | None = None
+        out = []
+        for value in dict.fromkeys(values):  # each once, in order
+            inst = value.owner
+            if (
+                not isinstance(inst, SubviewInst | LoadInst)
+                or not isinstance(value.type, MemrefType)
+                or inst.parent is not self.func.body
+                or not self.top_level
+            ):
+                continue
+            at = [i for i, v in enumerate(inst.operands) if type(v.owner) is GroupIdInst]
+            if not at:
+                continue
+            if following is None:
+                gid = inst.operands[at[0]]
+                count = e.add(GroupSizeInst()).result
+                following = e.add(ArithInst("rem", e.arith("add", gid, 1), count)).result
+            ops = [following if i in at else v for i, v in enumerate(inst.operands)]
+            if isinstance(inst, LoadInst):
+                out.append(e.add(LoadInst(ops[0], ops[1:])).result)
+            else:
+                slices = [(ops[o], ops[z] if z is not None else ("?" if k == "rest" else None))
+                          for k, o, z in inst.slices()]  # fmt: skip
+                out.append(e.add(SubviewInst(ops[0], slices)).result)
+        return out
+
+    def prefetcher(
+        self, nexts: list[Value], start: Size, extent: int, depth: Size, unroll: int
+    ) -> Touch | None:
+        """touch(i) for the K loop of the tile that starts at start (a row or column) and spans
+        extent: iteration i prefetches column tile * iterations + i of every next-entry view
+        (tile = start / extent), so that the columns spread over the first tiles' iterations
+        (docs/performance-cpu.md lesson 6); columns past the end are no-ops of the prefetch."""
+        e = self.e
+        if not nexts:
+            return None
+        base = e.arith("mul", e.arith("div", start, extent), e.arith("div", depth, unroll))
+
+        def ahead(m: Value) -> bool:  # columns left to fetch, as far as is known
+            shape = (*m.type.shape, 1, 1)  # type: ignore[attr-defined]
+            return isinstance(shape[0], int) and not (
+                isinstance(base, int) and isinstance(shape[1], int) and base >= shape[1]
+            )
+
+        if not any(ahead(m) for m in nexts):
+            return None
+
+        def touch(i: Size) -> None:
+            col = e.value(e.arith("add", base, i))
+            for m in filter(ahead, nexts):
+                rows = m.type.shape[0] if m.type.order else 1  # type: ignore[attr-defined]
+                e.add(CoopMatrixPrefetchInst(0, m, e.value(0), col, rows, 1))
+
+        return touch
+
     def stage(self, a: Operand) -> Operand:
         """op(A) of a transposed static A copied into local memory, so that the product reads
         it with lanes on consecutive rows instead of gathering along A's columns
         (docs/performance-cpu.md lesson 1); insert-barrier puts the barrier after the copy."""
         t = a.type
-        if not t.is_static or t.shape[1] < STAGE_MIN_ROWS:  # type: ignore[operator]
+        if not t.is_static or t.shape[1] < STAGE_MIN_ROWS or t.shape[0] == 0:  # type: ignore[operator]
             return a
         budget = self.target.local_memory_size
         if budget is not None and math.prod(t.shape) * t.element.size > budget // 4:  # type: ignore[arg-type]
@@ -403,6 +503,7 @@ class Lowering:
         unroll: int,
         el: ScalarType,
         acc: ScalarType,
+        touch: Touch | None = None,
     ) -> Value:
         """sum_k op(A)(tile rows, k) op(B)(k, tile cols) in a register tile of type acc."""
         e = self.e
@@ -414,9 +515,11 @@ class Lowering:
             return [e.add(CoopMatrixMulAddInst(x, y, c)).result]
 
         zero = self.zeros(CoopMatrixType(acc, t.rows, t.cols, "matrix_acc"))
-        return self.sum_over_k(depth, unroll, zero, step)
+        return self.sum_over_k(depth, unroll, zero, step, touch)
 
-    def row_sum(self, t: Tile, a: Operand, depth: Size, unroll: int, acc: ScalarType) -> Value:
+    def row_sum(
+        self, t: Tile, a: Operand, depth: Size, unroll: int, acc: ScalarType, touch: Touch | None
+    ) -> Value:
         """sum_k op(A)(tile rows, k): chunks of columns reduced along their rows."""
         e = self.e
         el = a.type.element
@@ -434,24 +537,36 @@ class Lowering:
             return [e.add(ArithInst("add", total, reduced)).result]
 
         zero = self.zeros(CoopMatrixType(acc, t.rows, 1, "matrix_acc"))
-        return self.sum_over_k(depth, unroll, zero, step)
+        return self.sum_over_k(depth, unroll, zero, step, touch)
 
     def sum_over_k(
-        self, depth: Size, unroll: int, init: Value, step: Callable[[Size, int, Value], list[Value]]
+        self,
+        depth: Size,
+        unroll: int,
+        init: Value,
+        step: Callable[[Size, int, Value], list[Value]],
+        touch: Touch | None = None,
     ) -> Value:
         """init carried through step(k, ku, total) for k = 0, ku, ... < depth: a loop in steps of
-        unroll, then the rest (one static step, or a loop of single steps)."""
+        unroll, then the rest (one static step, or a loop of single steps). touch(i) runs in
+        iteration i of the loop."""
         e = self.e
         total = init
+
+        def unrolled(k: Size, c: Value) -> list[Value]:
+            if touch is not None:
+                touch(e.arith("div", k, unroll))
+            return step(k, unroll, c)
+
         if isinstance(depth, int):
             main = depth - depth % unroll
             if main:
-                (total,) = e.loop(0, main, unroll, [total], lambda k, c: step(k, unroll, c))
+                (total,) = e.loop(0, main, unroll, [total], unrolled)
             if depth % unroll:
                 (total,) = step(main, depth % unroll, total)
             return total
         main = e.arith("sub", depth, e.arith("rem", depth, unroll))
-        (total,) = e.loop(0, main, unroll, [total], lambda k, c: step(k, unroll, c))
+        (total,) = e.loop(0, main, unroll, [total], unrolled)
         (total,) = e.loop(main, depth, 1, [total], lambda k, c: step(k, 1, c))
         return total
 
@@ -545,6 +660,10 @@ class Lowering:
         tiling2 = self.tiling(second, rows, cols if isinstance(cols, int) else None)
         unroll = fused_k_unroll((first.tiling or tiling2).k_unroll, mb)
         b2 = Operand(second.operands[2], second.trans_b)
+        nexts = []
+        if tiling2.prefetch:
+            read = [a1.value, b1.value, b2.value, *[out.value] * (second.beta.constant != 0)]
+            nexts = self.next_entries(read)
 
         par = e.add(ParallelInst())
         e.b.enter(par.regions[0])
@@ -552,7 +671,8 @@ class Lowering:
         def row_tile(m0: Size, r: int, checked: str) -> None:
             t1 = Tile(m0, 0, r, k2, checked)
             el1 = a1.type.element
-            product = self.product(t1, a1, b1, depth1, unroll, el1, tmp.element)
+            touch = self.prefetcher(nexts, m0, self.sgs * mb, depth1, unroll)
+            product = self.product(t1, a1, b1, depth1, unroll, el1, tmp.element, touch)
             if first.alpha.constant != 1:
                 product = e.add(CoopMatrixScaleInst(first.alpha, product)).result
             held = e.add(CastInst(product, CoopMatrixType(tmp.element, r, k2, "matrix_a"))).result
@@ -577,6 +697,74 @@ class Lowering:
         self.row_tiles(rows, self.sgs * mb, row_tile)
         e.b.exit()
 
+
+    # DPAS gemms (tinytc/gemm/dpas.py): C tiles of whole DPAS blocks ---------------------
+
+    def dpas_gemm(self, inst: GemmInst) -> bool:
+        """C := alpha op(A) op(B) + beta C in tiles of DPAS blocks, where the target has DPAS
+        for the types (else False: the caller lowers it with fma). Tiles are always whole;
+        at ragged and dynamic edges their loads are checked (zeros) and stores skip."""
+        e = self.e
+        a, b = Operand(inst.operands[1], inst.trans_a), Operand(inst.operands[2], inst.trans_b)
+        out = Operand(inst.output)
+        shape = out.type.shape
+        static = [x if isinstance(x, int) else None for x in shape]
+        elements = (a.type.element, b.type.element, out.type.element)
+        tile = gemm_tile(self.target, *elements, self.sgs, *static)
+        if tile is None:
+            return False
+        tm, tn, kd = tile
+        rows, cols = e.size(out.value, 0), e.size(out.value, 1)
+        depth = e.size(a.value, 0 if inst.trans_a else 1)
+        acc = accumulator(out.type.element)
+        checked = _both(_ragged(rows, tm, "rows"), _ragged(cols, tn, "cols"))
+        with self.parallel():
+            first_col: Size = 0
+            if self.subgroups > 1:
+                sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
+                first_col = e.arith("mul", sg, tn)
+
+            def col_tile(n0: Size) -> list[Value]:
+                def row_tile(m0: Size) -> list[Value]:
+                    t = Tile(m0, n0, tm, tn, checked)
+                    self.update(inst, out, t, self.dpas_product(t, a, b, depth, kd, acc), acc)
+                    return []
+
+                e.loop(0, rows, tm, [], row_tile)
+                return []
+
+            e.loop(first_col, cols, tn * self.subgroups, [], col_tile)
+        return True
+
+    def dpas_product(
+        self, t: Tile, a: Operand, b: Operand, depth: Size, kd: int, acc: ScalarType
+    ) -> Value:
+        """sum over K of op(A) op(B) on one tile, one DPAS K block per step; the K tail (a
+        static remainder or a dynamic depth) loads checked along K."""
+        e = self.e
+        el = a.type.element
+
+        def step(k: Size, tail: bool, c: Value) -> list[Value]:
+            at = CoopMatrixType(el, t.rows, kd, "matrix_a")
+            bt = CoopMatrixType(el, kd, t.cols, "matrix_b")
+            x = e.load(a, t.row, k, at, _both(_rows(t), "cols" if tail else ""))
+            y = e.load(b, k, t.col, bt, _both("rows" if tail else "", _cols(t)))
+            return [e.add(CoopMatrixMulAddInst(x, y, c)).result]
+
+        total = self.zeros(CoopMatrixType(acc, t.rows, t.cols, "matrix_acc"))
+        if isinstance(depth, int):
+            main: Size = depth - depth % kd
+        else:
+            main = e.arith("sub", depth, e.arith("rem", depth, kd))
+        (total,) = e.loop(0, main, kd, [total], lambda k, c: step(k, False, c))
+        if not isinstance(depth, int) or depth % kd:
+            (total,) = e.loop(main, depth, kd, [total], lambda k, c: step(k, True, c))
+        return total
+
+
+def _ragged(size: Size, tile: int, check: str) -> str:
+    """``check`` where tiles of ``tile`` may hang over the edge of ``size``."""
+    return check if not isinstance(size, int) or size % tile else ""
 
 def _col_tiles(cols: Size, nb: int) -> tuple[int, str]:
     """Columns of a tile, and "cols" when some tile may hang over a dynamic or ragged edge."""

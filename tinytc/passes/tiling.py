@@ -30,5 +30,7 @@ class TilingPass:
                 if inst.tiling is None:
                     out: MemrefType = inst.output.type  # type: ignore[assignment]
                     shape = (*out.shape, 1, 1)[:2]
-                    tiling = choose_tiling(shape[0], shape[1], func.work_group_size, self.target)
+                    tiling = choose_tiling(
+                        shape[0], shape[1], func.work_group_size, self.target, func.batch_per_group
+                    )
                     inst.tiling = dataclasses.replace(tiling, k_unroll=self.k_unroll)

@@ -2,10 +2,16 @@
 
 The CPU runtime has no cache of its own and a build costs 10 ms to seconds; reloading a
 device binary costs about 1-3 ms (docs/runtime-cpu.md section 5).
+
+The runtime trusts a device binary completely: one flipped bit can kill the process that
+loads it, on every later run. Each entry therefore starts with a header and the SHA-256 of
+the binary; an entry that does not match is deleted and rebuilt from the SPIR-V. Entries are
+written to a temporary file and renamed, so concurrent processes see whole entries or none.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -16,6 +22,7 @@ from typing import Any
 
 from .device import _pyopencl, cache_dir
 
+ENTRY_HEADER = b"tinytc binary cache entry 1\n"  # then the SHA-256 of the binary, the binary
 BUILD_OPTIONS: tuple[str, ...] = ()  # never -cl-opt-disable: subgroups would become size 1
 _memory: dict[tuple[str, int], Any] = {}
 
@@ -48,20 +55,44 @@ def load_program(
 
 
 def _from_binary(cl: Any, context: Any, device: Any, path: Path) -> Any:
-    if not path.is_file():
+    binary = read_entry(path)
+    if binary is None:
         return None
     try:
-        return cl.Program(context, [device], [path.read_bytes()]).build()
-    except (OSError, cl.Error):
-        return None  # a stale or corrupt entry: rebuild from SPIR-V
+        return cl.Program(context, [device], [binary]).build()
+    except cl.Error:
+        _discard(path)  # a binary of another driver: rebuild from SPIR-V
+        return None
 
 
-def _store(path: Path, data: bytes) -> None:
+def read_entry(path: Path) -> bytes | None:
+    """The binary stored at ``path`` if its checksum holds; a damaged entry is deleted."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    start = len(ENTRY_HEADER) + 32
+    if data[: len(ENTRY_HEADER)] == ENTRY_HEADER:
+        binary = data[start:]
+        if hashlib.sha256(binary).digest() == data[len(ENTRY_HEADER) : start]:
+            return binary
+    _discard(path)
+    return None
+
+
+def _discard(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+def _store(path: Path, binary: bytes) -> None:
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            f.write(ENTRY_HEADER + hashlib.sha256(binary).digest() + binary)
         os.replace(tmp, path)
     except OSError:
-        pass  # caching is an optimization only
+        if tmp is not None:
+            _discard(Path(tmp))  # caching is an optimization only

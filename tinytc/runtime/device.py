@@ -340,4 +340,5 @@ def core_info_from_device(device: cl.Device) -> CoreInfo:
         dpas=dpas,
         max_entries_per_group=CPU.max_entries_per_group if is_cpu else 1,
         block_reads_pay=not is_cpu,
+        prefetch_intrinsic=is_cpu,
     )

@@ -8,6 +8,7 @@ in place.
 from __future__ import annotations
 
 import ctypes
+import threading
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from .. import bf16
 from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, dtype_of
 from ..compiler import run_pipeline
 from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
+from ..param_access import batch_requirements, written_params
 from ..passes import DEFAULT_PIPELINE
 from ..passes.check_bounds import bounds_check_of, with_bounds_checks
 from ..spirv.convert import lower
@@ -63,21 +65,28 @@ class Kernels:
 
 
 class Kernel:
-    """One kernel; calling it checks the arguments, launches and waits."""
+    """One kernel; calling it checks the arguments, launches and waits.
+
+    Calls may come from several threads: OpenCL kernel arguments are state of the shared
+    cl_kernel until the enqueue copies them, so setting them and enqueuing hold a lock."""
 
     def __init__(self, owner: Kernels, name: str) -> None:
         self.owner = owner
         self.func = owner.program.function(name)
         self.cl_kernel = _pyopencl().Kernel(owner.cl_program, name)
+        self.written = written_params(self.func)
+        self.requirements = batch_requirements(self.func)
+        self.lock = threading.Lock()
 
     def __call__(self, *args: Any, howmany: int | None = None) -> None:
         if howmany is None:
             raise ArgumentError(
                 f"@{self.func.name}: howmany (the number of work-groups) is missing"
             )
-        if not isinstance(howmany, int | np.integer) or howmany < 0:
+        if isinstance(howmany, bool) or not isinstance(howmany, int | np.integer) or howmany < 0:
             raise ArgumentError(f"howmany must be a non-negative integer, got {howmany!r}")
-        bound = bind(self.func, args)
+        bound = bind(self.func, args, self.written)
+        self.check_batch(bound, int(howmany))
         keep: list[Any] = []  # host objects that must outlive the launch
         cl_args: list[Any] = []
         for param, arg in zip(self.func.params, bound):
@@ -85,17 +94,30 @@ class Kernel:
         batch = self.func.batch_per_group
         if batch > 1:
             cl_args.append(np.int64(howmany))  # hidden argument: the body checks the tail
-        for i, a in enumerate(cl_args):
-            self.cl_kernel.set_arg(i, a)
         if howmany == 0:
             return
         cl = _pyopencl()
         wgs0, wgs1 = self.func.work_group_size  # type: ignore[misc]
         groups = -(-int(howmany) // batch)
-        cl.enqueue_nd_range_kernel(
-            self.owner.queue, self.cl_kernel, (wgs0, wgs1, groups), (wgs0, wgs1, 1)
-        )
+        with self.lock:
+            for i, a in enumerate(cl_args):
+                self.cl_kernel.set_arg(i, a)
+            cl.enqueue_nd_range_kernel(
+                self.owner.queue, self.cl_kernel, (wgs0, wgs1, groups), (wgs0, wgs1, 1)
+            )
         self.owner.queue.finish()
+
+    def check_batch(self, bound: list[Any], howmany: int) -> None:
+        """Refuse a launch whose group_id-indexed arrays or groups hold fewer entries than
+        ``howmany`` work-groups reach (docs/jit-safety.md)."""
+        for need in self.requirements:
+            problem = need.violation(bound, howmany)
+            if problem is None:
+                continue
+            if need.param is None:
+                raise ArgumentError(f"@{self.func.name}: local memory: {problem}")
+            p = self.func.params[need.param]
+            raise ArgumentError(f"argument {need.param} (%{p.name}): {problem}")
 
 
 def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
@@ -112,22 +134,10 @@ def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
         return out
     assert isinstance(t, GroupType) and isinstance(arg, BoundGroup)
     mt = t.memref
-    item = dtype_of(mt.element).itemsize
-    back = arg.offset * item  # load adds the offset back
-    if arg.stacked is not None:
-        s = arg.stacked
-        first = _address(s.array) - back
-        addresses = first + np.arange(arg.count, dtype=np.uint64) * np.uint64(s.stride[-1] * item)
-        shapes = [np.full(arg.count, n, np.int64) for n in s.shape[:-1]]
-        strides = [np.full(arg.count, n, np.int64) for n in s.stride[:-1]]
-    else:
-        members = arg.members
-        addresses = np.array([_address(m.array) - back for m in members], np.uint64)
-        shapes = [np.array([m.shape[i] for m in members], np.int64) for i in range(mt.order)]
-        strides = [np.array([m.stride[i] for m in members], np.int64) for i in range(mt.order)]
-    out = [_svm(_nonempty(addresses), keep)]
-    out += [_svm(_nonempty(shapes[i]), keep) for i, w in enumerate(mt.shape) if w is None]
-    out += [_svm(_nonempty(strides[i]), keep) for i, w in enumerate(mt.stride) if w is None]
+    back = arg.offset * dtype_of(mt.element).itemsize  # load adds the offset back
+    out = [_svm(_nonempty(arg.addresses - np.uint64(back)), keep)]
+    out += [_svm(_nonempty(arg.shapes[i]), keep) for i, w in enumerate(mt.shape) if w is None]
+    out += [_svm(_nonempty(arg.strides[i]), keep) for i, w in enumerate(mt.stride) if w is None]
     if t.offset is None:
         out.append(np.int64(arg.offset))
     return out
@@ -146,23 +156,21 @@ def _pointer(array: Any, keep: list[Any]) -> Any:
     return data
 
 
-def _address(array: Any) -> int:
-    if not isinstance(array, np.ndarray):
-        raise ArgumentError("group members must be numpy arrays (their addresses are passed)")
-    return int(array.__array_interface__["data"][0])
-
-
 def _svm(array: np.ndarray, keep: list[Any]) -> Any:
-    """An SVM pointer to the first element of any (even strided) array."""
+    """An SVM pointer to the first element of any (even strided or read-only) array."""
     cl = _pyopencl()
-    if array.flags.c_contiguous or array.flags.f_contiguous:
-        flat = array.reshape(-1, order="A").view(np.uint8) if array.size else array
+    if not array.size:
+        flat = np.zeros(1, np.uint8)
+    elif array.flags.writeable and (array.flags.c_contiguous or array.flags.f_contiguous):
+        flat = array.reshape(-1, order="A").view(np.uint8)
     else:
+        # pyopencl takes only writeable buffers; the kernel does not write read-only arrays
+        # (bind refuses them for the parameters it writes)
         span = sum((n - 1) * s for n, s in zip(array.shape, array.strides)) + array.itemsize
-        raw = (ctypes.c_uint8 * span).from_address(_address(array))
-        flat = np.frombuffer(raw, dtype=np.uint8)
+        address = int(array.__array_interface__["data"][0])
+        flat = np.frombuffer((ctypes.c_uint8 * span).from_address(address), dtype=np.uint8)
     keep.append(flat)
-    return cl.SVM(flat if flat.size else np.zeros(1, np.uint8))
+    return cl.SVM(flat)
 
 
 def _bounds_checked(kernels: Kernels) -> Kernels:

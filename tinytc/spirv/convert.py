@@ -15,7 +15,8 @@ import numpy as np
 
 from .. import bf16, ir
 from ..errors import CompilationError
-from ..target import CoreInfo
+from ..ir.core import recursion_for
+from ..target import DPAS_FORMS, CoreInfo, DpasForm
 from ._grammar import (
     BuiltIn,
     Decoration,
@@ -70,8 +71,14 @@ class Group:
 class Lowering:
     """State of the conversion of one program."""
 
-    def __init__(self, target: CoreInfo) -> None:
+    def __init__(self, target: CoreInfo, dpas: DpasForm | None = None) -> None:
         self.target = target
+        # How cooperative_matrix_mul_add reaches DPAS where the target has it
+        # (tinytc/spirv/coopmatrix/dpas.py); the target's own form unless asked otherwise.
+        self.dpas: DpasForm = dpas or target.dpas_form
+        if self.dpas not in DPAS_FORMS:
+            raise ValueError(f"dpas must be one of {', '.join(DPAS_FORMS)}, not {self.dpas!r}")
+        self.coopmatrix_state: dict[Any, Any] = {}  # the coopmatrix package's, per module
         self.m = Module()
         self.b = Builder(self.m)
         self.values: dict[ir.Value, Any] = {}
@@ -331,6 +338,8 @@ class Lowering:
         batch = func.batch_per_group
         if batch > 1:
             param_types.append(self.i64)  # hidden last argument: howmany
+        expected = sum(argument_count(p.type) for p in func.params) + hidden_argument_count(func)
+        assert len(param_types) == expected, "argument_count is out of date"
         self.fn = self.m.kernel(func.name, param_types)
         args = list(self.fn.parameters)
         self.start(self.new_block("entry"))
@@ -384,11 +393,7 @@ class Lowering:
 
             return [arg_type], bind_scalar
         if isinstance(t, ir.MemrefType):
-            dyn_shape = [i for i, s in enumerate(t.shape) if s is None]
-            dyn_stride = [i for i, s in enumerate(t.stride) if s is None]
-            types = [self.pointer_type(cw, t.element)] + [self.i64] * (
-                len(dyn_shape) + len(dyn_stride)
-            )
+            types = [self.pointer_type(cw, t.element)] + [self.i64] * len(dynamic_entries(t))
 
             def bind_memref(args: list[Id]) -> None:
                 pointer = args.pop(0)
@@ -399,8 +404,7 @@ class Lowering:
             return types, bind_memref
         assert isinstance(t, ir.GroupType)
         mt = t.memref
-        entries = [("shape", i) for i, s in enumerate(mt.shape) if s is None]
-        entries += [("stride", i) for i, s in enumerate(mt.stride) if s is None]
+        entries = dynamic_entries(mt)
         member = self.pointer_type(cw, mt.element)
         types = [self.m.type_pointer(cw, member)]
         types += [self.m.type_pointer(cw, self.i64)] * len(entries)
@@ -415,8 +419,31 @@ class Lowering:
         return types, bind_group
 
 
-def lower(program: ir.Program, target: CoreInfo) -> Module:
-    """The SPIR-V module of a program whose passes have run (sizes and stack assigned)."""
+def dynamic_entries(t: ir.MemrefType) -> list[tuple[str, int]]:
+    """The '?' sizes, then the '?' strides, of a memref type: one kernel argument each."""
+    entries = [("shape", i) for i, s in enumerate(t.shape) if s is None]
+    return entries + [("stride", i) for i, s in enumerate(t.stride) if s is None]
+
+
+def argument_count(t: ir.Type) -> int:
+    """The number of SPIR-V kernel arguments of a parameter of type t, as ``Lowering.parameter``
+    makes them: one for a scalar; a pointer and the '?' entries of a memref; for a group a
+    pointer to the member pointers, one pointer per '?' entry and the offset if it is '?'."""
+    if isinstance(t, ir.MemrefType):
+        return 1 + len(dynamic_entries(t))
+    if isinstance(t, ir.GroupType):
+        return 1 + len(dynamic_entries(t.memref)) + int(t.offset is None)
+    return 1
+
+
+def hidden_argument_count(func: ir.Function) -> int:
+    """Kernel arguments after the parameters': howmany, when work-groups run several entries."""
+    return int(func.batch_per_group > 1)
+
+
+def lower(program: ir.Program, target: CoreInfo, dpas: DpasForm | None = None) -> Module:
+    """The SPIR-V module of a program whose passes have run (sizes and stack assigned);
+    ``dpas`` overrides ``target.dpas_form`` (extension, builtin, emulate or off)."""
     from . import (  # noqa: F401  (the handlers register themselves)
         convert_control,
         convert_memory,
@@ -424,7 +451,8 @@ def lower(program: ir.Program, target: CoreInfo) -> Module:
         coopmatrix,
     )
 
-    lowering = Lowering(target)
-    for func in program.functions:
-        lowering.kernel(func)
+    lowering = Lowering(target, dpas)
+    with recursion_for(program):  # handlers recurse into nested regions
+        for func in program.functions:
+            lowering.kernel(func)
     return lowering.m

@@ -51,7 +51,9 @@ def _if(lo: Lowering, inst: ir.IfInst) -> None:
         lo.values[result] = value
 
 
-def loop(lo: Lowering, inst: ir.ForInst | ir.ForeachInst, start: Id, step: Id) -> None:
+def loop(
+    lo: Lowering, inst: ir.ForInst | ir.ForeachInst, start: Id, step: Id, stop: Id | None = None
+) -> None:
     init = inst.init if isinstance(inst, ir.ForInst) else []
     types = [v.type for v in init]
     carried = [pair for v in init for pair in flatten(lo, v.type, lo.get(v))]
@@ -63,16 +65,27 @@ def loop(lo: Lowering, inst: ir.ForInst | ir.ForeachInst, start: Id, step: Id) -
         yielded = lo.region(inst.body)
         return [x for t, v in zip(types, yielded) for _, x in flatten(lo, t, v)]
 
-    finals = lo.loop(inst.loop_type, start, lo.get(inst.operands[1]), step, body, carried)
+    stop = lo.get(inst.operands[1]) if stop is None else stop
+    finals = lo.loop(inst.loop_type, start, stop, step, body, carried)
     for result, value in zip(inst.results, rebuild(lo, types, finals)):
         lo.values[result] = value
 
 
 @converts(ir.ForInst)
 def _for(lo: Lowering, inst: ir.ForInst) -> None:
+    """A step that is not positive at run time gives no iteration (docs/language.md): the
+    loop then runs up to its start instead of its stop, so that it never runs forever. (A
+    constant step is checked to be positive when the program is.)"""
     t = inst.loop_type
-    step = lo.get(inst.operands[2]) if inst.num_bounds > 2 else lo.const(t, 1)
-    loop(lo, inst, lo.get(inst.operands[0]), step)
+    start, stop = lo.get(inst.operands[0]), lo.get(inst.operands[1])
+    if inst.num_bounds == 2 or inst.operands[2].constant is not None:
+        step = lo.get(inst.operands[2]) if inst.num_bounds > 2 else lo.const(t, 1)
+        loop(lo, inst, start, step, stop)
+        return
+    step, boolean = lo.get(inst.operands[2]), lo.m.type_bool()
+    greater = Op.UGreaterThan if t.kind == "uint" else Op.SGreaterThan
+    positive = lo.op(greater, boolean, step, lo.const(t, 0))
+    loop(lo, inst, start, step, lo.op(Op.Select, lo.scalar_type(t), positive, stop, start))
 
 
 @converts(ir.ForeachInst)

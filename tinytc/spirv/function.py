@@ -46,8 +46,10 @@ class Function:
         function_type: Id,
         parameter_types: Sequence[Id],
         control: FunctionControl,
+        imported: bool = False,
     ) -> None:
         self.module = module
+        self.imported = imported  # a declaration the consumer links in: no blocks
         self.result = Id("function")
         self.return_type = return_type
         self.type = function_type
@@ -55,6 +57,7 @@ class Function:
         self.parameter_types = tuple(parameter_types)
         self.parameters = tuple(Id(f"arg{i}") for i in range(len(parameter_types)))
         self.blocks: list[Block] = []
+        self._placed: set[Id] = set()  # labels of self.blocks: a lookup that stays O(1)
         self._variables: list[Instruction] = []
 
     def append_block(self, block: Block | None = None) -> Block:
@@ -64,8 +67,9 @@ class Function:
         after the blocks that dominate it.
         """
         block = block or Block()
-        if any(existing is block for existing in self.blocks):
+        if block.label in self._placed:
             raise ValueError("block is already in the function")
+        self._placed.add(block.label)
         self.blocks.append(block)
         return block
 
@@ -86,12 +90,14 @@ class Function:
 
         Raises ValueError if the function has no block or a block lacks a terminator.
         """
-        if not self.blocks:
+        if not self.blocks and not self.imported:
             raise ValueError(f"function {self.result!r} has no block")
         operands = (self.control, self.type)
         result = [Instruction(Op.Function, self.return_type, self.result, operands)]
         for type_, parameter in zip(self.parameter_types, self.parameters, strict=True):
             result.append(Instruction(Op.FunctionParameter, type_, parameter))
+        if self.imported:
+            return [*result, Instruction(Op.FunctionEnd)]
         for index, block in enumerate(self.blocks):
             if not block.terminated:
                 raise ValueError(f"block {block.label!r} of {self.result!r} has no terminator")

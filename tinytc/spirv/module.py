@@ -17,6 +17,7 @@ from tinytc.spirv._grammar import (
     ExecutionMode,
     ExecutionModel,
     FunctionControl,
+    LinkageType,
     MemoryModel,
     Op,
     SourceLanguage,
@@ -57,6 +58,7 @@ class Module:
         self._definitions: dict[Id, Instruction] = {}
         self._builtins: dict[BuiltIn, tuple[Id, Id]] = {}
         self._functions: list[Function] = []
+        self._imported_functions: dict[str, Function] = {}
 
     # -- requirements ------------------------------------------------------------------
 
@@ -207,6 +209,18 @@ class Module:
         self._functions.append(function)
         return function
 
+    def import_function(self, name: str, return_type: Id, parameter_types: Sequence[Id]) -> Id:
+        """Return the id of the function ``name`` that the consumer links in (a declaration
+        with Import linkage), declared once."""
+        if name not in self._imported_functions:
+            function_type = self.type_function(return_type, parameter_types)
+            none = FunctionControl.None_
+            function = Function(self, return_type, function_type, parameter_types, none, True)
+            function.result.hint = name
+            self.decorate(function.result, Decoration.LinkageAttributes, name, LinkageType.Import)
+            self._imported_functions[name] = function
+        return self._imported_functions[name].result
+
     def kernel(self, name: str, parameter_types: Sequence[Id]) -> Function:
         """Return a new void function that is a Kernel entry point called ``name``."""
         function = self.function(self.type_void(), parameter_types)
@@ -251,8 +265,8 @@ class Module:
             body.append(Instruction(Op.EntryPoint, operands=operands))
         body += [*self._execution_modes, Instruction(Op.Source, operands=SOURCE)]
         body += [*self._names, *self._annotations, *self._globals]
-        for function in self._functions:
-            body += function.instructions()
+        for function in [*self._imported_functions.values(), *self._functions]:
+            body += function.instructions()  # declarations first, as the layout wants
         return body
 
     def _interface(self) -> list[Id]:

@@ -8,22 +8,32 @@ import numpy as np
 
 from .. import bf16
 from ..arguments import Group, dtype_of
-from ..ir import BF16, Function, GroupType, MemrefType, ScalarType
+from ..ir import BF16, INDEX, Function, GroupType, MemrefType, ScalarType
+
+MAX_BYTES = 2**30  # one generated array at most: larger sizes are a mistake, not a test
+
+
+class InputTooLarge(ValueError):
+    """The arguments asked for would not fit in memory reasonably."""
 
 
 def random_arguments(
     func: Function, howmany: int, rng: np.random.Generator, dynamic_size: int | None = None
 ) -> list[Any]:
     """Arguments for every parameter of ``func``; every '?' size is ``dynamic_size`` (default
-    ``howmany``, so that batch modes match), which keeps dynamic shapes consistent."""
+    ``howmany``, so that batch modes match), which keeps dynamic shapes consistent, and an
+    ``index`` scalar lies in [0, size], the offsets and sizes of views of a '?' mode.
+    Raises InputTooLarge beyond MAX_BYTES per array."""
     size = howmany if dynamic_size is None else dynamic_size
     return [_argument(p.type, howmany, rng, size) for p in func.params]
 
 
-def random_scalar(t: ScalarType, rng: np.random.Generator) -> Any:
+def random_scalar(t: ScalarType, rng: np.random.Generator, index_high: int = 5) -> Any:
+    """A random value of type t: floats in [-1, 1], index in [0, index_high], unsigned
+    integers in [0, 5], other integers in [-5, 5]."""
     if t.is_float:
         return np.float32(rng.uniform(-1, 1)) if t == BF16 else dtype_of(t).type(rng.uniform(-1, 1))
-    low, high = (0, 5) if t.kind == "uint" else (-5, 5)
+    low, high = (0, 5) if t.kind == "uint" else (0, index_high) if t == INDEX else (-5, 5)
     return dtype_of(t).type(rng.integers(low, high + 1))
 
 
@@ -38,6 +48,8 @@ def random_memref(
         stride.append(s if s is not None else packed + (1 if i else 0))
     span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 1
     dtype = dtype_of(t.element)
+    if span * dtype.itemsize > MAX_BYTES:
+        raise InputTooLarge(f"an array of {t} would take {span * dtype.itemsize} bytes")
     if t.element.is_float:
         values = rng.uniform(-1, 1, span)
         if t.element == BF16:
@@ -55,11 +67,14 @@ def random_memref(
 
 def _argument(t: Any, howmany: int, rng: np.random.Generator, size: int) -> Any:
     if isinstance(t, ScalarType):
-        return random_scalar(t, rng)
+        return random_scalar(t, rng, size)
     if isinstance(t, MemrefType):
         return random_memref(t, rng, {}, size)
     assert isinstance(t, GroupType)
-    members = [random_memref(t.memref, rng, {}, size) for _ in range(howmany)]
+    first = random_memref(t.memref, rng, {}, size)
+    if howmany * max(first.nbytes, 64) > MAX_BYTES:  # one member per work-group
+        raise InputTooLarge(f"{howmany} members of {t.memref} would take too much memory")
+    members = [first] + [random_memref(t.memref, rng, {}, size) for _ in range(howmany - 1)]
     return Group(members, 1 if t.offset is None else t.offset)
 
 

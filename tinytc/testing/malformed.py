@@ -26,6 +26,11 @@ VOCABULARY = (
     "9223372036854775807", "-9223372036854775808", "99999999999999999999", "1e400", "-0.0",
     "0x1p-3", "2.5", "%0", "%1", "%undefined", "@k", "memref<f32x4>", "memref<f32x?,strided<2>>",
     "group<memref<i32>,offset:?>", "memref<f64x0x3>", "memref<bool>",
+    # limits of sizes, literals and the address space; identifiers that are not ASCII
+    "4294967296", "memref<f32x4294967296x4294967296x4294967296>", "strided<1,9223372036854775807>",
+    "group<memref<f64>,offset:2305843009213693952>", "9" * 5000, "%\u00e9", "@\u00e9", "%_x", "%",
+    # spellings of tinytc v0.3
+    "hadamard", "-> ()", "group<memref<f32x4>>",
 )  # fmt: skip
 # Characters of the syntax, control characters, and non-ASCII ones (of 2, 3 and 4 bytes).
 NOISE = "\x00\t\n\r ;%@.,:-+xX?{}[]<>()=0123456789eé\u2028\ufeff\U0001f600"
@@ -44,6 +49,22 @@ def malformed_texts(draw: Callable[..., Any], corpus: Sequence[str]) -> str:
         else:
             text = _mutate_token(draw, text)
     return text
+
+
+@st.composite
+def malformed_bytes(draw: Callable[..., Any], corpus: Sequence[str]) -> bytes:
+    """The UTF-8 of a corpus program with 1 to 3 non-ASCII bytes inserted or replaced
+    (continuation bytes, lead bytes, bytes UTF-8 never uses); by chance they may still form
+    valid UTF-8."""
+    data = bytearray(draw(st.sampled_from(list(corpus))).encode())
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(data)))
+        byte = draw(st.sampled_from([0x80, 0xA9, 0xBF, 0xC0, 0xC3, 0xE2, 0xF0, 0xFF]))
+        if draw(st.booleans()) or at == len(data):
+            data.insert(at, byte)
+        else:
+            data[at] = byte
+    return bytes(data)
 
 
 def _noise(draw: Callable[..., Any], text: str) -> str:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..arguments import Group
 from .case import Argument, call_arguments
 from .checks import compile_case
 
@@ -122,12 +123,19 @@ class Worker:
         return Outcome("error", message=payload)
 
     def run(
-        self, text: str, calls: Sequence[Call], opt_level: int = 2, tiling: int | None = None
+        self,
+        text: str,
+        calls: Sequence[Call],
+        opt_level: int = 2,
+        tiling: int | None = None,
+        read_only: Sequence[int] = (),
     ) -> Outcome:
         """Compile ``text`` as tinytc.jit does (at ``opt_level``, with random tilings if
-        ``tiling`` is a seed) and call kernels: (name, arguments, howmany)."""
+        ``tiling`` is a seed) and call kernels: (name, arguments, howmany). The arrays of the
+        arguments at the positions ``read_only`` (group members too) are passed read-only."""
         message = {"op": "run", "text": text, "calls": [tuple(c) for c in calls]}
-        return self.request(message | {"opt_level": opt_level, "tiling": tiling})
+        options = {"opt_level": opt_level, "tiling": tiling, "read_only": list(read_only)}
+        return self.request(message | options)
 
     def build(self, binary: bytes) -> Outcome:
         """Hand a SPIR-V module to the runtime as it is (unvalidated: it may kill the worker)."""
@@ -162,7 +170,11 @@ def _answer(message: dict[str, Any], queue: Any) -> tuple[str, Any]:
         kernels = _load(message["text"], queue, opt_level, tiling)
         results = []
         for name, args, howmany in message["calls"]:
-            getattr(kernels, name)(*call_arguments(args), howmany=howmany)
+            values = call_arguments(args)
+            for i in message.get("read_only", []):
+                for array in values[i].arrays if isinstance(values[i], Group) else [values[i]]:
+                    array.flags.writeable = False
+            getattr(kernels, name)(*values, howmany=howmany)
             results.append(list(args))
         return ("ok", results)
     if message["op"] == "build":

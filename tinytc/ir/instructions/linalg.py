@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core import Inst, Value
-from ..types import BF16, F16, F32, I8, I32, Dim, ScalarType, Type
+from ..types import BF16, F16, F32, F64, I8, I32, Dim, ScalarType, Type
 
 if TYPE_CHECKING:
     from ...gemm import Tiling
@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 # (A and B element type) -> accumulator types beyond the plain "all types equal" rule.
 MIXED_PRECISION = {F16: (F32,), BF16: (F32,), I8: (I32,)}
+# Float type -> the float types that hold each of its values exactly. The parser widens alpha
+# and beta along these (docs/language.md, "Programs for tinytc v0.3"); it never narrows them.
+EXACT_WIDENING = {F16: (F32, F64), BF16: (F32, F64), F32: (F64,)}
 
 
 def _same(a: Dim, b: Dim) -> bool:
@@ -74,10 +77,16 @@ class LinalgInst(Inst):
     def check_scalars(self, elements: list[ScalarType]) -> None:
         """alpha and beta have the output's type; inputs match it or a mixed-precision rule."""
         out = self.expect_memref(len(self.operands) - 1, "output").element
-        self.expect_scalar(0, "alpha")
-        self.expect_type(0, out, "alpha")
-        self.expect_scalar(len(self.operands) - 2, "beta")
-        self.expect_type(len(self.operands) - 2, out, "beta")
+        for i, what in ((0, "alpha"), (len(self.operands) - 2, "beta")):
+            t = self.expect_scalar(i, what)
+            if t.is_float and out.is_float and t != out and out not in EXACT_WIDENING.get(t, ()):
+                raise self.error(
+                    f"{what} has type {t}, which the output's {out} cannot hold exactly: alpha "
+                    f"and beta are widened to the output's type, never narrowed (tinytc v0.3 "
+                    f"would compute in {t}); cast {what} to {out}",
+                    i,
+                )
+            self.expect_type(i, out, what)
         first = elements[0]
         mixed = self.mixed_precision and out in MIXED_PRECISION.get(first, ())
         for i, el in enumerate(elements):

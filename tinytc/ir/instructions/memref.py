@@ -14,9 +14,27 @@ if TYPE_CHECKING:
     from ..printer import Printer
 
 
-def _check_indices(inst: Inst, first: int, count: int) -> None:
-    for i in range(first, first + count):
+def _check_indices(inst: Inst, first: int, t: MemrefType | None = None) -> None:
+    """Indices from operand ``first`` on are index values; constant ones are non-negative and,
+    where the memref type ``t`` knows the extent of their mode, inside it."""
+    for mode, i in enumerate(range(first, len(inst.operands))):
         inst.expect_type(i, INDEX, "index")
+        inst.expect_positive(i, "index", allow_zero=True)
+        if t is not None:
+            _check_in_bounds(inst, i, static_dim(inst.operands[i]), t.shape[mode], mode)
+
+
+def _check_in_bounds(inst: Inst, i: int, index: Dim, extent: Dim, mode: int) -> None:
+    if None not in (index, extent) and index >= extent:  # type: ignore[operator]
+        raise inst.error(f"index {index} is out of bounds of mode {mode}, of size {extent}", i)
+
+
+def _view(inst: Inst, t: MemrefType, shape: Sequence[Dim], stride: Sequence[Dim]) -> MemrefType:
+    """The memref type of a view, or a diagnostic at the instruction if it cannot exist."""
+    try:
+        return MemrefType(t.element, tuple(shape), tuple(stride))
+    except ValueError as e:
+        raise inst.error(f"{inst.mnemonic} gives an invalid memref type: {e}") from None
 
 
 class AllocaInst(Inst):
@@ -70,17 +88,14 @@ class LoadInst(Inst):
         if isinstance(t, GroupType):
             if count != 1:
                 raise self.error(f"load from a group takes 1 index, got {count}")
-            result: Type = t.memref
-        elif isinstance(t, MemrefType):
-            if count != t.order:
-                raise self.error(f"load from {t} takes {t.order} indices, got {count}")
-            result = t.element
-        else:
+            _check_indices(self, 1)
+            return [t.memref]
+        if not isinstance(t, MemrefType):
             raise self.error(f"load needs a memref or group, got {t}", 0)
-        _check_indices(self, 1, count)
-        for i in range(1, count + 1):
-            self.expect_positive(i, "index", allow_zero=True)
-        return [result]
+        if count != t.order:
+            raise self.error(f"load from {t} takes {t.order} indices, got {count}")
+        _check_indices(self, 1, t)
+        return [t.element]
 
     def print(self, p: Printer) -> None:
         src, *idx = self.operands
@@ -101,9 +116,7 @@ class StoreInst(Inst):
         count = len(self.operands) - 2
         if count != t.order:
             raise self.error(f"store to {t} takes {t.order} indices, got {count}")
-        _check_indices(self, 2, count)
-        for i in range(2, count + 2):
-            self.expect_positive(i, "index", allow_zero=True)
+        _check_indices(self, 2, t)
         return []
 
     def print(self, p: Printer) -> None:
@@ -154,6 +167,7 @@ class SubviewInst(Inst):
             self.expect_positive(off, "offset", allow_zero=True)
             extent, offset = t.shape[mode], static_dim(self.operands[off])
             if kind == "index":
+                _check_in_bounds(self, off, offset, extent, mode)
                 length: Dim = 1
             elif kind == "rest":
                 known = None not in (extent, offset)
@@ -176,7 +190,7 @@ class SubviewInst(Inst):
             if kind != "index":
                 shape.append(length)
                 stride.append(t.stride[mode])
-        return [MemrefType(t.element, tuple(shape), tuple(stride))]
+        return [_view(self, t, shape, stride)]
 
     def print(self, p: Printer) -> None:
         parts = []
@@ -243,7 +257,7 @@ class ExpandInst(Inst):
         m = self.mode
         shape = t.shape[:m] + tuple(sizes) + t.shape[m + 1 :]
         stride = t.stride[:m] + tuple(new_stride) + t.stride[m + 1 :]
-        return [MemrefType(t.element, shape, stride)]
+        return [_view(self, t, shape, stride)]
 
     def print(self, p: Printer) -> None:
         src = self.operands[0]
@@ -277,7 +291,7 @@ class FuseInst(Inst):
         size = None if None in fused else math.prod(fused)  # type: ignore[arg-type]
         shape = t.shape[:i] + (size,) + t.shape[j + 1 :]
         stride = t.stride[: i + 1] + t.stride[j + 1 :]
-        return [MemrefType(t.element, shape, stride)]
+        return [_view(self, t, shape, stride)]
 
     def print(self, p: Printer) -> None:
         src = self.operands[0]

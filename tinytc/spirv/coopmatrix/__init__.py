@@ -2,8 +2,10 @@
 
 A coopmatrix value becomes a ``CoopMatrix``: the SPIR-V values one work-item holds. Which
 values those are is decided by an implementation, chosen per target and per instruction in
-``implementation``: the seam where the DPAS implementations plug in. Today every target uses
-``Plain`` (plain subgroup code, see plain.py).
+``implementation``: ``Dpas`` (dpas.py) for the instructions on types a function's DPAS
+mul_adds use, where the target has DPAS and the form is not off, else ``Plain`` (plain
+subgroup code, plain.py). Which layout holds a value follows from its type within a function
+(``holder``), so values carried by for/if keep one layout on every edge.
 """
 
 from __future__ import annotations
@@ -29,7 +31,24 @@ class CoopMatrix:
 
 def implementation(lo: Lowering, inst: ir.Inst) -> Plain:
     """The implementation of a cooperative-matrix instruction on ``lo.target``."""
-    return PLAIN
+    dpas = _dpas(lo)
+    types = [v.type for v in (*inst.operands, *inst.results)]
+    return dpas if any(dpas.holds(t) for t in types) else PLAIN
+
+
+def holder(lo: Lowering, t: ir.CoopMatrixType) -> Plain:
+    """The implementation whose layout holds values of type t in the current function."""
+    dpas = _dpas(lo)
+    return dpas if dpas.holds(t) else PLAIN
+
+
+def _dpas(lo: Lowering) -> Dpas:
+    """The DPAS implementation of the current function (its DPAS types found once)."""
+    assert lo.func is not None
+    key = ("dpas", id(lo.func))
+    if key not in lo.coopmatrix_state:
+        lo.coopmatrix_state[key] = Dpas(lo.dpas, dpas_types(lo, lo.func))
+    return lo.coopmatrix_state[key]
 
 
 def check_supported(lo: Lowering, inst: ir.Inst) -> None:
@@ -47,7 +66,7 @@ def check_supported(lo: Lowering, inst: ir.Inst) -> None:
 def component_types(lo: Lowering, t: ir.CoopMatrixType) -> list[Id]:
     """SPIR-V types of the components of a value of type t (for phis)."""
     assert lo.func is not None and lo.func.subgroup_size is not None
-    count = PLAIN.count(t, lo.func.subgroup_size)
+    count = holder(lo, t).count(t, lo.func.subgroup_size)
     return [lo.scalar_type(t.element)] * count
 
 
@@ -134,9 +153,20 @@ def cast_matrix(lo: Lowering, inst: ir.CastInst, value: CoopMatrix) -> CoopMatri
     check_supported(lo, inst)
     src: ir.CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
     to: ir.CoopMatrixType = inst.to  # type: ignore[assignment]
-    impl = implementation(lo, inst)
-    moved = impl.change_use(lo, value, to.use)
-    return CoopMatrix(to, [convert(lo, c, src.element, to.element) for c in moved.components])
+    source, target = holder(lo, src), holder(lo, to)
+    sgs = lo.func.subgroup_size if lo.func is not None else 0
+    if source is target is not PLAIN and src.use == to.use and _same_entries(source, src, to, sgs):
+        return CoopMatrix(to, [convert(lo, c, src.element, to.element) for c in value.components])
+    if source is not PLAIN:  # DPAS layouts change use through the plain one (dpas.py)
+        value = relayout(lo, value, source, PLAIN)
+    moved = PLAIN.change_use(lo, value, to.use)
+    result = CoopMatrix(to, [convert(lo, c, src.element, to.element) for c in moved.components])
+    return result if target is PLAIN else relayout(lo, result, PLAIN, target)
 
 
+def _same_entries(impl: Dpas, a: ir.CoopMatrixType, b: ir.CoopMatrixType, sgs: int) -> bool:
+    return impl.lane_entries(a, sgs) == impl.lane_entries(b, sgs)
+
+
+from .dpas import Dpas, dpas_types, relayout  # noqa: E402
 from .plain import PLAIN, Plain  # noqa: E402  (plain.py uses CoopMatrix)

@@ -26,6 +26,7 @@ from . import CoopMatrix
 
 MAX_COMPONENTS = 256  # values per work-item; more would only spill and take long to build
 BLOCK_READ_WIDTHS = (8, 4, 2, 1)  # values per lane one subgroup block read gives
+CACHE_LINE = 64  # bytes, on the x86 CPUs that prefetch runs on
 
 # Subgroup reductions: (operation, is float, is unsigned) -> opcode.
 REDUCE = {
@@ -175,7 +176,41 @@ class Plain:
             lo.op(Op.AtomicIAdd, lo.scalar_type(el), p, scope, relaxed, v)
 
     def prefetch(self, lo: Lowering, inst: ir.CoopMatrixPrefetchInst) -> None:
-        """A hint; the CPU's prefetch builtin costs more than it saves (lesson 6)."""
+        """Where the target has the prefetch intrinsic, one call per cache line of each column
+        of the block (of the whole block, when its columns are contiguous), at an address
+        every lane shares (the runtime keeps one call, not one per lane); the part of the
+        block outside the memref is left out, so any block is harmless. A no-op for local
+        memory (as close as a cache) and on other targets (OpenCL's prefetch builtin is a
+        library call per lane, docs/performance-cpu.md lesson 6)."""
+        m: Memref = lo.get(inst.operands[0])
+        if not lo.target.prefetch_intrinsic or m.space != StorageClass.CrossWorkgroup:
+            return
+        el, space = m.type.element, m.space
+        (e0, e1), (s0, s1) = (*m.shape, 1, 1)[:2], (*m.stride, 0, 0)[:2]
+        x, y = lo.dim(inst.operands[1]), lo.dim(inst.operands[2])
+        rows, cols = inst.rows, inst.cols
+        if (s0, s1) == (1, e0) and rows == e0 and x == 0:  # whole contiguous columns: a range
+            x, y, rows, cols = lo.add(x, lo.mul(y, e0)), 0, rows * cols, 1
+            e0, e1 = lo.mul(e0, e1), 1
+        i8_pointer = lo.m.type_pointer(space, lo.m.type_int(8))
+        u32 = lo.m.type_int(32)
+        fn = lo.m.import_function("llvm.prefetch.p1", lo.m.type_void(), [i8_pointer, u32, u32, u32])
+        read, locality, data = lo.u32(0), lo.u32(max(0, 3 - inst.cache_level)), lo.u32(1)
+        for col in range(cols):
+            for line in range(0, rows, CACHE_LINE // el.size):
+                row, column = lo.add(x, line), lo.add(y, col)
+                inside = [_below(lo, row, e0), _below(lo, column, e1)]
+                if False in inside:
+                    continue
+
+                def fetch(row: Dim = row, column: Dim = column) -> None:
+                    offset = lo.add(lo.mul(row, s0), lo.mul(column, s1))
+                    pointer = lo.offset_pointer(m.pointer, space, el, offset)
+                    pointer = lo.op(Op.Bitcast, i8_pointer, pointer)
+                    lo.op(Op.FunctionCall, lo.m.type_void(), fn, pointer, read, locality, data)
+
+                cond = _conjunction(lo, [c for c in inside if not isinstance(c, bool)])
+                fetch() if cond is None else lo.if_then(cond, fetch)
 
     # Arithmetic
 
@@ -345,7 +380,7 @@ class Plain:
             opcode = table[inst.op] if table else REDUCE[(inst.op, el.is_float)]
             total = lo.op(opcode, rt, lo.u32(Scope.Subgroup), GroupOperation.Reduce, own)
             if el == ir.BF16:
-                    total = round_bf16(lo, total)
+                total = round_bf16(lo, total)
             result.append(total)
         return CoopMatrix(t, result)
 
@@ -402,22 +437,13 @@ class Access:
             conds += self._inside(lo.add(starts[0], e.row), self.row_mode)
         if self.checked in ("cols", "both"):
             conds += self._inside(lo.add(starts[1], e.col), self.col_mode)
-        if not conds:
-            return None
-        cond = conds[0]
-        for c in conds[1:]:
-            cond = lo.op(Op.LogicalAnd, boolean, cond, c)
-        return cond
+        return _conjunction(lo, conds)
 
     def _inside(self, index: Dim, mode: int) -> list[Id]:
-        """0 <= index < extent, as one unsigned comparison."""
-        lo = self.lo
-        extent = (*self.m.shape, 1, 1)[mode]
-        if isinstance(index, int) and isinstance(extent, int):
-            if 0 <= index < extent:
-                return []
-            return [lo.m.constant(lo.m.type_bool(), False)]
-        return [lo.op(Op.ULessThan, lo.m.type_bool(), lo.as_id(index), lo.as_id(extent))]
+        below = _below(self.lo, index, (*self.m.shape, 1, 1)[mode])
+        if isinstance(below, bool):
+            return [] if below else [self.lo.m.constant(self.lo.m.type_bool(), False)]
+        return [below]
 
 
 def _is_gpu(target: CoreInfo) -> bool:
@@ -478,3 +504,20 @@ def _identity(op: str, el: ir.ScalarType) -> int | float:
 
 
 PLAIN = Plain()
+
+
+def _conjunction(lo: Lowering, conds: list[Id]) -> Id | None:
+    """All of conds; None when there is none."""
+    if not conds:
+        return None
+    cond = conds[0]
+    for c in conds[1:]:
+        cond = lo.op(Op.LogicalAnd, lo.m.type_bool(), cond, c)
+    return cond
+
+
+def _below(lo: Lowering, index: Dim, extent: Dim) -> Id | bool:
+    """0 <= index < extent: a bool when known at compile time, else one unsigned comparison."""
+    if isinstance(index, int) and isinstance(extent, int):
+        return 0 <= index < extent
+    return lo.op(Op.ULessThan, lo.m.type_bool(), lo.as_id(index), lo.as_id(extent))

@@ -1,0 +1,231 @@
+"""Pure DPAS math: which matrix entries each work-item passes to one
+``OpSubgroupMatrixMultiplyAccumulateINTEL`` (SPV_INTEL_subgroup_matrix_multiply_accumulate,
+"Mapping Matrix Data to Invocations"), the layouts of whole coopmatrix tiles made of several
+DPAS blocks, and the size of the C tile one subgroup holds in registers.
+
+An entry is a (row, column) pair. A packed value lists its entries lowest bits first.
+Everything here is plain Python on integers, unit-tested alone (tests/spirv/test_dpas_layout.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import BF16, F16, F32, I8, I32, ScalarType
+from ..target import CoreInfo
+
+Entry = tuple[int, int]
+
+# A/B element types DPAS multiplies, the accumulator they sum into and their precision name
+# (DpasGeometry.ops_per_channel). f32 (read as tf32) only where the target opts in
+# (CoreInfo.dpas_tf32): it changes results.
+PRECISIONS: dict[ScalarType, tuple[str, ScalarType]] = {
+    F16: ("f16", F32),
+    BF16: ("bf16", F32),
+    I8: ("i8", I32),
+    F32: ("tf32", F32),
+}
+REPEAT_COUNTS = (1, 2, 4, 8)  # the M of one instruction (vector lengths 1, 2, 4, 8)
+REGISTER_SHARE = 3 / 4  # of a subgroup's registers for the C tile and one K step of A and B
+CHANNEL = 4  # bytes a gathered A or B element takes in registers: one 32-bit channel
+MAX_TILE_ROWS = 32
+
+
+# One instruction, as the extension specifies it (M x K times K x N, N = subgroup size)
+
+
+def a_entries(m: int, k: int, n: int) -> list[list[list[Entry]]]:
+    """Matrix A (M x K) per invocation, per vector component, packed entries.
+
+    N = K: each invocation passes one column. N < K: K / N adjacent columns packed into one
+    value per row. N > K: invocation i passes column i mod K, every (N / K)-th row starting
+    at row i div K; rows past M are ignored (padding entries, row >= m).
+    """
+    if n <= k:
+        per = k // n
+        return [[[(r, i * per + e) for e in range(per)] for r in range(m)] for i in range(n)]
+    share = n // k
+    count = -(-m // share)
+    return [[[(i // k + share * v, i % k)] for v in range(count)] for i in range(n)]
+
+
+def b_entries(k: int, n: int, bits: int) -> list[list[list[Entry]]]:
+    """Matrix B (K x N) per invocation: its column, rows packed into 32-bit values for
+    elements of 16 bits or fewer (VNNI), one row per component otherwise."""
+    per = 32 // bits if bits <= 16 else 1
+    return [[[(w * per + e, i) for e in range(per)] for w in range(k // per)] for i in range(n)]
+
+
+def c_entries(m: int, n: int) -> list[list[list[Entry]]]:
+    """Matrix C and the result (M x N) per invocation: its column, one row per component."""
+    return [[[(r, i)] for r in range(m)] for i in range(n)]
+
+
+def pack(entries: list[list[list[Entry]]], matrix: list[list[int]], bits: int) -> list[list[int]]:
+    """The values each invocation passes: entries' bit patterns (``bits`` wide, lowest first)
+    joined; entries outside the matrix count as 0."""
+    mask = (1 << bits) - 1
+
+    def value(entry: Entry) -> int:
+        r, c = entry
+        inside = r < len(matrix) and c < len(matrix[0])
+        return matrix[r][c] & mask if inside else 0
+
+    return [
+        [sum(value(e) << (bits * j) for j, e in enumerate(packed)) for packed in invocation]
+        for invocation in entries
+    ]
+
+
+# Whole coopmatrix tiles made of DPAS blocks
+
+
+@dataclass(frozen=True)
+class DpasShape:
+    """One instruction for A/B of one precision on one target: M <= 8 rows, N = execution
+    size, K = systolic depth x operands per 32-bit channel."""
+
+    n: int
+    k: int
+    ops: int  # A/B elements per 32-bit channel
+
+    @property
+    def a_per_lane(self) -> int:
+        """Adjacent A columns one invocation packs per row (K / N, at least 1)."""
+        return max(self.k // self.n, 1)
+
+    @property
+    def share(self) -> int:
+        """Invocations that split one A column's rows (N / K, at least 1: tf32 on pvc)."""
+        return max(self.n // self.k, 1)
+
+
+def dpas_shape(target: CoreInfo, element: ScalarType) -> DpasShape | None:
+    """The instruction for A/B of ``element`` on ``target``, or None without one (no DPAS,
+    an element DPAS does not take, f32 where tf32 is not asked for)."""
+    if target.dpas is None or element not in PRECISIONS:
+        return None
+    if element == F32 and not target.dpas_tf32:
+        return None
+    precision = PRECISIONS[element][0]
+    n, k = target.dpas.execution_size, target.dpas.k_for(precision)
+    return DpasShape(n, k, target.dpas.ops_for(precision))
+
+
+def row_chunks(rows: int) -> list[tuple[int, int]]:
+    """(first row, rows) of the instructions covering ``rows`` rows; [] if they cannot
+    (more than 8 rows need a multiple of 8)."""
+    if rows in REPEAT_COUNTS:
+        return [(0, rows)]
+    if rows % 8:
+        return []
+    return [(r, 8) for r in range(0, rows, 8)]
+
+
+def tile_fits(use: str, rows: int, cols: int, shape: DpasShape) -> bool:
+    """Whether a coopmatrix of ``use`` and this size is made of whole DPAS blocks."""
+    if use == "matrix_a":
+        return bool(row_chunks(rows)) and cols % shape.k == 0 and rows % shape.share == 0
+    if use == "matrix_b":
+        return rows % shape.k == 0 and cols % shape.n == 0
+    return bool(row_chunks(rows)) and cols % shape.n == 0
+
+
+def tile_entries(use: str, rows: int, cols: int, shape: DpasShape) -> list[list[Entry]]:
+    """Entry of each component, per lane, of a tile in the DPAS layout. Components are
+    single elements; the values one instruction takes are runs of adjacent components:
+
+    - matrix_a: with P = K / N columns per lane and rows shared by S = N / K lanes (each at
+      least 1), component e + P (g + rows / S kb) of lane l is
+      (S g + l div K, K kb + (P l) mod K + e): the P components of (g, kb) form one packed
+      value; an instruction's rows f.. take the values of g = f / S ...
+    - matrix_b: component k + rows j is (k, N j + lane): column N j + lane, and each run of
+      ``ops`` rows of a K block forms one VNNI value.
+    - matrix_acc: component r + rows j is (r, N j + lane): column N j + lane.
+    """
+    n, k = shape.n, shape.k
+    if use == "matrix_a":
+        p, s = shape.a_per_lane, shape.share
+        return [
+            [(s * g + lane // k, k * kb + (p * lane) % k + e)
+             for kb in range(cols // k) for g in range(rows // s) for e in range(p)]
+            for lane in range(n)
+        ]  # fmt: skip
+    return [[(r, n * j + lane) for j in range(cols // n) for r in range(rows)] for lane in range(n)]
+
+
+def tile_holder(use: str, rows: int, shape: DpasShape, entry: Entry) -> tuple[int, int]:
+    """(lane, component) that holds ``entry`` in the layout of ``tile_entries``."""
+    r, c = entry
+    if use == "matrix_a":
+        p, s = shape.a_per_lane, shape.share
+        kb, within = divmod(c, shape.k)
+        g, part = divmod(r, s)
+        e = within % p
+        return (within - e) // p + shape.k * part, e + p * (g + rows // s * kb)
+    j, lane = divmod(c, shape.n)
+    return lane, r + rows * j
+
+
+# Register blocking
+
+
+def dpas_tile(
+    target: CoreInfo, element: ScalarType, rows: int | None = None, cols: int | None = None
+) -> tuple[int, int] | None:
+    """(rows, cols) of the C tile one subgroup holds: several DPAS blocks (rows a multiple
+    of 8, cols of N), the largest whose C and one K step of A and B take at most
+    REGISTER_SHARE of the registers (the rest holds addresses and loads in flight), no
+    larger than the problem (``rows`` x ``cols``, rounded up to whole blocks) needs. Ties
+    prefer more rows (B, VNNI-packed and gathered, costs more to load than A). None without
+    DPAS for ``element``."""
+    shape = dpas_shape(target, element)
+    if shape is None:
+        return None
+    acc = PRECISIONS[element][1]
+    budget = REGISTER_SHARE * target.register_space
+    row_limit = _round_up(rows, 8) if rows else MAX_TILE_ROWS
+    col_limit = _round_up(cols, shape.n) if cols else 4 * shape.n
+    best = (8, shape.n)
+    for m in range(8, min(MAX_TILE_ROWS, row_limit) + 1, 8):
+        for n in range(shape.n, col_limit + 1, shape.n):
+            size = m * n * acc.size + (m + n) * shape.k * CHANNEL
+            if size <= budget and (m * n, m) > (best[0] * best[1], best[0]):
+                best = (m, n)
+    return best
+
+
+def _round_up(x: int, multiple: int) -> int:
+    return -(-x // multiple) * multiple
+
+
+# GEMMs that lower-linalg gives to DPAS
+
+
+def gemm_fits(target: CoreInfo, a: ScalarType, b: ScalarType, out: ScalarType) -> bool:
+    """Whether a gemm of these element types runs on DPAS: the target has it and its form is
+    not off, A and B share a precision DPAS takes, and the output is summed in DPAS's
+    accumulator (f16 and bf16 outputs are summed in f32, as lower-linalg does). f64 keeps
+    fma, and so does f32 unless the target opts in to tf32, which changes results."""
+    if target.dpas is None or target.dpas_form == "off" or a != b or a not in PRECISIONS:
+        return False
+    summed_in = F32 if out in (F16, BF16) else out
+    return dpas_shape(target, a) is not None and summed_in == PRECISIONS[a][1]
+
+
+def gemm_tile(
+    target: CoreInfo, a: ScalarType, b: ScalarType, out: ScalarType, subgroup_size: int,
+    rows: int | None, cols: int | None,
+) -> tuple[int, int, int] | None:  # fmt: skip
+    """(rows, cols, K step) of the DPAS tiles of a gemm with an output of rows x cols (None
+    where dynamic), or None where it keeps fma (types, or a subgroup size other than the
+    execution size)."""
+    if not gemm_fits(target, a, b, out):
+        return None
+    assert target.dpas is not None
+    if subgroup_size != target.dpas.execution_size:
+        return None
+    tile = dpas_tile(target, a, rows, cols)
+    shape = dpas_shape(target, a)
+    assert tile is not None and shape is not None
+    return (*tile, shape.k)

@@ -1,0 +1,252 @@
+"""What a kernel does with its parameters, read from its IR once, before any launch
+(docs/jit-safety.md):
+
+- ``written_params``: the parameters it may write (store, cooperative_matrix_store, the output
+  of a collective instruction, also through views and group members), so that read-only
+  arrays are accepted for the others and refused for these;
+- ``batch_requirements``: the accesses whose index is an affine function of ``group_id``
+  (``a * group_id + c * group_size + b``), each with the extent it must stay within, so that
+  a call whose arrays or groups have fewer entries than ``howmany`` needs is refused.
+
+Accesses inside an ``if`` are left out: a condition may guard them (the bounds-checking mode
+covers those).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import ir
+from .errors import Location
+from .ir import Function, GroupType, Inst, Value
+
+VIEWS = (ir.SubviewInst, ir.ExpandInst, ir.FuseInst)
+
+
+def root_param(value: Value, func: Function) -> int | None:
+    """The parameter a memref value views (through views and group loads), if any."""
+    while value.owner is not None:
+        inst = value.owner
+        if not isinstance(inst, VIEWS + (ir.LoadInst,)):
+            return None
+        value = inst.operands[0]
+    return func.params.index(value) if value in func.params else None
+
+
+def written_params(func: Function) -> frozenset[int]:
+    """Indices of the parameters the kernel may write."""
+    written = set()
+    for inst in func.walk():
+        if isinstance(inst, ir.StoreInst | ir.CoopMatrixStoreInst):
+            target = inst.operands[1]
+        elif isinstance(inst, ir.LinalgInst):
+            target = inst.operands[-1]
+        else:
+            continue
+        param = root_param(target, func)
+        if param is not None:
+            written.add(param)
+    return frozenset(written)
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``scale * group_id + per_size * group_size + constant``."""
+
+    scale: int
+    per_size: int = 0
+    constant: int = 0
+
+    def span(self, howmany: int) -> tuple[int, int]:
+        """Smallest and largest value over group_id in 0 .. howmany - 1."""
+        ends = [self.scale * g + self.per_size * howmany + self.constant for g in (0, howmany - 1)]
+        return min(ends), max(ends)
+
+
+@dataclass(frozen=True)
+class Extent:
+    """The size of one mode of a memref value: static, or that of a parameter's mode less a
+    constant; for a group parameter ``mode`` None is its member count, and ``member``
+    says which members are meant (None: any)."""
+
+    static: int | None = None
+    param: int | None = None
+    mode: int | None = None
+    less: int = 0
+    member: Affine | None = None
+
+    def value(self, bound: Sequence[Any], howmany: int) -> int | None:
+        """The extent for these bound arguments (the smallest over the members meant)."""
+        if self.static is not None:
+            return self.static
+        arg = bound[self.param]  # type: ignore[index]
+        if self.mode is None:
+            return arg.count
+        if not hasattr(arg, "count"):
+            return arg.shape[self.mode] - self.less
+        first, last = 0, arg.count - 1
+        if self.member is not None:
+            low, high = self.member.span(howmany)
+            first, last = max(low, 0), min(high, last)
+        if first > last:
+            return None
+        return int(arg.shapes[self.mode, first : last + 1].min()) - self.less
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """For every group_id: 0 <= index and index + reach <= extent."""
+
+    index: Affine
+    reach: int
+    extent: Extent
+    param: int | None  # None for local memory (alloca)
+    what: str  # the access, for the message
+    loc: Location
+
+    def violation(self, bound: Sequence[Any], howmany: int) -> str | None:
+        """Why these arguments do not satisfy it, or None."""
+        if howmany <= 0:
+            return None
+        extent = self.extent.value(bound, howmany)
+        low, high = self.index.span(howmany)
+        if extent is None or (low >= 0 and high + self.reach <= extent):
+            return None
+        if low < 0:
+            return f"{self.what} at {self.loc} gets index {low} with howmany={howmany}"
+        size = "member count" if self.extent.mode is None else "extent"
+        return (
+            f"{self.what} at {self.loc} reaches index {high + self.reach - 1} with"
+            f" howmany={howmany}, but the {size} there is {extent}"
+        )
+
+
+def batch_requirements(func: Function) -> list[Requirement]:
+    """The group_id-indexed accesses of ``func`` and what they need of the arguments."""
+    affine: dict[Value, Affine] = {}
+    found: list[Requirement] = []
+    _walk(func.body, func, affine, found)
+    return found
+
+
+def _walk(region: ir.Region, func: Function, affine: dict[Value, Affine], out: list) -> None:
+    for inst in region.insts:
+        _affine_result(inst, affine)
+        _accesses(inst, func, affine, out)
+        if not isinstance(inst, ir.IfInst):
+            for inner in inst.regions:
+                _walk(inner, func, affine, out)
+
+
+def _affine_of(value: Value, affine: dict[Value, Affine]) -> Affine | None:
+    c = value.constant
+    if c is not None and isinstance(c, int):
+        return Affine(0, 0, c)
+    return affine.get(value)
+
+
+def _affine_result(inst: Inst, affine: dict[Value, Affine]) -> None:
+    if type(inst) is ir.GroupIdInst:
+        affine[inst.result] = Affine(1)
+    elif isinstance(inst, ir.GroupSizeInst):
+        affine[inst.result] = Affine(0, 1)
+    elif isinstance(inst, ir.CastInst) and isinstance(inst.to, ir.ScalarType):
+        a = _affine_of(inst.operands[0], affine)
+        if a is not None and inst.to.is_integer and not inst.to.is_bool:
+            affine[inst.result] = a
+    elif isinstance(inst, ir.ArithInst) and inst.op in ("add", "sub", "mul"):
+        x, y = (_affine_of(v, affine) for v in inst.operands)
+        if x is None or y is None:
+            return
+        if inst.op == "add":
+            affine[inst.result] = Affine(*(p + q for p, q in zip(_terms(x), _terms(y))))
+        elif inst.op == "sub":
+            affine[inst.result] = Affine(*(p - q for p, q in zip(_terms(x), _terms(y))))
+        elif not (x.scale or x.per_size) or not (y.scale or y.per_size):
+            k, a = (x.constant, y) if not (x.scale or x.per_size) else (y.constant, x)
+            affine[inst.result] = Affine(*(k * p for p in _terms(a)))
+
+
+def _terms(a: Affine) -> tuple[int, int, int]:
+    return a.scale, a.per_size, a.constant
+
+
+def _accesses(inst: Inst, func: Function, affine: dict[Value, Affine], out: list) -> None:
+    """The requirements of one instruction's group_id-indexed accesses."""
+    ops = inst.operands
+    if isinstance(inst, ir.LoadInst) and isinstance(ops[0].type, GroupType):
+        param = root_param(ops[0], func)
+        index = _affine_of(ops[1], affine)
+        if param is not None and index is not None and (index.scale or index.per_size):
+            extent = Extent(param=param)
+            out.append(Requirement(index, 1, extent, param, "load from the group", inst.loc))
+        return
+    if isinstance(inst, ir.LoadInst):
+        indexed = [(ops[0], k, v, 1) for k, v in enumerate(ops[1:])]
+    elif isinstance(inst, ir.StoreInst):
+        indexed = [(ops[1], k, v, 1) for k, v in enumerate(ops[2:])]
+    elif isinstance(inst, ir.SubviewInst):
+        indexed = []
+        for mode, (kind, off, size) in enumerate(inst.slices()):
+            reach = {"index": 1, "rest": 0}.get(kind)
+            if reach is None:  # offset:size
+                reach = ops[size].constant or 1  # type: ignore[index]
+            indexed.append((ops[0], mode, ops[off], int(reach)))
+    elif isinstance(inst, ir.CoopMatrixLoadInst | ir.CoopMatrixStoreInst) and not inst.checked:
+        first = 0 if isinstance(inst, ir.CoopMatrixLoadInst) else 1
+        memref = ops[first]
+        order = memref.type.order  # type: ignore[union-attr]
+        indexed = [(memref, k, ops[first + 1 + k], 1) for k in range(min(order, 2))]
+    else:
+        return
+    for memref, mode, value, reach in indexed:
+        index = _affine_of(value, affine)
+        param = root_param(memref, func)
+        if index is None or not (index.scale or index.per_size):
+            continue
+        extent = _extent(memref, mode, func, affine)
+        if extent is None or (param is None and extent.static is None):
+            continue
+        what = f"{inst.mnemonic} (mode {mode} of {memref.type})"
+        out.append(Requirement(index, reach, extent, param, what, inst.loc))
+
+
+def _extent(v: Value, mode: int, func: Function, affine: dict[Value, Affine]) -> Extent | None:
+    """The extent of mode ``mode`` of memref ``v``, traced back to a parameter if dynamic."""
+    static = v.type.shape[mode]  # type: ignore[union-attr]
+    if static is not None:
+        return Extent(static=static)
+    inst = v.owner
+    if inst is None:
+        return Extent(param=func.params.index(v), mode=mode) if v in func.params else None
+    if isinstance(inst, ir.LoadInst):  # a group member
+        param = root_param(inst.operands[0], func)
+        member = _affine_of(inst.operands[1], affine)
+        return None if param is None else Extent(param=param, mode=mode, member=member)
+    source = inst.operands[0]
+    if isinstance(inst, ir.SubviewInst):
+        kept = [(kind, off) for kind, off, _ in inst.slices() if kind != "index"]
+        src_mode = [m for m, (kind, _, _) in enumerate(inst.slices()) if kind != "index"][mode]
+        kind, off = kept[mode]
+        offset = inst.operands[off].constant
+        if kind != "rest" or not isinstance(offset, int):
+            return None
+        inner = _extent(source, src_mode, func, affine)
+        return None if inner is None or inner.static is not None else _less(inner, offset)
+    if isinstance(inst, ir.ExpandInst):
+        count = len(inst.dynamic_entries)
+        if inst.mode <= mode < inst.mode + count:
+            return None
+        return _extent(source, mode if mode < inst.mode else mode - count + 1, func, affine)
+    if isinstance(inst, ir.FuseInst):
+        if mode == inst.first:
+            return None
+        inner = mode if mode < inst.first else mode + inst.last - inst.first
+        return _extent(source, inner, func, affine)
+    return None
+
+
+def _less(e: Extent, amount: int) -> Extent:
+    return Extent(e.static, e.param, e.mode, e.less + amount, e.member)

@@ -1,0 +1,176 @@
+"""tinytc.recipes.conv2d: the user's entry point (see conv2d_gemms.py for the lowering)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..arguments import ArgumentError
+from ..target import CoreInfo, get_target
+from .build import compile_kernels
+from .conv2d_gemms import backward_data_specs, forward_spec, segment_specs
+from .conv2d_problem import DTYPES, LAYOUTS, Conv2dProblem, make_problem
+from .implicit_gemm import generate, tile_counts
+from .segment_gemm import generate_segment, segment_launches
+from .tiling import (
+    ConvTiling,
+    check_conv_tiling,
+    default_channel_lanes_tiling,
+    default_conv_tiling,
+)
+
+
+def default_tiling(p: Conv2dProblem, target: CoreInfo) -> ConvTiling:
+    """The default tiling of a problem on a target (a pure function). The lanes fill a
+    register with accumulators: f16 and bf16 sum in f32, so they take f32's lanes."""
+    size = 8 if DTYPES[p.dtype][1] == "f64" else 4
+    forward = p.direction == "forward"
+    out, red = (p.k, p.c) if forward else (p.c, p.k)
+    (sh, sw), (dh, dw) = p.stride, p.dilation
+    if forward:
+        taps = p.y * p.x
+    else:
+        taps = math.ceil(p.y / (sh // math.gcd(sh, dh))) * math.ceil(p.x / (sw // math.gcd(sw, dw)))
+    if p.stride[1] == 1 and taps == 1:
+        # 1x1 filters, stride_w 1: the all-load kernel ("rows"). Measured on the 256->64
+        # 56x56 layer (f32, loaded machine, GFLOP/s, rows against gather): NHWC forward 29.5
+        # against 12.9, backward-data 32.7 against 14.2; NCHW 19.3 against 18.0 and 20.2
+        # against 12.0. With 3x3 filters it lost (NHWC 128x28x28: 14-19 against 31; NCHW
+        # even), so they gather.
+        points = p.wo if forward else p.w
+        if p.layout == "NCHW":
+            return default_conv_tiling(points, out, red, taps, size, target, "rows")
+        return default_channel_lanes_tiling(points, out, red, size, target)
+    rows = p.n * p.ho * p.wo if forward else p.n * math.ceil(p.h / sh) * math.ceil(p.w / sw)
+    return default_conv_tiling(rows, out, red, taps, size, target)
+
+
+class Conv2d:
+    """A compiled-on-first-use convolution; ``conv(x, w)`` (forward) or ``conv(dy, w)``
+    (backward-data) returns the result as a C-order array of the layout."""
+
+    def __init__(self, problem: Conv2dProblem, tiling: ConvTiling, queue: Any = None) -> None:
+        self.problem = problem
+        self.tiling = tiling
+        self.queue = queue
+        p = problem
+        if tiling.kernel == "rows":
+            segments = segment_specs(p)
+            self.launches = [(s.name, segment_launches(s, tiling)) for s in segments]
+            texts = [generate_segment(s, tiling) for s in segments]
+        else:
+            forward = p.direction == "forward"
+            specs = [forward_spec(p, tiling)] if forward else backward_data_specs(p, tiling)
+            self.launches = [(s.name, math.prod(tile_counts(s, tiling))) for s in specs]
+            texts = [generate(s, tiling) for s in specs]
+        self.source = "\n\n".join(texts) + "\n"
+        forward = p.direction == "forward"
+        self.argument_shape = p.input_shape if forward else p.output_shape
+        self.result_shape = p.output_shape if forward else p.input_shape
+        self._kernels: Any = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return DTYPES[self.problem.dtype][0]
+
+    def _check(self, what: str, array: Any, shape: tuple[int, ...], names: str) -> Any:
+        """The array, C-contiguous, if it has the shape and dtype (numpy arrays are copied
+        when they are not contiguous; pyopencl arrays must be)."""
+        if not isinstance(array, np.ndarray) and not _is_pyopencl(array):
+            raise ArgumentError(
+                f"{what} must be a numpy or pyopencl array, got {type(array).__name__}"
+            )
+        if array.dtype != self.dtype:
+            raise ArgumentError(
+                f"{what} must have dtype {self.dtype} ({self.problem.dtype}), got {array.dtype}"
+            )
+        if tuple(array.shape) != shape:
+            raise ArgumentError(f"{what} must have shape {shape} ({names}), got {array.shape}")
+        if isinstance(array, np.ndarray) and what != "out":
+            return np.ascontiguousarray(array)
+        if not array.flags.c_contiguous:
+            raise ArgumentError(f"{what} must be C-contiguous")
+        return array
+
+    def __call__(self, a: Any, w: Any, *, out: Any = None) -> Any:
+        p = self.problem
+        forward = p.direction == "forward"
+        first = "x" if forward else "dy"
+        output_names = LAYOUTS[p.layout][1]
+        a = self._check(first, a, self.argument_shape, p.layout if forward else output_names)
+        w = self._check("w", w, p.filter_shape, LAYOUTS[p.layout][0])
+        queue = self.queue
+        if queue is None and _is_pyopencl(a):
+            queue = a.queue
+        if out is None:
+            if _is_pyopencl(a):
+                import pyopencl.array as cla
+
+                out = cla.empty(queue, self.result_shape, self.dtype)
+            else:
+                out = np.empty(self.result_shape, self.dtype)
+        else:
+            self._check("out", out, self.result_shape, output_names if forward else p.layout)
+        if self._kernels is None:
+            self._kernels = compile_kernels(self.source, queue)
+        if self.tiling.kernel == "rows":
+            src, dst = a.T, out.T  # column-major views of the 4-D arrays
+            if p.layout == "NHWC" and forward:
+                w = _filter_yxck(w)
+        else:
+            src, dst = a.reshape(-1), out.reshape(-1)
+        for name, howmany in self.launches:
+            getattr(self._kernels, name)(src, w.T, dst, howmany=howmany)
+        return out
+
+
+def _filter_yxck(w: Any) -> Any:
+    """A KYXC filter as (Y, X, C, K), C order (the NHWC forward kernel reads it so)."""
+    if _is_pyopencl(w):
+        import pyopencl.array as cla
+
+        return cla.to_device(w.queue, np.ascontiguousarray(w.get().transpose(1, 2, 3, 0)))
+    return np.ascontiguousarray(w.transpose(1, 2, 3, 0))
+
+
+def _is_pyopencl(array: Any) -> bool:
+    return type(array).__module__.startswith("pyopencl")
+
+
+def conv2d(
+    input_shape: Any,
+    filter_shape: Any,
+    *,
+    layout: str = "NCHW",
+    stride: Any = (1, 1),
+    dilation: Any = (1, 1),
+    padding: Any = ((0, 0), (0, 0)),
+    dtype: str = "f32",
+    direction: str = "forward",
+    tiling: Any = None,
+    queue: Any = None,
+) -> Conv2d:
+    """A 2-D convolution (cross-correlation, as in PyTorch) of an input of ``input_shape``
+    (in ``layout``: NCHW or NHWC) with a filter of ``filter_shape`` (KCYX or KYXC).
+
+    ``direction="forward"`` gives ``conv(x, w) -> y`` (NKHW or NHWK);
+    ``"backward_data"`` gives ``conv(dy, w) -> dx``, the gradient with respect to the input.
+    ``tiling`` (a ConvTiling or a dict of its fields) replaces the target's default.
+    Arguments that do not fit raise ``tinytc.ArgumentError``.
+    """
+    problem = make_problem(
+        input_shape, filter_shape, layout, stride, dilation, padding, dtype, direction
+    )
+    target = get_target("cpu")
+    if queue is not None:
+        from ..runtime.device import core_info_from_device
+
+        target = core_info_from_device(queue.device)
+    chosen = check_conv_tiling(
+        default_tiling(problem, target) if tiling is None else tiling, target
+    )
+    if chosen.kernel == "rows" and problem.stride[1] != 1:
+        raise ArgumentError(f"tiling: kernel 'rows' needs stride_w 1, got {problem.stride[1]}")
+    return Conv2d(problem, chosen, queue)

@@ -1,0 +1,292 @@
+"""conv2d, forward and backward-data, as implicit GEMMs over coordinate-transformed views:
+the kernel specifications for implicit_gemm.py (gather) and segment_gemm.py (rows).
+
+Forward (NCHW names; NHWC only changes strides): rows m merge (n, ho, wo), columns are the
+output channels k, and the reduction runs over the input channels c for every filter tap
+(y, x). The input is read through pad(embed(y, ho), embed(x, wo)): h = ho*sh + y*dh - top.
+
+Backward-data, dx[n, c, h, w] = sum over (k, y, x) of dy[n, k, ho, wo] w[k, c, y, x] with
+h + top = ho*sh + y*dh, is split by the residue of h + top modulo the stride (and the same
+for w) into stride_h * stride_w sub-GEMMs without atomics. For residue r only the taps with
+y*dh = r (mod sh) meet an integer ho, and for them ho = q + (hf + top - y*dh) / sh, where
+h = hf + q*sh enumerates the class: every gather offset is a constant plus the row's
+coordinates, so no tap is tried and rejected (the direct form would waste
+1 - 1/(sh*sw) of its work on stride 2 and more), and no two sub-GEMMs write the same dx
+element, so none needs an atomic add. A class that no tap reaches (its residue is not a
+multiple of gcd(sh, dh), or the filter is too small) stores zeros.
+
+The rows kernel (``segment_specs``, stride_w 1 only) reads whole input rows, so it needs
+the residue classes of h only: one sub-GEMM per residue of h + top modulo stride_h.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..transforms import (
+    Embed,
+    Expr,
+    Merge,
+    Pad,
+    PassThrough,
+    Step,
+    View,
+    in_range,
+    linear_offset,
+    sym,
+)
+from .conv2d_problem import DTYPES, LAYOUTS, Conv2dProblem
+from .implicit_gemm import GemmSpec, Tap
+from .segment_gemm import SegmentSpec, SegmentTap
+from .tiling import ConvTiling
+
+
+def _filter_index(p: Conv2dProblem, y: int, x: int) -> tuple[str, ...]:
+    """Subview of the filter memref (its C-order dimensions reversed) at tap (y, x): (C, K)."""
+    at = {"K": ":", "C": ":", "Y": str(y), "X": str(x)}
+    return tuple(at[d] for d in reversed(LAYOUTS[p.layout][0]))
+
+
+def _rows(rows: int, tiling: ConvTiling) -> tuple[Expr, list]:
+    """The row symbol m and the predicate that it is a real row. The last tile may reach
+    past the rows, but every access is guarded by that predicate, so the expressions may
+    assume m < rows (a merge with N = 1 then costs no division for n)."""
+    padded = math.ceil(rows / tiling.rows_per_tile) * tiling.rows_per_tile
+    return sym("m", rows), in_range(sym("m", padded), 0, rows) or []
+
+
+def _and(*preds: list | None) -> list | None:
+    return None if any(p is None for p in preds) else [q for p in preds for q in p]
+
+
+def forward_spec(p: Conv2dProblem, tiling: ConvTiling) -> GemmSpec:
+    rows = p.n * p.ho * p.wo
+    m, row_ok = _rows(rows, tiling)
+    (st, sb), (sl, sr) = p.padding
+    view = View(
+        {"n": p.n, "c": p.c, "h": p.h, "w": p.w},
+        (
+            (Step(Merge(), ("m",), ("n", "ho", "wo")),),
+            (
+                Step(PassThrough(), ("n",), ("n",)),
+                Step(PassThrough(), ("c",), ("c",)),
+                Step(Embed((p.y, p.ho), (p.dilation[0], p.stride[0])), ("y", "ho"), ("hp",)),
+                Step(Embed((p.x, p.wo), (p.dilation[1], p.stride[1])), ("x", "wo"), ("wp",)),
+            ),
+            (
+                Step(PassThrough(), ("n",), ("n",)),
+                Step(PassThrough(), ("c",), ("c",)),
+                Step(Pad(st, sb), ("hp",), ("h",)),
+                Step(Pad(sl, sr), ("wp",), ("w",)),
+            ),
+        ),
+    )
+    src_strides = p.strides(p.c, p.h, p.w)
+    taps = []
+    for y in range(p.y):
+        for x in range(p.x):
+            low = view.lower({"m": m, "c": 0, "y": y, "x": x})
+            offset = linear_offset(low.coords, [src_strides[d] for d in "nchw"])
+            taps.append(Tap(_filter_index(p, y, x), offset, _and(row_ok, low.valid)))
+    out_view = View(
+        {"n": p.n, "k": p.k, "ho": p.ho, "wo": p.wo},
+        ((Step(Merge(), ("m",), ("n", "ho", "wo")),),),
+    )
+    out = out_view.lower({"m": m, "k": 0})
+    dst_strides = p.strides(p.k, p.ho, p.wo)
+    return GemmSpec(
+        name="conv2d_forward",
+        element=p.dtype,
+        accumulate=DTYPES[p.dtype][1],
+        src_size=p.n * p.c * p.h * p.w,
+        dst_size=p.n * p.k * p.ho * p.wo,
+        filter_shape=tuple(reversed(p.filter_shape)),
+        rows=rows,
+        out_channels=p.k,
+        red_channels=p.c,
+        red_stride=src_strides["c"],
+        dst_offset=linear_offset(out.coords, [dst_strides[d] for d in "nchw"]),
+        dst_valid=row_ok,
+        dst_stride=dst_strides["c"],
+        taps=tuple(taps),
+        filter_transposed=False,
+    )
+
+
+def backward_data_specs(p: Conv2dProblem, tiling: ConvTiling) -> list[GemmSpec]:
+    """One sub-GEMM per residue class (rh, rw) of (h + top, w + left) modulo the stride."""
+    sh, sw = p.stride
+    top, left = p.padding[0][0], p.padding[1][0]
+    specs = []
+    for rh in range(sh):
+        hf = (rh - top) % sh  # the first h of the class
+        qh = len(range(hf, p.h, sh))
+        for rw in range(sw):
+            wf = (rw - left) % sw
+            qw = len(range(wf, p.w, sw))
+            if qh and qw:
+                specs.append(_backward_class(p, tiling, (rh, rw), (hf, wf), (qh, qw)))
+    return specs
+
+
+def _backward_class(
+    p: Conv2dProblem,
+    tiling: ConvTiling,
+    residue: tuple[int, int],
+    first: tuple[int, int],
+    counts: tuple[int, int],
+) -> GemmSpec:
+    (sh, sw), (dh, dw) = p.stride, p.dilation
+    top, left = p.padding[0][0], p.padding[1][0]
+    (rh, rw), (hf, wf), (qh, qw) = residue, first, counts
+    rows = p.n * qh * qw
+    m, row_ok = _rows(rows, tiling)
+    merge = (Step(Merge(), ("m",), ("n", "qh", "qw")),)
+    src_strides = p.strides(p.k, p.ho, p.wo)
+    taps = []
+    for y in (y for y in range(p.y) if (y * dh - rh) % sh == 0):
+        for x in (x for x in range(p.x) if (x * dw - rw) % sw == 0):
+            shift_h = (hf + top - y * dh) // sh  # exact: the class makes it divisible
+            shift_w = (wf + left - x * dw) // sw
+            view = View(
+                {"n": p.n, "k": p.k, "ho": p.ho, "wo": p.wo},
+                (
+                    merge,
+                    (
+                        Step(PassThrough(), ("n",), ("n",)),
+                        Step(PassThrough(), ("k",), ("k",)),
+                        Step(Embed((qh,), (1,), shift_h), ("qh",), ("hs",)),
+                        Step(Embed((qw,), (1,), shift_w), ("qw",), ("ws",)),
+                    ),
+                    (  # the bounds of dy: a pad of nothing only checks them
+                        Step(PassThrough(), ("n",), ("n",)),
+                        Step(PassThrough(), ("k",), ("k",)),
+                        Step(Pad(0, 0), ("hs",), ("ho",)),
+                        Step(Pad(0, 0), ("ws",), ("wo",)),
+                    ),
+                ),
+            )
+            low = view.lower({"m": m, "k": 0})
+            offset = linear_offset(low.coords, [src_strides[d] for d in "nchw"])
+            taps.append(Tap(_filter_index(p, y, x), offset, _and(row_ok, low.valid)))
+    out_view = View(
+        {"n": p.n, "c": p.c, "h": p.h, "w": p.w},
+        (
+            merge,
+            (
+                Step(PassThrough(), ("n",), ("n",)),
+                Step(PassThrough(), ("c",), ("c",)),
+                Step(Embed((qh,), (sh,), hf), ("qh",), ("h",)),
+                Step(Embed((qw,), (sw,), wf), ("qw",), ("w",)),
+            ),
+        ),
+    )
+    out = out_view.lower({"m": m, "c": 0})
+    dst_strides = p.strides(p.c, p.h, p.w)
+    return GemmSpec(
+        name=f"conv2d_backward_data_{rh}_{rw}",
+        element=p.dtype,
+        accumulate=DTYPES[p.dtype][1],
+        src_size=p.n * p.k * p.ho * p.wo,
+        dst_size=p.n * p.c * p.h * p.w,
+        filter_shape=tuple(reversed(p.filter_shape)),
+        rows=rows,
+        out_channels=p.c,
+        red_channels=p.k,
+        red_stride=src_strides["c"],
+        dst_offset=linear_offset(out.coords, [dst_strides[d] for d in "nchw"]),
+        dst_valid=row_ok,
+        dst_stride=dst_strides["c"],
+        taps=tuple(taps),
+        filter_transposed=True,
+    )
+
+
+def _segment_filter_index(p: Conv2dProblem, y: int, x: int) -> tuple[str, ...]:
+    """The tap's 2-D view of the filter as passed: KCYX as (X, Y, C, K), KYXC as (C, X, Y,
+    K), and for the NHWC forward pass the filter transposed to (Y, X, C, K), as (K, C, X, Y)."""
+    if p.layout == "NCHW":
+        return (str(x), str(y), ":", ":")
+    if p.direction == "forward":
+        return (":", ":", str(x), str(y))
+    return (":", str(x), str(y), ":")
+
+
+def segment_filter_shape(p: Conv2dProblem) -> tuple[int, ...]:
+    if p.layout == "NHWC" and p.direction == "forward":
+        return (p.k, p.c, p.x, p.y)
+    return tuple(reversed(p.filter_shape))
+
+
+def segment_specs(p: Conv2dProblem) -> list[SegmentSpec]:
+    (sh, _), (dh, dw) = p.stride, p.dilation
+    (top, bottom), (left, _) = p.padding
+    common = dict(
+        element=p.dtype,
+        accumulate=DTYPES[p.dtype][1],
+        points_in_lanes=p.layout == "NCHW",
+        filter_shape=segment_filter_shape(p),
+        filter_out_first=not (p.layout == "NCHW" and p.direction == "forward"),
+    )
+    if p.direction == "forward":
+        a = sym("a", p.ho)
+        view = View(
+            {"h": p.h},
+            (
+                (Step(Embed((p.y, p.ho), (dh, sh)), ("y", "a"), ("hp",)),),
+                (Step(Pad(top, bottom), ("hp",), ("h",)),),
+            ),
+        )
+        taps = []
+        for y in range(p.y):
+            low = view.lower({"y": y, "a": a})
+            for x in range(p.x):
+                index = _segment_filter_index(p, y, x)
+                taps.append(SegmentTap(index, low.coords[0], low.valid, x * dw - left))
+        spec = SegmentSpec(
+            name="conv2d_forward",
+            rows=(p.n, p.ho, p.wo),
+            out_channels=p.k,
+            red_channels=p.c,
+            src_shape=tuple(reversed(p.input_shape)),
+            dst_shape=tuple(reversed(p.output_shape)),
+            taps=tuple(taps),
+            dst_h=a,
+            **common,  # type: ignore[arg-type]
+        )
+        return [spec]
+    specs = []
+    for rh in range(sh):  # residue classes of h + top; w needs none with stride 1
+        hf = (rh - top) % sh
+        qh = len(range(hf, p.h, sh))
+        if not qh:
+            continue
+        a = sym("a", qh)
+        taps = []
+        for y in (y for y in range(p.y) if (y * dh - rh) % sh == 0):
+            shift = (hf + top - y * dh) // sh
+            view = View(
+                {"ho": p.ho},
+                (
+                    (Step(Embed((qh,), (1,), shift), ("a",), ("hs",)),),
+                    (Step(Pad(0, 0), ("hs",), ("ho",)),),
+                ),
+            )
+            low = view.lower({"a": a})
+            for x in range(p.x):
+                index = _segment_filter_index(p, y, x)
+                taps.append(SegmentTap(index, low.coords[0], low.valid, left - x * dw))
+        specs.append(
+            SegmentSpec(
+                name=f"conv2d_backward_data_{rh}",
+                rows=(p.n, qh, p.w),
+                out_channels=p.c,
+                red_channels=p.k,
+                src_shape=tuple(reversed(p.output_shape)),
+                dst_shape=tuple(reversed(p.input_shape)),
+                taps=tuple(taps),
+                dst_h=a * sh + hf,
+                **common,  # type: ignore[arg-type]
+            )
+        )
+    return specs

@@ -1,0 +1,279 @@
+"""An implicit GEMM as a tensor-language kernel on cooperative-matrix tiles.
+
+The GEMM is D[m, o] = sum over (tap, r) of S[m, tap, r] * F[tap][r, o]: rows m are output
+points (pixels), o output channels, r reduction channels and taps the filter positions that
+feed a row. S is never formed: each lane gathers its rows of an A tile straight from the
+flat source tensor, at ``src_offset(m, tap) + r * red_stride`` where the tap's validity
+predicate holds (padding and edges read 0). F[tap] is a 2-D subview of the filter, read as
+the B tile. The coordinate arithmetic comes from ``tinytc.transforms``: everything that
+depends on the row only (divisions included) is computed once per tile before the reduction
+loop, so that the loop body holds loads, adds and multiply-adds only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..transforms import Emitter, Expr, InRange, Merge, sym
+from .tiling import ConvTiling
+
+
+@dataclass(frozen=True)
+class Tap:
+    """One filter position: the B tile is ``subview %filter[filter_index]`` and the source
+    value of row m, reduction channel r lies at src_offset + r * red_stride where valid."""
+
+    filter_index: tuple[str, ...]
+    src_offset: Expr  # in the row symbol "m"
+    valid: list[InRange] | None
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    """Everything the kernel generator needs; expressions are in the row symbol "m"."""
+
+    name: str
+    element: str  # element type of the tensors
+    accumulate: str  # type of the sums
+    src_size: int
+    dst_size: int
+    filter_shape: tuple[int, ...]  # the filter memref (column-major)
+    rows: int  # GEMM M
+    out_channels: int  # GEMM N
+    red_channels: int  # reduction channels per tap
+    red_stride: int
+    dst_offset: Expr  # output element of row m, channel 0
+    dst_valid: list[InRange] | None
+    dst_stride: int  # between output channels
+    taps: tuple[Tap, ...]
+    filter_transposed: bool  # the tap subview is (out, red) instead of (red, out)
+
+
+def tile_counts(spec: GemmSpec, tiling: ConvTiling) -> tuple[int, int]:
+    """(row tiles, column tiles): the kernel runs one work-group per tile."""
+    return (
+        math.ceil(spec.rows / tiling.rows_per_tile),
+        math.ceil(spec.out_channels / tiling.cols_per_tile),
+    )
+
+
+def memref_type(element: str, shape: tuple[int, ...], stride: tuple[int, ...] | None = None) -> str:
+    dims = "x".join(str(d) for d in shape)
+    if stride is None:
+        return f"memref<{element}x{dims}>"
+    return f"memref<{element}x{dims},strided<{','.join(str(s) for s in stride)}>>"
+
+
+def _tap_view(spec: GemmSpec, tap: Tap) -> str:
+    """The type of a tap's 2-D filter subview."""
+    strides = [math.prod(spec.filter_shape[:i]) for i in range(len(spec.filter_shape))]
+    kept = [i for i, s in enumerate(tap.filter_index) if s == ":"]
+    return memref_type(
+        spec.element,
+        tuple(spec.filter_shape[i] for i in kept),
+        tuple(strides[i] for i in kept),
+    )
+
+
+class Writer:
+    """Collects indented lines of a kernel body; ``w(text)`` adds one."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.indent = 1
+
+    def __call__(self, text: str) -> None:
+        self.lines.append("  " * self.indent + text)
+
+
+def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
+    """The kernel's text: one work-group (one subgroup) per (row tile, column tile)."""
+    w = Writer()
+    em = Emitter(w)
+    sg, blocks, cols = tiling.subgroup_size, tiling.rows_per_item, tiling.cols_per_tile
+    rows_per_tile = tiling.rows_per_tile
+    e, acc_t = spec.element, spec.accumulate
+    acc_type = f"coopmatrix<{acc_t}x{rows_per_tile}x{cols},matrix_acc>"
+    src_t = memref_type(e, (spec.src_size,))
+    dst_t = memref_type(e, (spec.dst_size,))
+    filter_t = memref_type(e, spec.filter_shape)
+
+    w("%gid = group_id")
+    # Work-group gid takes row tile gid / col_tiles, column tile gid mod col_tiles: the
+    # column tiles of one row tile run side by side and share the gathered rows in cache.
+    row_tiles, col_tiles = tile_counts(spec, tiling)
+    em.bind("gid", "%gid")
+    rt, ct = Merge().lower([sym("gid", row_tiles * col_tiles)], [row_tiles, col_tiles]).coords
+    o0, m0 = em.value(ct * cols), em.value(rt * rows_per_tile)
+    views = []
+    for i, tap in enumerate(spec.taps):
+        w(f"%f{i} = subview %filter[{','.join(tap.filter_index)}] : {filter_t}")
+        views.append((f"%f{i}", _tap_view(spec, tap)))
+    w("parallel {")
+    w.indent += 1
+    w("%lane32 = subgroup_local_id")
+    w("%lane = cast %lane32 : i32 -> index")
+    w(f"%ml = arith.add {m0}, %lane : index")
+    # Per row block b: where each tap reads (channel 0) and whether it may; where D goes.
+    src: list[list[tuple[str, str]]] = []
+    dst: list[tuple[str, str]] = []
+    for b in range(blocks):
+        m = f"%m{b}_"
+        w(f"{m} = arith.add %ml, {sg * b} : index")
+        em.push()
+        em.bind("m", m)
+        src.append([_safe_offset(w, em, t) for t in spec.taps])
+        dst.append((em.value(spec.dst_offset), em.predicate(spec.dst_valid)))
+        em.pop()
+    w(f"%zero = cooperative_matrix_construct 0.0 : {acc_type}")
+    acc = "%zero"
+    main = spec.red_channels - spec.red_channels % tiling.k_chunk if spec.taps else 0
+    if main:
+        w(f"%acc = for %r0 = 0, {main}, {tiling.k_chunk} init(%a = %zero) -> ({acc_type}) {{")
+        w.indent += 1
+        last = _reduce(w, em, spec, tiling, src, views, o0, "%r0", tiling.k_chunk, "%a", acc_type)
+        w(f"yield {last} : {acc_type}")
+        w.indent -= 1
+        w("}")
+        acc = "%acc"
+    if spec.taps and spec.red_channels % tiling.k_chunk:
+        tail = spec.red_channels % tiling.k_chunk
+        acc = _reduce(w, em, spec, tiling, src, views, o0, str(main), tail, acc, acc_type)
+    _store(w, em, spec, tiling, dst, o0, acc, acc_type, dst_t)
+    w.indent -= 1
+    w("}")
+    head = (
+        f"func @{spec.name}(%src: {src_t}, %filter: {filter_t}, %dst: {dst_t}) "
+        f"work_group_size({sg},1) subgroup_size({sg}) {{"
+    )
+    return "\n".join([head, *w.lines, "}"])
+
+
+def _safe_offset(w: Writer, em: Emitter, tap: Tap) -> tuple[str, str]:
+    """(offset, predicate) of a tap's gather for the bound row; where the predicate fails
+    the offset is 0, so that the loads need no branch (channel r of element 0 exists) and a
+    select gives the zero."""
+    offset, ok = em.value(tap.src_offset), em.predicate(tap.valid)
+    if ok in ("true", "false"):
+        return offset, ok
+    safe = em.fresh("i")
+    w(f"{safe} = if {ok} -> (index) {{")
+    w(f"  yield {offset} : index")
+    w("} else {")
+    w("  yield 0 : index")
+    w("}")
+    return safe, ok
+
+
+def _reduce(
+    w: Writer,
+    em: Emitter,
+    spec: GemmSpec,
+    tiling: ConvTiling,
+    src: list[list[tuple[str, str]]],
+    views: list[tuple[str, str]],
+    o0: str,
+    r0: str,
+    chunk: int,
+    acc: str,
+    acc_type: str,
+) -> str:
+    """Reduction channels r0 .. r0 + chunk of every tap; returns the new accumulator."""
+    e = spec.element
+    blocks, cols, rows = tiling.rows_per_item, tiling.cols_per_tile, tiling.rows_per_tile
+    a_type = f"coopmatrix<{e}x{rows}x{chunk},matrix_a>"
+    b_type = f"coopmatrix<{e}x{chunk}x{cols},matrix_b>"
+    src_t = memref_type(e, (spec.src_size,))
+    rs = em.fresh("rs")
+    w(f"{rs} = arith.mul {r0}, {spec.red_stride} : index")
+    ragged = spec.out_channels % cols != 0
+    for t, (view, view_t) in enumerate(views):
+        a = em.fresh("A")
+        w(f"{a} = cooperative_matrix_construct 0.0 : {a_type}")
+        for b in range(blocks):
+            offset, ok = src[b][t]
+            if ok == "false":
+                continue  # this row block never reads this tap: the zeros stay
+            base = em.fresh("i")
+            w(f"{base} = arith.add {offset}, {rs} : index")
+            for j in range(chunk):
+                index = base
+                if j:
+                    index = em.fresh("i")
+                    w(f"{index} = arith.add {base}, {j * spec.red_stride} : index")
+                v = em.fresh("v")
+                w(f"{v} = load %src[{index}] : {src_t}")
+                if ok != "true":
+                    masked = em.fresh("v")
+                    w(f"{masked} = if {ok} -> ({e}) {{")
+                    w(f"  yield {v} : {e}")
+                    w("} else {")
+                    w(f"  yield 0.0 : {e}")
+                    w("}")
+                    v = masked
+                nxt = em.fresh("A")
+                w(f"{nxt} = cooperative_matrix_insert {v}, {a}[{j * blocks + b}] : {a_type}")
+                a = nxt
+        bt = em.fresh("B")
+        check = ".both_checked" if ragged else ""
+        if spec.filter_transposed:
+            w(f"{bt} = cooperative_matrix_load.t{check} {view}[{o0}, {r0}] : {view_t} -> {b_type}")
+        else:
+            w(f"{bt} = cooperative_matrix_load.n{check} {view}[{r0}, {o0}] : {view_t} -> {b_type}")
+        nxt = em.fresh("D")
+        w(f"{nxt} = cooperative_matrix_mul_add {a}, {bt}, {acc} : {a_type}, {b_type}, {acc_type}")
+        acc = nxt
+    return acc
+
+
+def _store(
+    w: Writer,
+    em: Emitter,
+    spec: GemmSpec,
+    tiling: ConvTiling,
+    dst: list[tuple[str, str]],
+    o0: str,
+    acc: str,
+    acc_type: str,
+    dst_t: str,
+) -> None:
+    """Each lane writes its rows of D where the row exists and the channel does."""
+    blocks, cols = tiling.rows_per_item, tiling.cols_per_tile
+    os = em.fresh("os")
+    w(f"{os} = arith.mul {o0}, {spec.dst_stride} : index")
+    for j in range(cols):
+        col_ok = None
+        if spec.out_channels % cols:
+            oj = em.fresh("o")
+            col_ok = em.fresh("ok")
+            w(f"{oj} = arith.add {o0}, {j} : index")
+            w(f"{col_ok} = cmp.lt {oj}, {spec.out_channels} : index")
+        for b in range(blocks):
+            offset, ok = dst[b]
+            if ok == "false":
+                continue
+            conds = [c for c in (ok, col_ok) if c and c != "true"]
+            v = em.fresh("d")
+            w(f"{v} = cooperative_matrix_extract {acc}[{j * blocks + b}] : {acc_type}")
+            if spec.accumulate != spec.element:
+                cv = em.fresh("d")
+                w(f"{cv} = cast {v} : {spec.accumulate} -> {spec.element}")
+                v = cv
+            index = em.fresh("i")
+            w(f"{index} = arith.add {offset}, {os} : index")
+            if j:
+                jindex = em.fresh("i")
+                w(f"{jindex} = arith.add {index}, {j * spec.dst_stride} : index")
+                index = jindex
+            store = f"store {v}, %dst[{index}] : {dst_t}"
+            if not conds:
+                w(store)
+                continue
+            cond = conds[0]
+            if len(conds) == 2:
+                cond = em.fresh("ok")
+                w(f"{cond} = arith.and {conds[0]}, {conds[1]} : i1")
+            w(f"if {cond} {{")
+            w(f"  {store}")
+            w("}")
