@@ -2,7 +2,7 @@
 
 from .arguments import ArgumentError, Group
 from .compiler import compile
-from .errors import CompilationError, Location, Source
+from .errors import BoundsError, CompilationError, Location, Source
 from .ir import Program
 from .parser import parse
 from .tune import tune
@@ -15,16 +15,19 @@ def jit(
     target: object = None,
     dpas: str | None = None,
     tf32: bool = False,
+    check_bounds: bool = False,
 ) -> object:
     """Compile and load on an OpenCL device; ``kernels.NAME(*args, howmany=N)`` runs one.
-    ``target``, ``dpas`` and ``tf32`` as for ``tinytc.runtime.jit.jit``."""
+    ``target``, ``dpas`` and ``tf32`` as for ``tinytc.runtime.jit.jit``; with
+    ``check_bounds`` a call raises BoundsError for its first out-of-bounds access."""
     from .runtime.jit import jit as _jit
 
-    return _jit(source_or_program, queue, opt_level, target, dpas, tf32)  # type: ignore[arg-type]
+    return _jit(source_or_program, queue, opt_level, target, dpas, tf32, check_bounds)  # type: ignore[arg-type]
 
 
 __all__ = [
     "ArgumentError",
+    "BoundsError",
     "CompilationError",
     "Group",
     "Location",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .arguments import ArgumentError
-from .errors import CompilationError
+from .errors import BoundsError, CompilationError
 from .ir import F16, F32, Program, ScalarType
 from .ir.core import recursion_for
 from .parser import parse
@@ -34,7 +34,7 @@ def tool(prog: str) -> Callable[[Callable[[argparse.Namespace], int]], Main]:
             args = PARSERS[prog].parse_args(argv)
             try:
                 return body(args)
-            except CompilationError as e:
+            except (CompilationError, BoundsError) as e:
                 print(e, file=sys.stderr)
             except (OSError, UnicodeDecodeError, UsageError, ArgumentError) as e:
                 print(f"{prog}: {e}", file=sys.stderr)
@@ -122,6 +122,12 @@ for _tool in ("tinytc-oc", "tinytc-run"):
     )
     PARSERS[_tool].add_argument("--tf32", action="store_true", help="f32 gemms on DPAS in tf32")
 PARSERS["tinytc-run"].add_argument(
+    "--check-bounds",
+    action=argparse.BooleanOptionalAction,
+    default=True,
+    help="check every access at run time (default; docs/bounds-checking.md)",
+)
+PARSERS["tinytc-run"].add_argument(
     "--target",
     choices=["cpu", "pvc", "dg2"],
     help="compile with this target's geometry (pvc and dg2 need --dpas emulate or off)",
@@ -206,7 +212,13 @@ def run_main(args: argparse.Namespace) -> int:
         raise UsageError(f"no kernel @{args.kernel}")
     fixed = _fixed_scalars(program, names, args.arg)
     try:
-        kernels = jit(program, target=args.target, dpas=args.dpas, tf32=args.tf32)
+        kernels = jit(
+            program,
+            target=args.target,
+            dpas=args.dpas,
+            tf32=args.tf32,
+            check_bounds=args.check_bounds,
+        )
     except ValueError as e:  # a native DPAS form on the CPU
         raise UsageError(str(e)) from None
     status = 0

@@ -74,6 +74,16 @@ class CompilationError(Exception):
         super().__init__(format_diagnostic(location, message))
 
 
+class BoundsError(IndexError):
+    """A kernel run with check_bounds accessed memory outside an array: the first violation,
+    at the access's source location (docs/bounds-checking.md)."""
+
+    def __init__(self, location: Location, message: str) -> None:
+        self.location = location
+        self.message = message
+        super().__init__(format_diagnostic(location, message))
+
+
 def format_diagnostic(location: Location, message: str) -> str:
     """'file:line.col-col: message' followed by the source line and a marker."""
     excerpt = location.excerpt()

@@ -86,7 +86,7 @@ def test_a_crash_becomes_a_failure_carrying_the_program(monkeypatch: pytest.Monk
     """check_execution reports a dead worker as a FuzzFailure with the program text."""
     from tinytc.testing import worker as module
 
-    def crash(self: Worker, text: str, *args: object) -> module.Outcome:
+    def crash(self: Worker, text: str, *args: object, **options: object) -> module.Outcome:
         return module.Outcome("crash", message="worker died with exit status -11")
 
     monkeypatch.setattr(module.Worker, "run", crash)

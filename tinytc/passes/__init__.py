@@ -12,6 +12,7 @@ from typing import Protocol
 
 from ..ir import Program
 from ..target import CoreInfo
+from .check_bounds import CheckBoundsPass
 from .check_ir import CheckIrPass
 from .insert_barrier import InsertBarrierPass
 from .lifetime import InsertLifetimeStopPass, StackPass
@@ -30,6 +31,7 @@ class Pass(Protocol):
 # stages transposed operands, -O1 and up unroll K by 4, -O0 gives the plainest code.
 PASSES: dict[str, Callable[[CoreInfo, int], Pass]] = {
     "check-ir": lambda t, o: CheckIrPass(),
+    "check-bounds": lambda t, o: CheckBoundsPass(),  # jit(check_bounds=True) adds it
     "insert-lifetime-stop": lambda t, o: InsertLifetimeStopPass(),
     "work-group-size": lambda t, o: WorkGroupSizePass(t, batching=o >= 2),
     "tile-linalg": lambda t, o: TilingPass(t, k_unroll=4 if o >= 1 else 1),

@@ -18,10 +18,13 @@ from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, dtype_of
 from ..compiler import run_pipeline
 from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
 from ..param_access import batch_requirements, written_params
+from ..passes import DEFAULT_PIPELINE
+from ..passes.check_bounds import bounds_check_of, with_bounds_checks
 from ..spirv.convert import lower
 from ..spirv.tools import validate
 from ..target import CoreInfo, DpasForm, configure
 from ..tune import stored_program_tilings
+from .bounds import CheckedKernel
 from .cache import load_program
 from .device import _pyopencl, core_info_from_device, default_queue
 
@@ -35,13 +38,16 @@ def jit(
     target: str | CoreInfo | None = None,
     dpas: DpasForm | None = None,
     tf32: bool = False,
+    check_bounds: bool = False,
 ) -> Kernels:
     """Compile for the queue's device (default: the SPIR-V capable default device) and load.
 
     Returns an object with one callable per kernel: ``kernels.NAME(*args, howmany=N)``.
     The caller's Program is not changed. ``target`` compiles with another target's geometry
     and register budget instead of the device's: with ``dpas="emulate"`` a pvc or dg2 DPAS
-    module runs on the CPU (docs/dpas.md).
+    module runs on the CPU (docs/dpas.md). With ``check_bounds`` every access checks its
+    indices at run time, and a call raises BoundsError for the first violation
+    (docs/bounds-checking.md).
     """
     queue = queue if queue is not None else default_queue()
     tuned = target is None and dpas is None and not tf32  # as tinytc.tune compiles
@@ -53,10 +59,11 @@ def jit(
                 f"{device.name} cannot run DPAS in the {target.dpas_form} form of "
                 f"{target.name}: ask for the emulate form (dpas='emulate', --dpas emulate) or off"
             )
+    passes = with_bounds_checks(DEFAULT_PIPELINE) if check_bounds else DEFAULT_PIPELINE
     tilings = stored_program_tilings(source_or_program, queue.device, opt_level) if tuned else None
-    program = run_pipeline(source_or_program, target, opt_level, tilings=tilings)
+    program = run_pipeline(source_or_program, target, opt_level, passes, tilings)
     binary = lower(program, target).assemble()
-    return Kernels(program, binary, queue)
+    return _bounds_checked(Kernels(program, binary, queue))
 
 
 class Kernels:
@@ -182,3 +189,13 @@ def _svm(array: np.ndarray, keep: list[Any]) -> Any:
         flat = np.frombuffer((ctypes.c_uint8 * span).from_address(address), dtype=np.uint8)
     keep.append(flat)
     return cl.SVM(flat)
+
+
+def _bounds_checked(kernels: Kernels) -> Kernels:
+    """Kernels compiled with check-bounds are called through CheckedKernel, which passes and
+    reads back their hidden record parameter."""
+    for func in kernels.program.functions:
+        check = bounds_check_of(func)
+        if check is not None:
+            setattr(kernels, func.name, CheckedKernel(getattr(kernels, func.name), check))
+    return kernels

@@ -27,6 +27,7 @@ from . import CoopMatrix
 MAX_COMPONENTS = 256  # values per work-item; more would only spill and take long to build
 BLOCK_READ_WIDTHS = (8, 4, 2, 1)  # values per lane one subgroup block read gives
 CACHE_LINE = 64  # bytes, on the x86 CPUs that prefetch runs on
+MAX_PREFETCH_LINES = 64  # calls one prefetch makes at most (a hint, not worth a long build)
 
 # Subgroup reductions: (operation, is float, is unsigned) -> opcode.
 REDUCE = {
@@ -178,10 +179,12 @@ class Plain:
     def prefetch(self, lo: Lowering, inst: ir.CoopMatrixPrefetchInst) -> None:
         """Where the target has the prefetch intrinsic, one call per cache line of each column
         of the block (of the whole block, when its columns are contiguous), at an address
-        every lane shares (the runtime keeps one call, not one per lane); the part of the
-        block outside the memref is left out, so any block is harmless. A no-op for local
-        memory (as close as a cache) and on other targets (OpenCL's prefetch builtin is a
-        library call per lane, docs/performance-cpu.md lesson 6)."""
+        every lane shares (the runtime keeps one call, not one per lane), at most
+        MAX_PREFETCH_LINES. Lines known to lie outside the memref are left out, and positions
+        known only at run time are clamped into it, without branches (a hint must not cost
+        control flow: build time grows with it). A no-op for local memory (as close as a
+        cache) and on other targets (OpenCL's prefetch builtin is a library call per lane,
+        docs/performance-cpu.md lesson 6)."""
         m: Memref = lo.get(inst.operands[0])
         if not lo.target.prefetch_intrinsic or m.space != StorageClass.CrossWorkgroup:
             return
@@ -196,21 +199,17 @@ class Plain:
         u32 = lo.m.type_int(32)
         fn = lo.m.import_function("llvm.prefetch.p1", lo.m.type_void(), [i8_pointer, u32, u32, u32])
         read, locality, data = lo.u32(0), lo.u32(max(0, 3 - inst.cache_level)), lo.u32(1)
-        for col in range(cols):
-            for line in range(0, rows, CACHE_LINE // el.size):
-                row, column = lo.add(x, line), lo.add(y, col)
-                inside = [_below(lo, row, e0), _below(lo, column, e1)]
-                if False in inside:
-                    continue
-
-                def fetch(row: Dim = row, column: Dim = column) -> None:
-                    offset = lo.add(lo.mul(row, s0), lo.mul(column, s1))
-                    pointer = lo.offset_pointer(m.pointer, space, el, offset)
-                    pointer = lo.op(Op.Bitcast, i8_pointer, pointer)
-                    lo.op(Op.FunctionCall, lo.m.type_void(), fn, pointer, read, locality, data)
-
-                cond = _conjunction(lo, [c for c in inside if not isinstance(c, bool)])
-                fetch() if cond is None else lo.if_then(cond, fetch)
+        lines = [
+            (line, col) for col in range(cols) for line in range(0, rows, CACHE_LINE // el.size)
+        ]
+        for line, col in lines[:MAX_PREFETCH_LINES]:
+            row, column = _clamp(lo, lo.add(x, line), e0), _clamp(lo, lo.add(y, col), e1)
+            if row is None or column is None:
+                continue
+            offset = lo.add(lo.mul(row, s0), lo.mul(column, s1))
+            pointer = lo.offset_pointer(m.pointer, space, el, offset)
+            pointer = lo.op(Op.Bitcast, i8_pointer, pointer)
+            lo.op(Op.FunctionCall, lo.m.type_void(), fn, pointer, read, locality, data)
 
     # Arithmetic
 
@@ -514,6 +513,14 @@ def _conjunction(lo: Lowering, conds: list[Id]) -> Id | None:
     for c in conds[1:]:
         cond = lo.op(Op.LogicalAnd, lo.m.type_bool(), cond, c)
     return cond
+
+
+def _clamp(lo: Lowering, index: Dim, extent: Dim) -> Dim | None:
+    """index clamped into [0, extent): None when both are known and it lies outside."""
+    if isinstance(index, int) and isinstance(extent, int):
+        return index if 0 <= index < extent else None
+    high = lo.sub(extent, 1)
+    return lo.b.ext_inst(lo.i64, OpenCLStd.s_clamp, lo.as_id(index), lo.as_id(0), lo.as_id(high))
 
 
 def _below(lo: Lowering, index: Dim, extent: Dim) -> Id | bool:

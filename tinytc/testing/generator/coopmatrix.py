@@ -260,6 +260,16 @@ class CoopMatrixStatements(CollectiveStatements):
         m.uses += 1
         return m
 
+    def budget(self) -> int:
+        """BUDGET for subgroups of up to 16 lanes; wider subgroups hold each value in several
+        vector registers on the CPU, so they get proportionally fewer (a 7 x 40 matrix at 64
+        lanes took 40 s to build)."""
+        assert self.par is not None
+        return max(1, BUDGET * 16 // max(16, self.par.sgs))
+
+    def fma_budget(self) -> int:
+        return max(1, FMA_BUDGET * 16 // max(16, self.par.sgs))  # type: ignore[union-attr]
+
     def count(self, t: CoopMatrixType) -> int:
         """Values per work-item (the plain implementation keeps matrix_b whole)."""
         assert self.par is not None
@@ -290,7 +300,7 @@ class CoopMatrixStatements(CollectiveStatements):
         el = element or self.cm_element()
         rows = self.cm_extent()
         per_col = rows if use == "matrix_b" else -(-rows // self.par.sgs)
-        cols = min(self.cm_extent(), max(1, BUDGET // per_col))
+        cols = min(self.cm_extent(), max(1, self.budget() // per_col))
         return CoopMatrixType(el, rows, cols, use)
 
     def acc_element(self) -> ScalarType:
@@ -458,7 +468,7 @@ class CoopMatrixStatements(CollectiveStatements):
             acc = CoopMatrixType(self.cm_element(), t.rows, t.cols, "matrix_acc")
             if acc.use != t.use and acc.element != t.element and self.flag(50):
                 acc = CoopMatrixType(t.element, t.rows, t.cols, "matrix_acc")
-            if self.count(acc) > BUDGET:
+            if self.count(acc) > self.budget():
                 return None
             m = self.obtain(acc, ctx, depth + 1)
         return self.convert_matrix(m, t.element, t.use)
@@ -484,7 +494,7 @@ class CoopMatrixStatements(CollectiveStatements):
                 lo, hi = t_lo, t_hi
             exact, bounded, mag = True, True, 0.0
         t = CoopMatrixType(to, m.type.rows, m.type.cols, use or m.type.use)
-        if t == m.type or self.count(t) > BUDGET:
+        if t == m.type or self.count(t) > self.budget():
             return None
         m.uses += 1
         value = self.emit(CastInst(m.value, t)).result
@@ -505,9 +515,9 @@ class CoopMatrixStatements(CollectiveStatements):
                 h = [self.int(1, min(n, MAX_EXTENT)) for n in e]
                 rows, cols = (h[1], h[0]) if transpose else (h[0], h[1])
                 t = CoopMatrixType(t.element, rows, cols, use)
-                while self.count(t) > BUDGET:
+                while self.count(t) > self.budget():
                     t = CoopMatrixType(t.element, t.rows, max(t.cols // 2, 1), use)
-                    if t.cols == 1 and self.count(t) > BUDGET:
+                    if t.cols == 1 and self.count(t) > self.budget():
                         return
             self.load_from(t, v, transpose)
 
@@ -525,7 +535,12 @@ class CoopMatrixStatements(CollectiveStatements):
         ab = self.ab_element(c.type.element)
         rows, cols = c.type.rows, c.type.cols
         blocks = -(-rows // par.sgs)
-        k = min(self.cm_extent(), BUDGET // cols, BUDGET // blocks, FMA_BUDGET // (blocks * cols))
+        k = min(
+            self.cm_extent(),
+            self.budget() // cols,
+            self.budget() // blocks,
+            self.fma_budget() // (blocks * cols),
+        )
         if k < 1:
             return
         a = self.obtain(CoopMatrixType(ab, rows, k, "matrix_a"), ctx)
@@ -587,8 +602,10 @@ class CoopMatrixStatements(CollectiveStatements):
             rows, cols, kt = self.cm_extent(), self.cm_extent(), self.cm_extent()
             k0 = self.int(0, 3) if self.flag(20) else 0
         blocks = -(-rows // par.sgs)
-        cols = min(cols, BUDGET // blocks)
-        kt = min(kt, BUDGET // cols, BUDGET // blocks, FMA_BUDGET // (blocks * cols))
+        cols = min(cols, self.budget() // blocks)
+        kt = min(
+            kt, self.budget() // cols, self.budget() // blocks, self.fma_budget() // (blocks * cols)
+        )
         if kt < 1:
             return
         c = self.obtain(CoopMatrixType(el, rows, cols, "matrix_acc"), ctx)
