@@ -5,6 +5,7 @@ from .compiler import compile
 from .errors import BoundsError, CompilationError, Location, Source
 from .ir import Program
 from .parser import parse
+from .tune import tune
 
 
 def jit(
@@ -35,4 +36,5 @@ __all__ = [
     "compile",
     "jit",
     "parse",
+    "tune",
 ]

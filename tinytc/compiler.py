@@ -4,10 +4,11 @@ tests, benchmarks and fuzzing all go through ``run_pipeline``."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .errors import CompilationError
-from .ir import Function, Program
+from .gemm import Tiling
+from .ir import Function, LinalgInst, Program
 from .ir.core import recursion_for
 from .parser import parse
 from .passes import DEFAULT_PIPELINE, run_passes
@@ -28,14 +29,21 @@ def run_pipeline(
     target: str | CoreInfo = "cpu",
     opt_level: int = 2,
     passes: Sequence[str] = DEFAULT_PIPELINE,
+    tilings: Mapping[str, Sequence[Tiling]] | None = None,
 ) -> Program:
     """A copy of the program after the passes (the default pipeline unless given), ready to be
     lowered (a kernel with more SPIR-V arguments than allowed is a CompilationError); the
-    caller's Program is never changed."""
+    caller's Program is never changed. ``tilings`` (kernel name -> one Tiling per collective
+    instruction, in walk order; from tinytc.tune) replace tile-linalg's choices."""
     core = get_target(target) if isinstance(target, str) else target
     source = as_program(source_or_program)
     with recursion_for(source):
         program = source.clone()
+        if tilings and "tile-linalg" in passes:
+            cut = list(passes).index("tile-linalg") + 1
+            run_passes(program, passes[:cut], core, opt_level)
+            set_tilings(program, tilings)
+            passes = passes[cut:]
         run_passes(program, passes, core, opt_level)
     for func in program.functions:
         check_argument_count(func)
@@ -57,6 +65,15 @@ def check_argument_count(func: Function) -> None:
         "SPIR-V allows (a memref takes one more per '?' size or stride, a group one more per "
         "'?')",
     )
+
+
+def set_tilings(program: Program, tilings: Mapping[str, Sequence[Tiling]]) -> None:
+    """Give the collective instructions of the named kernels these tilings (lower-linalg
+    checks them)."""
+    for func in program.functions:
+        linalg = [i for i in func.walk() if isinstance(i, LinalgInst)]
+        for inst, tiling in zip(linalg, tilings.get(func.name, ())):
+            inst.tiling = tiling
 
 
 def compile(

@@ -6,6 +6,12 @@ tools/bench.py measured in the same run.
     python tools/bench_conv2d.py [--repeat 5] [--quick] [--json out.json]
         [--tiling subgroup_size,rows_per_item,cols_per_tile,k_chunk[,gather|rows]]
         [--layer 0..3] [--layout NCHW|NHWC] [--direction forward|backward_data]
+    python tools/bench_conv2d.py --tuned [--tune-budget 40] [--repeat 11] [--layer ...]
+
+Without --tiling the recipe takes a tiling tinytc.tune stored for the layer, if any, else
+the default. --tuned tunes each layer (tinytc.tune, reusing a stored result) and measures
+the default tiling against the tuned one in pairs: the two run alternately, and the table
+gives each one's median and the median of the per-pair time ratios.
 
 This is a tool, not a test: timings vary with the machine's load.
 """
@@ -22,7 +28,11 @@ from typing import Any
 
 import numpy as np
 
+import tinytc
 from tinytc.recipes import ConvTiling, conv2d
+from tinytc.recipes.conv2d import default_tiling
+from tinytc.target import get_target
+from tinytc.tune import median_seconds
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -39,8 +49,16 @@ def _bench_module() -> Any:
     spec = importlib.util.spec_from_file_location("tinytc_bench", ROOT / "tools" / "bench.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+def fma_peak(bench: Any, repeat: int) -> float:
+    """f32 FMA FLOP/s of tools/bench.py's peak kernel (every core, about a GFLOP a run)."""
+    limits = bench.Limits(1 << 20)
+    limits.size_peak("f32", 1e9)
+    return limits.peak_flops["f32"] / median_seconds(lambda: limits.run_peak("f32"), repeat)
 
 
 def im2col_nchw(x: np.ndarray, r: int, stride: int, pad: int) -> tuple[np.ndarray, int, int]:
@@ -169,6 +187,79 @@ def bench_layer(
     return row
 
 
+def layer_conv(layer: tuple, layout: str, direction: str, tiling: Any) -> Any:
+    _, n, c, k, hw, r, s, p = layer
+    in_shape = (n, c, hw, hw) if layout == "NCHW" else (n, hw, hw, c)
+    w_shape = (k, c, r, r) if layout == "NCHW" else (k, r, r, c)
+    return conv2d(
+        in_shape,
+        w_shape,
+        layout=layout,
+        stride=(s, s),
+        padding=((p, p), (p, p)),
+        direction=direction,
+        tiling=tiling,
+    )
+
+
+def paired(runs: list[Any], repeat: int) -> tuple[list[float], float]:
+    """Median time of each of two runs and the second's time over the first's, measured in
+    pairs, which one goes first alternating (tinytc.tune.paired: the larger of the median
+    of the pairs' ratios and the ratio of the medians)."""
+    from tinytc.tune import paired as tune_paired
+
+    ratio, first, second = tune_paired(runs[0], runs[1], repeat)
+    return [first, second], ratio
+
+
+def bench_tuned(layer: tuple, layout: str, direction: str, repeat: int, budget: float) -> dict:
+    """The default tiling against the tuned one (tuned now, or the stored result)."""
+    base = layer_conv(layer, layout, direction, None)
+    default = default_tiling(base.problem, get_target("cpu"))
+    result = tinytc.tune(base, budget=budget, repeat=5)
+    convs = [layer_conv(layer, layout, direction, t) for t in (default, result.best)]
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(base.argument_shape).astype(np.float32)
+    w = rng.standard_normal(base.problem.filter_shape).astype(np.float32)
+    outs = [np.empty(base.result_shape, np.float32) for _ in convs]
+    runs = [lambda c=c, o=o: c(a, w, out=o) for c, o in zip(convs, outs)]
+    (t_default, t_tuned), ratio = paired(runs, repeat)
+    assert np.allclose(outs[0], outs[1], atol=1e-4 * np.abs(outs[0]).max())
+    flops = base.problem.flops()
+    return {
+        "layer": layer[0],
+        "layout": layout,
+        "direction": direction,
+        "default_tiling": list(default.__dict__.values()),
+        "tuned_tiling": list(result.best.__dict__.values()),
+        "tried": len(result.trials),
+        "default": flops / t_default / 1e9,
+        "tuned": flops / t_tuned / 1e9,
+        "time_ratio": ratio,
+    }
+
+
+def main_tuned(args: argparse.Namespace) -> int:
+    rows = []
+    chosen = [LAYERS[i] for i in args.layer] if args.layer else LAYERS
+    print("GFLOP/s, medians of pairs; time ratio tuned/default (tinytc.tune.paired)")
+    for layer in chosen:
+        for direction in args.direction or ["forward", "backward_data"]:
+            for layout in args.layout or ["NCHW", "NHWC"]:
+                r = bench_tuned(layer, layout, direction, args.repeat, args.tune_budget)
+                rows.append(r)
+                print(
+                    f"{r['layer']:<22} {layout} {direction:<13} default {r['default']:6.1f} "
+                    f"tuned {r['tuned']:6.1f}  time ratio {r['time_ratio']:.3f}  "
+                    f"({r['tried']} tried) {r['default_tiling']} -> {r['tuned_tiling']}"
+                    + (" (the default)" if r["default_tiling"] == r["tuned_tiling"] else ""),
+                    flush=True,
+                )
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows}, indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -180,20 +271,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layout", choices=["NCHW", "NHWC"], action="append")
     parser.add_argument("--direction", choices=["forward", "backward_data"], action="append")
     parser.add_argument("--json", type=pathlib.Path)
+    parser.add_argument("--tuned", action="store_true", help="default against tuned tiling")
+    parser.add_argument("--tune-budget", type=float, default=40.0, help="seconds per layer")
     args = parser.parse_args(argv)
+    if args.tuned:
+        return main_tuned(args)
     bench = _bench_module()
     tiling = None
     if args.tiling:
         fields = args.tiling.split(",")
         tiling = ConvTiling(*map(int, fields[:4]), *fields[4:])
-    peak = bench.fma_peak("f32", args.repeat) / 1e9
+    peak = fma_peak(bench, args.repeat) / 1e9
     print(f"f32 FMA peak {peak:.0f} GFLOP/s (measured in this run)")
     rows = []
     chosen = [LAYERS[i] for i in args.layer] if args.layer else LAYERS
     for layer in chosen[:1] if args.quick else chosen:
         for direction in args.direction or ["forward", "backward_data"]:
             for layout in args.layout or ["NCHW", "NHWC"]:
-                r = bench_layer(layer, layout, direction, args.repeat, tiling, bench.median_time)
+                r = bench_layer(layer, layout, direction, args.repeat, tiling, median_seconds)
                 rows.append(r)
                 torch_text = (
                     f"torch {r['torch']:6.1f} ({r['tinytc'] / r['torch']:.2f}x)"

@@ -157,7 +157,8 @@ def conv2d(
 
     ``direction="forward"`` gives ``conv(x, w) -> y`` (NKHW or NHWK);
     ``"backward_data"`` gives ``conv(dy, w) -> dx``, the gradient with respect to the input.
-    ``tiling`` (a ConvTiling or a dict of its fields) replaces the target's default.
+    ``tiling`` (a ConvTiling or a dict of its fields) replaces the tiling tinytc.tune stored
+    for the problem and device, if any, else the target's default.
     Arguments that do not fit raise ``tinytc.ArgumentError``.
     """
     problem = make_problem(
@@ -168,9 +169,22 @@ def conv2d(
         from ..runtime.device import core_info_from_device
 
         target = core_info_from_device(queue.device)
-    chosen = check_conv_tiling(
-        default_tiling(problem, target) if tiling is None else tiling, target
-    )
+    if tiling is None:
+        tiling = _stored_tiling(problem, queue) or default_tiling(problem, target)
+    chosen = check_conv_tiling(tiling, target)
     if chosen.kernel == "rows" and problem.stride[1] != 1:
         raise ArgumentError(f"tiling: kernel 'rows' needs stride_w 1, got {problem.stride[1]}")
     return Conv2d(problem, chosen, queue)
+
+
+def _stored_tiling(problem: Conv2dProblem, queue: Any) -> ConvTiling | None:
+    """The tiling tinytc.tune stored for the problem on the queue's device (default: the
+    default device), or None."""
+    from ..runtime.device import RuntimeUnavailableError, default_device
+    from .conv2d_tune import stored_conv_tiling
+
+    try:
+        device = queue.device if queue is not None else default_device()
+    except RuntimeUnavailableError:
+        return None
+    return stored_conv_tiling(problem, device)

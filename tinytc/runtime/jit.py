@@ -23,6 +23,7 @@ from ..passes.check_bounds import bounds_check_of, with_bounds_checks
 from ..spirv.convert import lower
 from ..spirv.tools import validate
 from ..target import CoreInfo, DpasForm, configure
+from ..tune import stored_program_tilings
 from .bounds import CheckedKernel
 from .cache import load_program
 from .device import _pyopencl, core_info_from_device, default_queue
@@ -49,6 +50,7 @@ def jit(
     (docs/bounds-checking.md).
     """
     queue = queue if queue is not None else default_queue()
+    tuned = target is None and dpas is None and not tf32  # as tinytc.tune compiles
     target = configure(target or core_info_from_device(queue.device), dpas, tf32)
     if target.dpas is not None and target.dpas_form in NATIVE_DPAS_FORMS:
         device = core_info_from_device(queue.device)
@@ -58,7 +60,8 @@ def jit(
                 f"{target.name}: ask for the emulate form (dpas='emulate', --dpas emulate) or off"
             )
     passes = with_bounds_checks(DEFAULT_PIPELINE) if check_bounds else DEFAULT_PIPELINE
-    program = run_pipeline(source_or_program, target, opt_level, passes)
+    tilings = stored_program_tilings(source_or_program, queue.device, opt_level) if tuned else None
+    program = run_pipeline(source_or_program, target, opt_level, passes, tilings)
     binary = lower(program, target).assemble()
     return _bounds_checked(Kernels(program, binary, queue))
 
