@@ -89,21 +89,29 @@ def choose_tiling(
     work_group: tuple[int, int],
     target: CoreInfo,
     entries_per_group: int = 1,
+    entry_bytes: int | None = None,
 ) -> Tiling:
-    """Tiling of an output of rows x cols for a kernel whose work-group size is fixed."""
+    """Tiling of an output of rows x cols for a kernel whose work-group size is fixed; a batch
+    entry's operands take entry_bytes (None: not known at compile time)."""
     mb, nb = register_block(rows, cols, work_group[0], target)
     if rows is not None:
         mb = max(1, min(mb, math.ceil(rows / work_group[0])))
-    return Tiling(work_group, mb, nb, prefetch=prefetch_next(entries_per_group, target))
+    prefetch = prefetch_next(entries_per_group, entry_bytes, target)
+    return Tiling(work_group, mb, nb, prefetch=prefetch)
 
 
-def prefetch_next(entries_per_group: int, target: CoreInfo) -> bool:
+PREFETCH_MAX_BYTES = 64 * 1024  # operands of one batch entry worth prefetching
+
+
+def prefetch_next(entries_per_group: int, entry_bytes: int | None, target: CoreInfo) -> bool:
     """Whether the K loops prefetch the next batch entry: where the target prefetches at all,
-    for work-groups of one entry (the GEMMs from 32^3 up, the tutorial chain), whose next
-    entry's data is cold. Paired on the CPU, prefetch on against off: chain f32 1.06-1.26x,
-    f64 1.44-1.49x, n=32 1.01-1.15x, n=64 0.94-1.19x; n=16 0.87x, where one work-group runs
-    several entries."""
-    return target.prefetch_intrinsic and entries_per_group == 1
+    for work-groups of one entry whose operands are known to take at most
+    PREFETCH_MAX_BYTES. Paired on the CPU, prefetch on against off: chain (6-13 KB) f32
+    1.06-1.26x, f64 1.44-1.66x; f32 n=64 (48 KB) tn 1.2x, others 1.0-1.2x; f64 n=64 (96 KB)
+    0.92-0.93x, the hardware's own prefetch keeps up with its longer compute; n=16 0.87x,
+    where one work-group runs several entries."""
+    small = entry_bytes is not None and entry_bytes <= PREFETCH_MAX_BYTES
+    return target.prefetch_intrinsic and entries_per_group == 1 and small
 
 
 WORK_PER_GROUP = 32 * 32 * 32  # multiply-adds that amortize one work-group's start-up

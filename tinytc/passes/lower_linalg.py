@@ -28,7 +28,6 @@ from ..gemm import (
     MAX_TILE_COMPONENTS,
     Tiling,
     check_tiling,
-    choose_tiling,
     fused_cols_per_item,
     fused_k_unroll,
     fused_rows_per_item,
@@ -79,6 +78,7 @@ from ..ir import (
 )
 from ..ir.instructions.memref import SizeInst
 from ..target import CoreInfo
+from .tiling import default_tiling
 from .work_group_size import require_sizes
 
 Size = int | Value  # a size known at compile time, or an index value
@@ -289,12 +289,10 @@ class Lowering:
         wg0, wg1 = func.work_group_size
         self.subgroups = wg0 // self.sgs * wg1
 
-    def tiling(self, inst: LinalgInst, rows: int | None, cols: int | None) -> Tiling:
+    def tiling(self, inst: LinalgInst) -> Tiling:
         wg = self.func.work_group_size
         assert wg is not None
-        tiling = inst.tiling or choose_tiling(
-            rows, cols, wg, self.target, self.func.batch_per_group
-        )
+        tiling = inst.tiling or default_tiling(inst, self.func, self.target)
         problem = check_tiling(tiling, wg, self.sgs)
         if problem:
             raise CompilationError(inst.loc, f"bad tiling for {inst.mnemonic}: {problem}")
@@ -306,8 +304,7 @@ class Lowering:
         e = self.e
         out = Operand(inst.output)
         rows, cols = e.size(inst.output, 0), e.size(inst.output, 1)
-        static = [x if isinstance(x, int) else None for x in (rows, cols)]
-        tiling = self.tiling(inst, *static)
+        tiling = self.tiling(inst)
         el = out.type.element
         acc = accumulator(el)
         inputs = [Operand(v) for v in inst.operands[1:-2]]
@@ -659,7 +656,7 @@ class Lowering:
         out = Operand(second.output)
         cols = e.size(second.output, 1)
         acc = accumulator(out.type.element)
-        tiling2 = self.tiling(second, rows, cols if isinstance(cols, int) else None)
+        tiling2 = self.tiling(second)
         unroll = fused_k_unroll((first.tiling or tiling2).k_unroll, mb)
         b2 = Operand(second.operands[2], second.trans_b)
         nexts = []

@@ -7,9 +7,10 @@ lowering.
 from __future__ import annotations
 
 import dataclasses
+import math
 
-from ..gemm import choose_tiling
-from ..ir import LinalgInst, MemrefType, Program
+from ..gemm import Tiling, choose_tiling
+from ..ir import Function, LinalgInst, MemrefType, Program
 from ..target import CoreInfo
 from .work_group_size import require_sizes
 
@@ -28,9 +29,18 @@ class TilingPass:
                 require_sizes(func, self.name)
             for inst in linalg:
                 if inst.tiling is None:
-                    out: MemrefType = inst.output.type  # type: ignore[assignment]
-                    shape = (*out.shape, 1, 1)[:2]
-                    tiling = choose_tiling(
-                        shape[0], shape[1], func.work_group_size, self.target, func.batch_per_group
-                    )
+                    tiling = default_tiling(inst, func, self.target)
                     inst.tiling = dataclasses.replace(tiling, k_unroll=self.k_unroll)
+
+
+def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling:
+    """The tiling tinytc.gemm chooses for a collective instruction of a sized function."""
+    assert func.work_group_size is not None
+    out: MemrefType = inst.output.type  # type: ignore[assignment]
+    rows, cols = (*out.shape, 1, 1)[:2]
+    memrefs = [v.type for v in inst.operands if isinstance(v.type, MemrefType)]
+    sizes = [t.element.size * math.prod(t.shape) for t in memrefs if t.is_static]  # type: ignore[arg-type]
+    entry_bytes = sum(sizes) if len(sizes) == len(memrefs) else None
+    return choose_tiling(
+        rows, cols, func.work_group_size, target, func.batch_per_group, entry_bytes
+    )
