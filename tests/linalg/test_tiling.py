@@ -13,6 +13,7 @@ from tinytc.gemm import (
     ACCUMULATORS,
     MAX_COLS_PER_ITEM,
     MAX_ROW_BLOCKS,
+    STRIP_REGISTERS,
     WORK_PER_GROUP,
     Tiling,
     choose_tiling,
@@ -30,11 +31,15 @@ ROWS = [None, 1, 2, 5, 8, 15, 16, 17, 31, 56, 64, 65, 100, 128, 1000]
 COLS = [None, 1, 2, 3, 5, 8, 9, 16, 17, 31, 33, 64, 100, 1000]
 
 
-def fits(mb: int, nb: int, target: CoreInfo) -> bool:
-    """At most ACCUMULATORS block entries, half the register file at most (the other half
-    holds the A and B values of the unrolled K steps), and at most MAX_ROW_BLOCKS rows."""
+def fits(mb: int, nb: int, target: CoreInfo, lanes: int) -> bool:
+    """At most ACCUMULATORS block entries (a whole strip of MAX_ROW_BLOCKS blocks: at most
+    STRIP_REGISTERS registers of f32), half the register file at most (the other half holds
+    the A and B values of the unrolled K steps), and at most MAX_ROW_BLOCKS rows."""
     limit = min(ACCUMULATORS, target.num_registers // 2)
-    return mb * nb <= limit and mb <= MAX_ROW_BLOCKS
+    per_value = -(-lanes * 4 // target.register_size)
+    registers = min(STRIP_REGISTERS, target.num_registers // 2)
+    strip = mb == MAX_ROW_BLOCKS and mb * nb * per_value <= registers
+    return (mb * nb <= limit or strip) and mb <= MAX_ROW_BLOCKS
 
 
 @pytest.mark.parametrize("registers", REGISTER_FILES)
@@ -45,7 +50,7 @@ def test_register_block_respects_the_register_budget(registers: int) -> None:
             for lanes in target.subgroup_sizes:
                 mb, nb = register_block(rows, cols, lanes, target)
                 assert mb >= 1 and 1 <= nb <= MAX_COLS_PER_ITEM, (rows, cols, lanes, mb, nb)
-                assert fits(mb, nb, target), (registers, rows, cols, lanes, mb, nb)
+                assert fits(mb, nb, target, lanes), (registers, rows, cols, lanes, mb, nb)
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
@@ -57,7 +62,7 @@ def test_choose_tiling_respects_the_budget_and_does_not_overshoot_rows(target: C
                     wg = (sgs, columns_of_subgroups)
                     t = choose_tiling(rows, cols, wg, target)
                     assert t.work_group == wg
-                    assert fits(t.rows_per_item, t.cols_per_item, target)
+                    assert fits(t.rows_per_item, t.cols_per_item, target, sgs)
                     assert t.rows_per_tile == sgs * t.rows_per_item
                     assert t.cols_per_tile == columns_of_subgroups * t.cols_per_item
                     if rows is not None:  # no block of rows that no lane can use
@@ -88,7 +93,8 @@ def test_cols_per_item_divides_the_columns(target: CoreInfo) -> None:
 
 def test_cols_per_item_examples_on_the_cpu() -> None:
     assert register_block(64, 9, 16, CPU) == (4, 3)  # 3 tiles of 3, not 4 + 4 + 1
-    assert register_block(64, 64, 16, CPU) == (4, 2)
+    assert register_block(64, 64, 16, CPU) == (4, 4)  # a whole f32 strip: 16 registers
+    assert register_block(64, 64, 16, CPU, element_size=8) == (4, 2)
     assert register_block(32, 32, 16, CPU) == (2, 4)
     assert register_block(64, 1, 16, CPU) == (4, 1)
     assert register_block(16, 8, 16, CPU) == (1, 8)
@@ -98,16 +104,16 @@ def test_cols_per_item_examples_on_the_cpu() -> None:
 def test_dynamic_sizes_get_a_default_block() -> None:
     assert register_block(None, None, 16, CPU) == (2, 6)
     assert register_block(None, 9, 16, CPU) == (2, 3)
-    assert register_block(64, None, 16, CPU)[1] == 3
+    assert register_block(64, None, 16, CPU)[1] == 4  # a whole f32 strip
     t = choose_tiling(None, None, (16, 2), CPU)
-    assert fits(t.rows_per_item, t.cols_per_item, CPU) and t.rows_per_item == 2
+    assert fits(t.rows_per_item, t.cols_per_item, CPU, 16) and t.rows_per_item == 2
 
 
 def test_empty_output_gets_a_block() -> None:
     """Size 0 is a valid static size: no division by zero, a block that fits."""
     for rows, cols in ((0, 5), (5, 0), (0, 0)):
         mb, nb = register_block(rows, cols, 16, CPU)
-        assert mb >= 1 and nb >= 1 and fits(mb, nb, CPU)
+        assert mb >= 1 and nb >= 1 and fits(mb, nb, CPU, 16)
         choose_tiling(rows, cols, (16, 1), CPU)
 
 

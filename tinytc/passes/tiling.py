@@ -41,6 +41,7 @@ def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling
     memrefs = [v.type for v in inst.operands if isinstance(v.type, MemrefType)]
     sizes = [t.element.size * math.prod(t.shape) for t in memrefs if t.is_static]  # type: ignore[arg-type]
     entry_bytes = sum(sizes) if len(sizes) == len(memrefs) else None
+    summed = max(out.element.size, 4)  # f16 and bf16 are summed in f32
     return choose_tiling(
-        rows, cols, func.work_group_size, target, func.batch_per_group, entry_bytes
+        rows, cols, func.work_group_size, target, func.batch_per_group, entry_bytes, summed
     )
