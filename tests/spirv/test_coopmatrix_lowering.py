@@ -13,10 +13,8 @@ except under CI=true, where they fail (tests/conftest.py).
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
-from pathlib import Path
 
+import coopmatrix_support as cs
 import numpy as np
 import pytest
 
@@ -67,20 +65,6 @@ from tinytc.ir import (
 from tinytc.spirv._grammar import Op
 from tinytc.target import CPU, TARGETS
 
-
-def _support():  # type: ignore[no-untyped-def]
-    """coopmatrix_support.py beside this file (tests run with --import-mode=importlib)."""
-    name = "coopmatrix_support"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-cs = _support()
 Buffer, Family, Spec, cm, const, idx = cs.Buffer, cs.Family, cs.Spec, cs.cm, cs.const, cs.idx
 small, fetch, place, rounded, wrap = cs.small_values, cs.fetch, cs.place, cs.rounded, cs.wrap
 

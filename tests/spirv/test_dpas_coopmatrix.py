@@ -12,13 +12,12 @@ required under CI=true).
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import coopmatrix_support as cs
 import numpy as np
 import pytest
 
@@ -50,20 +49,6 @@ from tinytc.spirv.convert import lower
 from tinytc.spirv.tools import validate
 from tinytc.target import DG2, PVC, CoreInfo
 
-
-def _support():  # type: ignore[no-untyped-def]
-    """coopmatrix_support.py beside this file (tests run with --import-mode=importlib)."""
-    name = "coopmatrix_support"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-cs = _support()
 Buffer, Family, Spec, cm, const, idx = cs.Buffer, cs.Family, cs.Spec, cs.cm, cs.const, cs.idx
 small, fetch, place, wrap = cs.small_values, cs.fetch, cs.place, cs.wrap
 

@@ -19,6 +19,7 @@ temporary in registers: both run in one parallel region, row tile by row tile
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -83,6 +84,8 @@ from .work_group_size import require_sizes
 
 Size = int | Value  # a size known at compile time, or an index value
 Touch = Callable[[Size], None]  # emits work for iteration i of a K loop
+FOLD = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+        "div": operator.floordiv, "rem": operator.mod}  # fmt: skip  (index arithmetic)
 
 
 def accumulator(el: ScalarType) -> ScalarType:
@@ -132,9 +135,7 @@ class Emitter:
 
     def arith(self, op: str, a: Size, b: Size) -> Size:
         if isinstance(a, int) and isinstance(b, int):
-            fold = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__,
-                    "div": int.__floordiv__, "rem": int.__mod__}  # fmt: skip
-            return fold[op](a, b)
+            return FOLD[op](a, b)
         if op in ("add", "sub") and b == 0:
             return a
         if op == "add" and a == 0:
