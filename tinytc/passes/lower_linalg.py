@@ -417,6 +417,8 @@ class Lowering:
         staged operand, which the next entry copies whole before its loops, comes a column
         per step. Columns past the end are no-ops of the prefetch."""
         e = self.e
+        if not nexts:
+            return None
         iterations = e.arith("div", depth, unroll)
         base = e.arith("mul", e.arith("div", start, extent), iterations)
         widths = [(*m.type.shape, 1, 1)[1] for m in nexts.values()]  # type: ignore[attr-defined]
