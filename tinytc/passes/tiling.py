@@ -10,7 +10,7 @@ import dataclasses
 import math
 
 from ..gemm import Tiling, choose_tiling
-from ..ir import Function, LinalgInst, MemrefType, Program
+from ..ir import Function, GemmInst, LinalgInst, MemrefType, Program
 from ..target import CoreInfo
 from .work_group_size import require_sizes
 
@@ -42,6 +42,8 @@ def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling
     sizes = [t.element.size * math.prod(t.shape) for t in memrefs if t.is_static]  # type: ignore[arg-type]
     entry_bytes = sum(sizes) if len(sizes) == len(memrefs) else None
     summed = max(out.element.size, 4)  # f16 and bf16 are summed in f32
+    transposed_b = isinstance(inst, GemmInst) and inst.trans_b
     return choose_tiling(
-        rows, cols, func.work_group_size, target, func.batch_per_group, entry_bytes, summed
-    )
+        rows, cols, func.work_group_size, target, func.batch_per_group, entry_bytes, summed,
+        transposed_b,
+    )  # fmt: skip
