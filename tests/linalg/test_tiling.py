@@ -19,7 +19,7 @@ from tinytc.gemm import (
     choose_tiling,
     entries_per_group,
     lanes_per_register,
-    prefetch_spread,
+    prefetch_schedule,
     register_block,
     subgroup_size,
     transposes_in_registers,
@@ -240,16 +240,19 @@ def test_work_group_size_attributes_are_checked(attrs: str, target: CoreInfo, me
 
 @pytest.mark.parametrize("steps", [1, 2, 9, 16, 28, 56, 63, 64, 256, 1000])
 @pytest.mark.parametrize("columns", [1, 4, 9, 56, 64, 100])
-def test_prefetch_spread_covers_every_column_evenly(steps: int, columns: int) -> None:
-    """Step s fetches column s // spread: every column comes once steps suffice, with the
-    most steps per column that still reaches the last (the columns fill the whole loop)."""
-    spread = prefetch_spread(steps, columns)
-    fetched = {s // spread for s in range(steps)}
-    if steps >= columns:
-        assert set(range(columns)) <= fetched
+@pytest.mark.parametrize("even", [True, False])
+def test_prefetch_schedule_covers_every_column(steps: int, columns: int, even: bool) -> None:
+    """Step s fetches width columns from (s // spread) * width: every column comes, with
+    the fewest columns per step, and (even) the most steps per column that still reach the
+    last, so that the columns fill the whole loop."""
+    spread, width = prefetch_schedule(steps, columns, even)
+    fetched = {s // spread * width + c for s in range(steps) for c in range(width)}
+    assert set(range(columns)) <= fetched
+    assert width == 1 or (spread == 1 and steps * (width - 1) < columns)
+    if even and steps >= columns:
         assert columns * spread <= steps < columns * (spread + 1)
     else:
-        assert spread == 1 and fetched == set(range(steps))
+        assert spread == 1
 
 
 def test_transposes_in_registers_where_one_value_of_every_lane_fits_a_register() -> None:

@@ -121,11 +121,12 @@ def choose_tiling(
     entry_bytes: int | None = None,
     element_size: int = 4,
     transposed_b: bool = False,
+    transposed_a: bool = False,
 ) -> Tiling:
     """Tiling of an output of rows x cols, summed in element_size-byte values, for a kernel
     whose work-group size is fixed; a batch entry's operands take entry_bytes (None: not
     known at compile time)."""
-    prefetch = prefetch_next(entries_per_group, entry_bytes, target)
+    prefetch = prefetch_next(entries_per_group, entry_bytes, target, transposed_a, element_size)
     wide = transposed_b and not prefetch
     mb, nb = register_block(rows, cols, work_group[0], target, element_size, wide)
     if rows is not None:
@@ -136,21 +137,34 @@ def choose_tiling(
 PREFETCH_MAX_BYTES = 64 * 1024  # operands of one batch entry worth prefetching
 
 
-def prefetch_next(entries_per_group: int, entry_bytes: int | None, target: CoreInfo) -> bool:
+def prefetch_next(
+    entries_per_group: int,
+    entry_bytes: int | None,
+    target: CoreInfo,
+    staged_a: bool = False,
+    element_size: int = 4,
+) -> bool:
     """Whether the K loops prefetch the next batch entry: where the target prefetches at all,
     for work-groups of one entry whose operands are known to take at most
     PREFETCH_MAX_BYTES. Paired on the CPU, prefetch on against off: chain (6-13 KB) f32
     1.06-1.26x, f64 1.44-1.66x; f32 n=64 (48 KB) tn 1.2x, others 1.0-1.2x; f64 n=64 (96 KB)
     0.92-0.93x, the hardware's own prefetch keeps up with its longer compute; n=16 0.87x,
-    where one work-group runs several entries."""
+    where one work-group runs several entries. A transposed f64 A, which each entry first
+    copies whole into local memory, is worth fetching ahead in work-groups of several
+    entries too (paired on one core: n=16 tn 1.21-1.27x, n=8 tn 1.09-1.14x); in f32 that
+    gained at n=8 (1.02-1.06x) but lost at n=16 (0.92-0.95x)."""
     small = entry_bytes is not None and entry_bytes <= PREFETCH_MAX_BYTES
-    return target.prefetch_intrinsic and entries_per_group == 1 and small
+    ahead = entries_per_group == 1 or (staged_a and element_size >= 8)
+    return target.prefetch_intrinsic and ahead and small
 
 
-def prefetch_spread(steps: int, columns: int) -> int:
-    """K-loop steps per prefetched column, so that steps s = 0 .. steps - 1 fetching column
-    s // spread cover every one of columns columns, spread evenly over all the steps."""
-    return max(1, steps // max(columns, 1))
+def prefetch_schedule(steps: int, columns: int, even: bool = True) -> tuple[int, int]:
+    """(spread, width): K-loop step s = 0 .. steps - 1 prefetches the width columns from
+    (s // spread) * width on, so that the steps cover all the columns, spread evenly over
+    all the steps (or, if not even, as early as a column per step allows)."""
+    width = max(1, -(-columns // max(steps, 1)))
+    spread = max(1, steps // max(columns, 1)) if even else 1
+    return spread, width
 
 
 WORK_PER_GROUP = 32 * 32 * 32  # multiply-adds that amortize one work-group's start-up

@@ -32,7 +32,7 @@ from ..gemm import (
     fused_cols_per_item,
     fused_k_unroll,
     fused_rows_per_item,
-    prefetch_spread,
+    prefetch_schedule,
     transposes_in_registers,
 )
 from ..gemm.dpas import gemm_tile
@@ -411,27 +411,27 @@ class Lowering:
     ) -> Touch | None:
         """touch(i) for the K loop of the tile that starts at start (a row or column) and spans
         extent, of the span rows or columns the instruction tiles: run one after the other,
-        the tiles' K loops make tiles * iterations steps, and step s prefetches column
-        s // spread of every next-entry view, with spread chosen (where sizes are known) so
-        that the columns fall evenly over all steps (docs/performance-cpu.md lesson 6). The
-        staged operand, which the next entry copies whole before its loops, comes a column
-        per step. Columns past the end are no-ops of the prefetch."""
+        the tiles' K loops make `steps` steps, over which the columns of every next-entry
+        view fall evenly (tinytc.gemm.prefetch_schedule; docs/performance-cpu.md lesson 6).
+        The staged operand, which the next entry copies whole before its loops, comes as
+        early as possible. Columns past the end are no-ops of the prefetch."""
         e = self.e
         if not nexts:
             return None
         iterations = e.arith("div", depth, unroll)
         base = e.arith("mul", e.arith("div", start, extent), iterations)
+        schedule = {m: (1, 1) for m in nexts.values()}  # (spread, width) per view
         widths = [(*m.type.shape, 1, 1)[1] for m in nexts.values()]  # type: ignore[attr-defined]
-        spread = 1
-        known = [span, iterations, *widths]
-        if all(isinstance(x, int) for x in known):
+        if all(isinstance(x, int) for x in [span, iterations, *widths]):
             steps = -(-span // extent) * iterations  # type: ignore[operator]
-            spread = prefetch_spread(steps, max(widths))  # type: ignore[type-var]
-        spreads = {m: 1 if value is staged else spread for value, m in nexts.items()}
+            for value, m in nexts.items():
+                even = value is not staged
+                schedule[m] = prefetch_schedule(steps, max(widths), even)  # type: ignore[type-var]
 
         def ahead(m: Value) -> bool:  # columns left to fetch, as far as is known
             shape = (*m.type.shape, 1, 1)  # type: ignore[attr-defined]
-            first = base // spreads[m] if isinstance(base, int) else 0
+            spread, width = schedule[m]
+            first = base // spread * width if isinstance(base, int) else 0
             return isinstance(shape[0], int) and not (
                 isinstance(shape[1], int) and first >= shape[1]
             )
@@ -442,11 +442,13 @@ class Lowering:
 
         def touch(i: Size) -> None:
             step = e.arith("add", base, i)
-            cols = {n: e.value(e.arith("div", step, n) if n > 1 else step)
-                    for n in sorted({spreads[m] for m in fetched})}  # fmt: skip
+            cols: dict[tuple[int, int], Value] = {}
             for m in fetched:
+                spread, width = key = schedule[m]
+                if key not in cols:
+                    cols[key] = e.value(e.arith("mul", e.arith("div", step, spread), width))
                 rows = m.type.shape[0] if m.type.order else 1  # type: ignore[attr-defined]
-                e.add(CoopMatrixPrefetchInst(0, m, e.value(0), cols[spreads[m]], rows, 1))
+                e.add(CoopMatrixPrefetchInst(0, m, e.value(0), cols[key], rows, width))
 
         return touch
 
