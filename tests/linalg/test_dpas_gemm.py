@@ -30,6 +30,12 @@ CASES = [
     Case("gemm", ab="i8", c="i32", m=8, n=16, k=64, ta=True, atomic=True, beta=1.0,
          shared=True, howmany=3),
     Case("gemm", ab="f16", c="f16", m=13, n=5, k=7, dynamic=True, layout="window"),
+    # Block reads (pvc): rows past a ragged edge, a misaligned view (the gathers run), A and
+    # B both, and rows an odd number of elements apart (gathers chosen at compile time).
+    Case("gemm", ab="f16", c="f32", m=40, n=16, k=32, ta=True),
+    Case("gemm", ab="bf16", c="f32", m=32, n=16, k=31, ta=True, layout="window"),
+    Case("gemm", ab="i8", c="i32", m=16, n=32, k=64, ta=True, tb=True),
+    Case("gemm", ab="f16", c="f32", m=16, n=16, k=33, ta=True, tb=True, **ARGS),
 ]  # fmt: skip
 
 
@@ -84,6 +90,23 @@ def dpas_operations(text: str, target: CoreInfo) -> int:
         found += words[i] & 0xFFFF in (Op.FunctionCall, Op.SubgroupMatrixMultiplyAccumulateINTEL)
         i += max(words[i] >> 16, 1)
     return found
+
+
+def test_block_reads_where_columns_are_contiguous() -> None:
+    """pvc reads transposed A and B by subgroup block reads (with gathers for misaligned
+    pointers), and gathers the others; dg2 gathers everything (tinytc/spirv/coopmatrix/
+    dpas_load.py)."""
+    by_case = {kernel.case.id: kernel.text for kernel in KERNELS}
+    for case in CASES:
+        size = 1 if case.ab == "i8" else 2
+        ld = case.k + 3 if case.layout == "window" else case.k  # A's rows: ld apart
+        a_rows = case.ta and case.k >= 16 and ld * size % 4 == 0
+        b_rows = case.tb and case.n % 16 == 0  # B's columns inside: no checked lanes
+        for target in GEOMETRY:
+            words = tinytc.compile(by_case[case.id], core(target, "builtin"))
+            found = tinytc.spirv.tools.disassemble(words).count("OpSubgroupBlockReadINTEL")
+            wanted = target == "pvc" and case.layout != "padded" and (a_rows or b_rows)
+            assert bool(found) == wanted, (target, case.id, found)
 
 
 def test_builtin_gemm_modules_validate() -> None:

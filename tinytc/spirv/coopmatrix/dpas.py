@@ -38,18 +38,17 @@ from ...gemm.dpas import (
 )
 from .._grammar import (
     FunctionControl,
-    MemoryAccess,
     Op,
     OpenCLStd,
     Scope,
 )
 from .._grammar import MatrixMultiplyAccumulateOperands as Mma
-from ..convert import Dim, Lowering, Memref
-from ..convert_memory import load_scalar
+from ..convert import Dim, Lowering
 from ..function import Builder, Function
 from ..instruction import Id
-from . import CoopMatrix
-from .plain import PLAIN, Access, Entry, Plain, _sgs
+from . import CoopMatrix, dpas_load
+from .dpas_load import widen_bf16
+from .plain import PLAIN, Entry, Plain, _sgs
 
 OPERANDS = {  # how the extension reads the integer words that carry A and B
     ir.F16: Mma.MatrixAPackedFloat16INTEL | Mma.MatrixBPackedFloat16INTEL,
@@ -147,25 +146,9 @@ class Dpas(Plain):
         return not self.holds(inst.type) and PLAIN.block_readable(lo, inst, access)
 
     def load(self, lo: Lowering, inst: ir.CoopMatrixLoadInst) -> CoopMatrix:
-        """Gathers; a checked entry outside the memref reads its first element instead (a
-        select, not a branch per entry: the edges of every GEMM tile have many) and gives 0."""
-        t = inst.type
-        if not self.holds(t):
+        if not self.holds(inst.type):
             return PLAIN.load(lo, inst)
-        access = Access(lo, inst.operands[0], inst.operands[1], inst.operands[2], inst)
-        m, el = access.m, t.element
-        components = []
-        for e in self.entries(lo, t):
-            cond = access.condition(e, t)
-            if cond is None:
-                components.append(load_element(lo, m, access.pointer(e)))
-                continue
-            offset = lo.add(lo.mul(e.row, access.row_stride), lo.mul(e.col, access.col_stride))
-            offset = lo.as_id(lo.add(access.start, offset))
-            safe = lo.op(Op.Select, lo.i64, cond, offset, lo.as_id(0))
-            value = load_element(lo, m, lo.offset_pointer(m.pointer, m.space, el, safe))
-            components.append(lo.op(Op.Select, lo.scalar_type(el), cond, value, lo.const(el, 0)))
-        return CoopMatrix(t, components)
+        return CoopMatrix(inst.type, dpas_load.load(lo, self, inst))
 
     # What has no DPAS form: via the plain layout
 
@@ -250,22 +233,6 @@ class Dpas(Plain):
         if m == 1:
             return [d]
         return [lo.op(Op.CompositeExtract, lo.scalar_type(acc), d, r) for r in range(m)]
-
-
-def load_element(lo: Lowering, m: Memref, pointer: Id) -> Id:
-    """load_scalar, with bf16 widened by a shift (exact, and cheaper on the CPU runtime than
-    its conversion builtin)."""
-    if m.type.element != ir.BF16:
-        return load_scalar(lo, m, pointer)
-    bits = lo.op(Op.Load, lo.m.type_int(16), pointer, MemoryAccess.Aligned, 2)
-    return widen_bf16(lo, bits)
-
-
-def widen_bf16(lo: Lowering, bits: Id) -> Id:
-    """The f32 whose upper half is the bf16 pattern ``bits`` (i16)."""
-    i32 = lo.m.type_int(32)
-    upper = lo.op(Op.ShiftLeftLogical, i32, lo.op(Op.UConvert, i32, bits), lo.u32(16))
-    return lo.op(Op.Bitcast, lo.m.type_float(32), upper)
 
 
 # The packed operands
