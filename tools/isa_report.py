@@ -27,7 +27,7 @@ from typing import Any
 
 import tinytc
 from tinytc import ir
-from tinytc.gemm.dpas import gemm_tile, row_chunks
+from tinytc.gemm.dpas import dpas_tiling, gemm_shape, row_chunks, tile_of
 from tinytc.target import CoreInfo, get_target
 
 ACCUMULATOR = {"f16": "f32", "bf16": "f32", "i8": "i32"}
@@ -107,9 +107,11 @@ def dpas_per_step(core: CoreInfo, ab: str, size: int) -> int:
     """The dpas instructions of one K step of the kernel's default tile."""
     el, acc = ir.SCALAR_TYPES[ab], ir.SCALAR_TYPES[ACCUMULATOR[ab]]
     assert core.dpas is not None
-    tile = gemm_tile(core, el, el, acc, core.dpas.execution_size, size, size)
-    assert tile is not None
-    return len(row_chunks(tile[0])) * tile[1] // core.dpas.execution_size
+    shape = gemm_shape(core, el, el, acc, core.dpas.execution_size)
+    assert shape is not None
+    tiling = dpas_tiling(core, shape, acc, (shape.n, 1), size, size)
+    rows, cols, depth = tile_of(tiling, shape)
+    return len(row_chunks(rows)) * cols // shape.n * depth // shape.k
 
 
 def report(device: str, kernels: list[tuple[str, str]], size: int) -> list[dict[str, Any]]:

@@ -11,12 +11,16 @@ import dataclasses
 from typing import Any
 
 import pytest
-from linalg_support import Case, build, check_case, kernel_text, program_text
+from linalg_support import Case, build, check_case, kernel_text, program_text, queue
 
 import tinytc
 from tinytc.compiler import run_pipeline
+from tinytc.errors import CompilationError
+from tinytc.gemm import Tiling
 from tinytc.ir import CoopMatrixMulAddInst
+from tinytc.runtime.jit import Kernels
 from tinytc.spirv._grammar import Op
+from tinytc.spirv.convert import lower
 from tinytc.target import DG2, PVC, CoreInfo
 
 GEOMETRY = {"pvc": PVC, "dg2": DG2}
@@ -107,6 +111,35 @@ def test_block_reads_where_columns_are_contiguous() -> None:
             found = tinytc.spirv.tools.disassemble(words).count("OpSubgroupBlockReadINTEL")
             wanted = target == "pvc" and case.layout != "padded" and (a_rows or b_rows)
             assert bool(found) == wanted, (target, case.id, found)
+
+
+TUNED = Case("gemm", ab="f16", c="f32", m=40, n=40, k=70, ta=True, **ARGS)
+
+
+@pytest.mark.parametrize("target", GEOMETRY)
+def test_a_tuners_dpas_tiling_is_honoured(target: str) -> None:
+    """A Tiling set after tile-linalg (as tinytc.tune does) sizes the DPAS tiles in DPAS
+    units (8-row blocks, N-column blocks, instruction K blocks per step), and the result
+    still matches the reference, K tail included."""
+    kernel = kernel_text(TUNED)
+    geometry = core(target, "emulate")
+    n = geometry.dpas.execution_size  # type: ignore[union-attr]
+    tiling = Tiling((n, 1), 1, 3, 2)
+    program = run_pipeline(kernel.text, geometry, tilings={kernel.name: [tiling]})
+    found = [i for f in program.functions for i in f.walk() if isinstance(i, CoopMatrixMulAddInst)]
+    shapes = {tuple((v.type.rows, v.type.cols) for v in i.operands) for i in found}
+    assert shapes == {((8, 32), (32, 3 * n), (8, 3 * n)), ((8, 16), (16, 3 * n), (8, 3 * n))}
+    kernels = Kernels(program, lower(program, geometry).assemble(), queue())
+    check_case(kernels, kernel, kernel.text)
+
+
+def test_a_bad_dpas_tiling_is_a_located_error() -> None:
+    kernel = kernel_text(TUNED)
+    bad = {kernel.name: [Tiling((16, 1), 8, 8, 1)]}
+    message = "bad tiling for gemm: DPAS tiles of 64 x 128"
+    with pytest.raises(CompilationError, match=message) as info:
+        run_pipeline(kernel.text, core("pvc", "builtin"), tilings=bad)
+    assert "gemm.t.n" in str(info.value)  # the diagnostic shows the source line
 
 
 def test_builtin_gemm_modules_validate() -> None:
