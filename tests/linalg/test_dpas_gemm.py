@@ -17,7 +17,7 @@ import tinytc
 from tinytc.compiler import run_pipeline
 from tinytc.errors import CompilationError
 from tinytc.gemm import Tiling
-from tinytc.ir import CoopMatrixMulAddInst
+from tinytc.ir import CoopMatrixMulAddInst, CoopMatrixPrefetchInst
 from tinytc.runtime.jit import Kernels
 from tinytc.spirv._grammar import Op
 from tinytc.spirv.convert import lower
@@ -113,20 +113,24 @@ def test_block_reads_where_columns_are_contiguous() -> None:
             assert bool(found) == wanted, (target, case.id, found)
 
 
-TUNED = Case("gemm", ab="f16", c="f32", m=40, n=40, k=70, ta=True, **ARGS)
+TUNED = Case("gemm", ab="f16", c="f32", m=40, n=40, k=70, ta=True, layout="batch", howmany=2,
+             **ARGS)  # fmt: skip
 
 
 @pytest.mark.parametrize("target", GEOMETRY)
 def test_a_tuners_dpas_tiling_is_honoured(target: str) -> None:
     """A Tiling set after tile-linalg (as tinytc.tune does) sizes the DPAS tiles in DPAS
-    units (8-row blocks, N-column blocks, instruction K blocks per step), and the result
-    still matches the reference, K tail included."""
+    units (8-row blocks, N-column blocks, instruction K blocks per step) and prefetches
+    the next batch entry if asked, and the result still matches the reference, K tail
+    included."""
     kernel = kernel_text(TUNED)
     geometry = core(target, "emulate")
     n = geometry.dpas.execution_size  # type: ignore[union-attr]
-    tiling = Tiling((n, 1), 1, 3, 2)
+    tiling = Tiling((n, 1), 1, 3, 2, prefetch=True)
     program = run_pipeline(kernel.text, geometry, tilings={kernel.name: [tiling]})
-    found = [i for f in program.functions for i in f.walk() if isinstance(i, CoopMatrixMulAddInst)]
+    insts = [i for f in program.functions for i in f.walk()]
+    assert any(isinstance(i, CoopMatrixPrefetchInst) for i in insts)
+    found = [i for i in insts if isinstance(i, CoopMatrixMulAddInst)]
     shapes = {tuple((v.type.rows, v.type.cols) for v in i.operands) for i in found}
     assert shapes == {((8, 32), (32, 3 * n), (8, 3 * n)), ((8, 16), (16, 3 * n), (8, 3 * n))}
     kernels = Kernels(program, lower(program, geometry).assemble(), queue())
@@ -135,11 +139,12 @@ def test_a_tuners_dpas_tiling_is_honoured(target: str) -> None:
 
 def test_a_bad_dpas_tiling_is_a_located_error() -> None:
     kernel = kernel_text(TUNED)
-    bad = {kernel.name: [Tiling((16, 1), 8, 8, 1)]}
+    bad = {kernel.name: [Tiling((16, 1), 8, 8, 1)]}  # C 64 x 128: 512 values per work-item
     message = "bad tiling for gemm: DPAS tiles of 64 x 128"
     with pytest.raises(CompilationError, match=message) as info:
         run_pipeline(kernel.text, core("pvc", "builtin"), tilings=bad)
     assert "gemm.t.n" in str(info.value)  # the diagnostic shows the source line
+    assert "C 512" in str(info.value)
 
 
 def test_builtin_gemm_modules_validate() -> None:
