@@ -10,14 +10,25 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 import pytest
-from linalg_support import Case, build, check_case, kernel_text, program_text, queue
+from linalg_support import (
+    Case,
+    Kernel,
+    Operand,
+    build,
+    check_case,
+    kernel_text,
+    program_text,
+    queue,
+    run_case,
+)
 
 import tinytc
 from tinytc.compiler import run_pipeline
 from tinytc.errors import CompilationError
 from tinytc.gemm import Tiling
-from tinytc.ir import CoopMatrixMulAddInst, CoopMatrixPrefetchInst
+from tinytc.ir import SCALAR_TYPES, CoopMatrixMulAddInst, CoopMatrixPrefetchInst, ParallelInst
 from tinytc.runtime.jit import Kernels
 from tinytc.spirv._grammar import Op
 from tinytc.spirv.convert import lower
@@ -145,6 +156,44 @@ def test_a_bad_dpas_tiling_is_a_located_error() -> None:
         run_pipeline(kernel.text, core("pvc", "builtin"), tilings=bad)
     assert "gemm.t.n" in str(info.value)  # the diagnostic shows the source line
     assert "C 512" in str(info.value)
+
+
+def pair_kernel(a: str, d: str) -> Kernel:
+    """C = (A B) D through a temporary that only the second gemm reads: a pair lower-linalg
+    fuses when both keep fma."""
+    m, k, j, n = 24, 20, 16, 12
+    shapes = {"A": (a, m, k), "B": (a, k, j), "D": (d, j, n), "C": ("f32", m, n)}
+    ta, tb, td, tc = (f"memref<{e}x{r}x{c}>" for e, r, c in shapes.values())
+    tt = f"memref<f32x{m}x{j}>"
+    text = f"""func @pair(%A: {ta}, %B: {tb}, %D: {td}, %C: {tc}) {{
+  %t = alloca -> {tt}
+  gemm.n.n 1.0, %A, %B, 0.0, %t : f32, {ta}, {tb}, f32, {tt}
+  gemm.n.n 1.0, %t, %D, 0.0, %C : f32, {tt}, {td}, f32, {tc}
+  lifetime_stop %t
+}}"""
+    operands = [Operand(name, SCALAR_TYPES[el], (r, c), "canon", False)
+                for name, (el, r, c) in shapes.items()]  # fmt: skip
+    return Kernel(Case("gemm", ab=a, c="f32", m=m, n=n, k=k), "pair", text, operands)
+
+
+@pytest.mark.parametrize("target", GEOMETRY)
+@pytest.mark.parametrize("tf32", [False, True], ids=["f16-then-f32", "tf32-both"])
+def test_gemm_pairs_with_dpas_are_not_fused(target: str, tf32: bool) -> None:
+    """A pair whose gemms run on DPAS stays two gemms through local memory, each on DPAS
+    where its types allow (f16 A and B into f32, then f32 on fma; or tf32 for both), and
+    matches the reference emulated."""
+    kernel = pair_kernel("f32" if tf32 else "f16", "f32")
+    geometry = dataclasses.replace(core(target, "emulate"), dpas_tf32=tf32)
+    program = run_pipeline(kernel.text, geometry)
+    regions = [i for i in program.functions[0].walk() if isinstance(i, ParallelInst)]
+    assert len(regions) >= 2  # not fused into one region
+    k_steps = [i.operands[0].type.cols for i in mul_adds(kernel.text, geometry)]
+    dpas_k = 8 if tf32 else 16
+    assert k_steps[0] % dpas_k == 0 and (k_steps[-1] % dpas_k == 0) == tf32, k_steps
+    got, want = run_case(build(kernel.text, geometry), kernel, kernel.text)
+    tolerance = 1e-2 if tf32 else 0.0  # tf32 keeps 10 mantissa bits
+    for g, w in zip(got.output, want.output):
+        np.testing.assert_allclose(g, w, rtol=tolerance, atol=tolerance + 1e-4)
 
 
 def test_builtin_gemm_modules_validate() -> None:

@@ -33,7 +33,7 @@ from ..gemm import (
     fused_k_unroll,
     fused_rows_per_item,
 )
-from ..gemm.dpas import check_dpas_tiling, gemm_shape, tile_of
+from ..gemm.dpas import check_dpas_tiling, tile_of
 from ..ir import (
     BF16,
     F16,
@@ -79,7 +79,7 @@ from ..ir import (
 )
 from ..ir.instructions.memref import SizeInst
 from ..target import CoreInfo
-from .tiling import default_tiling
+from .tiling import default_tiling, dpas_shape_of
 from .work_group_size import require_sizes
 
 Size = int | Value  # a size known at compile time, or an index value
@@ -265,6 +265,8 @@ def fusable_successor(
         return None
     if func.work_group_size != (func.subgroup_size, 1):
         return None  # one subgroup walks all row tiles
+    if any(dpas_shape_of(g, func, target) for g in (first, second)):
+        return None  # DPAS for each: fused, the temporary would change layout (docs/dpas.md)
     t: MemrefType = tmp.type  # type: ignore[assignment]
     if t.element != accumulator(t.element) or not t.is_static:
         return None
@@ -707,8 +709,7 @@ class Lowering:
         e = self.e
         a, b = Operand(inst.operands[1], inst.trans_a), Operand(inst.operands[2], inst.trans_b)
         out = Operand(inst.output)
-        elements = (a.type.element, b.type.element, out.type.element)
-        shape = gemm_shape(self.target, *elements, self.sgs)
+        shape = dpas_shape_of(inst, self.func, self.target)
         if shape is None:
             return False
         tiling = self.tiling(inst)

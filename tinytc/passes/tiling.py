@@ -55,8 +55,10 @@ def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling
     )
 
 
+
 def dpas_shape_of(inst: LinalgInst, func: Function, target: CoreInfo) -> DpasShape | None:
-    """The DPAS instruction a gemm runs on (its Tiling then counts in DPAS units), or None."""
+    """The DPAS instruction a gemm runs on (its Tiling then counts in DPAS units), or None
+    where it keeps fma."""
     if not isinstance(inst, GemmInst) or func.subgroup_size is None:
         return None
     a, b, c = (v.type.element for v in (inst.operands[1], inst.operands[2], inst.output))  # type: ignore[attr-defined]
