@@ -195,8 +195,11 @@ class Dpas(Plain):
         if not all(self.holds(x.type) for x in (a, b, c)):
             return self.via_plain(lo, inst, "mul_add")  # type: ignore[return-value]
         shape, el = self.shapes[a.type], a.type.element
-        if el == ir.F32 and self.form == "builtin":
-            raise CompilationError(inst.loc, "tf32 has no OpenCL builtin: use dpas extension")
+        if el == ir.F32 and self.form == "builtin":  # docs/dpas.md, section 4
+            raise CompilationError(
+                inst.loc, "tf32 has no builtin form: the ocloc we build with leaves "
+                "intel_sub_group_tf32_tf32_matrix_mad_k8 an unresolved call; use dpas "
+                "extension or emulate")  # fmt: skip
         rows, depth, cols = a.type.rows, a.type.cols, b.type.cols
         p = shape.a_per_lane
         result = list(c.components)
@@ -327,7 +330,7 @@ def mad_function(lo: Lowering, form: str, shape: DpasShape, el: ir.ScalarType, m
 def emulate(lo: Lowering, function: Function, shape: DpasShape, el: ir.ScalarType, m: int) -> None:
     """The body of the emulated instruction: row r of this lane's result column is
     c[r] + sum over k of A(r, k) B(k, lane), with A(r, k) broadcast from the lane that packs
-    it and B(k, lane) unpacked from this lane's own words, in k order (tf32: both rounded)."""
+    it and B(k, lane) unpacked from this lane's own words, in k order (tf32: both as_tf32)."""
     saved = lo.b
     lo.b = Builder(lo.m, function.append_block())
     try:
@@ -375,22 +378,22 @@ def broadcast(lo: Lowering, word: Id, el: ir.ScalarType, count: int, lane: int) 
     return moved if bits == 32 else lo.op(Op.UConvert, lo.m.type_int(bits), moved)
 
 
-def round_tf32(lo: Lowering, value: Id) -> Id:
-    """f32 rounded to tf32 (10 mantissa bits, to nearest even); infinities and NaN kept."""
+def as_tf32(lo: Lowering, value: Id) -> Id:
+    """An f32 read as tf32: only its upper 10 mantissa bits count, as the tf32 extension says
+    of its multiplications (round-to-nearest is a separate conversion there), so the lower
+    13 are cleared (toward zero); NaN is kept as it is (clearing could make it infinite)."""
     i32 = lo.m.type_int(32)
     bits = lo.op(Op.Bitcast, i32, value)
-    odd = lo.op(Op.BitwiseAnd, i32, lo.op(Op.ShiftRightLogical, i32, bits, lo.u32(13)), lo.u32(1))
-    up = lo.op(Op.IAdd, i32, bits, lo.op(Op.IAdd, i32, odd, lo.u32(0xFFF)))
-    rounded = lo.op(Op.BitwiseAnd, i32, up, lo.u32(0xFFFFE000))
+    kept = lo.op(Op.BitwiseAnd, i32, bits, lo.u32(0xFFFFE000))
     exponent = lo.op(Op.BitwiseAnd, i32, bits, lo.u32(0x7F800000))
     special = lo.op(Op.IEqual, lo.m.type_bool(), exponent, lo.u32(0x7F800000))
-    return lo.op(Op.Bitcast, lo.m.type_float(32), lo.op(Op.Select, i32, special, bits, rounded))
+    return lo.op(Op.Bitcast, lo.m.type_float(32), lo.op(Op.Select, i32, special, bits, kept))
 
 
 def unpack(lo: Lowering, el: ir.ScalarType, word: Id, count: int, index: int) -> Id:
     """Element ``index`` of the ``count`` packed in ``word``, in the accumulator's type."""
     if el == ir.F32:
-        return round_tf32(lo, word)
+        return as_tf32(lo, word)
     bits_type = lo.m.type_int(el.bits)
     bits = word
     if count > 1:
