@@ -1,6 +1,6 @@
 """Static report of the GEMM kernels tinytc compiles for pvc with DPAS in the builtin form:
 Intel's offline compiler builds them (ocloc, Debian's IGC), iga64 disassembles them, and
-for each kernel this prints the dpas, send (block reads among them) and spill (scratch)
+for each kernel this prints the dpas, send (whole loads among them) and spill (scratch)
 instructions in its K loop (the innermost loop that holds dpas) on the path aligned pointers
 take, the sends of the gathers misaligned pointers take instead, the spills ocloc reports
 for the whole kernel, and the
@@ -67,7 +67,7 @@ def hot_path(loop: list[str]) -> tuple[list[str], list[str]]:
     """(aligned, misaligned): the loop's instructions on the path its pointers take when
     aligned, and the rest. A DPAS load whose block reads depend on alignment at run time
     is a diamond, ``(f) jmpi X; <side 1>; jmpi Y; X: <side 2>; Y:``; the side holding
-    block reads is the aligned one."""
+    whole loads (block reads or column loads) is the aligned one."""
     labels = {line[:-1]: i for i, line in enumerate(loop) if re.fullmatch(r"L\d+:", line)}
     aligned: list[str] = []
     other: list[str] = []
@@ -79,7 +79,7 @@ def hot_path(loop: list[str]) -> tuple[list[str], list[str]]:
         end = labels.get(end_jump.group(2), -1) if end_jump else -1
         if target > i and end > target:
             first, second = loop[i + 1 : target - 1], loop[target + 1 : end]
-            if sum(map(is_block, second)) > sum(map(is_block, first)):
+            if sum(map(is_whole, second)) > sum(map(is_whole, first)):
                 first, second = second, first
             aligned += first
             other += second
@@ -90,9 +90,11 @@ def hot_path(loop: list[str]) -> tuple[list[str], list[str]]:
     return aligned, other
 
 
-def is_block(line: str) -> bool:
-    """A block read: a transposed LSC load (pvc) or an aligned block message (dg2)."""
-    return is_send(line) and re.search(r"\.d\d+x\d+t\.|block read", line) is not None
+def is_whole(line: str) -> bool:
+    """A load of several words per lane or a block: an LSC load of vectors, transposed or
+    not (pvc), or a block message other than a spill (dg2)."""
+    whole = re.search(r"\.d\d+x\d+t?\.|block read", line) and "scratch" not in line
+    return is_send(line) and whole is not None
 
 
 def is_dpas(line: str) -> bool:
@@ -145,7 +147,7 @@ def report(device: str, kernels: list[tuple[str, str]], size: int) -> list[dict[
                 "steps": steps,
                 "dpas": sum(map(is_dpas, loop)) / steps,
                 "send": (sum(map(is_send, loop)) - len(scratch)) / steps,
-                "block": sum(map(is_block, loop)) / steps,
+                "whole": sum(map(is_whole, loop)) / steps,
                 "misaligned": sum(map(is_send, fallback)) / steps,
                 "spill_sends": len(scratch) / steps,
                 "spilled": spills.get(name, 0),
@@ -166,11 +168,11 @@ def main() -> None:
     kernels = [gemm_text(ab, args.size, t)
                for ab in args.types.split(",") for t in args.transposes.split(",")]  # fmt: skip
     rows = report(args.device, kernels, args.size)
-    columns = ["kernel", "steps", "dpas", "send", "block", "misaligned", "spill_sends", "spilled",
+    columns = ["kernel", "steps", "dpas", "send", "whole", "misaligned", "spill_sends", "spilled",
                "registers", "instructions"]  # fmt: skip
     print("Per K step of each kernel's K loop (steps: K steps ocloc put in one loop iteration),")
-    print("with aligned pointers: dpas, send (of which block reads), spill sends; misaligned:")
-    print("sends of the gathers that replace the block reads otherwise; instructions: of the")
+    print("with aligned pointers: dpas, send (whole: of them block reads or column loads),")
+    print("spill sends; misaligned: sends of the gathers that replace them; instructions: of the")
     print("loop; spilled: ocloc's estimate for the whole kernel; registers: distinct GRFs named")
     print(" ".join(f"{c:>12}" if c != "kernel" else f"{c:<22}" for c in columns))
     for row in rows:

@@ -1,11 +1,19 @@
 """Loads of coopmatrix tiles held in the DPAS layouts (dpas.py), straight into those layouts.
 
 Lane l of every DPAS layout holds entries whose column moves with l: column c + P l + e
-(A, P = K / N adjacent columns per lane) or c + l (B, C). Where those columns are contiguous
-in memory (column stride 1: a transposed A or B) a row of one DPAS block is one
-OpSubgroupBlockReadINTEL of a word of P elements per lane, which gives lane l the word at
-p[l] (docs/dpas.md, "Loads"). Everything else, and every module whose pointers turn out
-misaligned at run time, gathers each entry where it lies.
+(A, P = K / N adjacent columns per lane) or c + l (B, C), and each of its columns' rows
+(all rows of B and C; every S-th of A, S = 1 but for tf32 on pvc). Two ways read them whole
+(docs/dpas.md, "Loads"):
+
+- block reads: where the columns are contiguous in memory (column stride 1: a transposed
+  A or B), a row of one DPAS block is one OpSubgroupBlockReadINTEL of a word of P elements
+  per lane, which gives lane l the word at p[l];
+- column loads: where the rows are (row stride 1: A, B and C not transposed), each lane
+  loads the rows of each of its columns as vectors of 32-bit words.
+
+Both need addresses aligned to 4 bytes, which only the run time knows of a base pointer:
+a branch every lane takes alike picks them or the gathers, which read each entry where it
+lies. Everything else gathers too.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ... import ir
 from .._grammar import MemoryAccess, Op, SelectionControl, StorageClass
-from ..convert import Lowering, Memref
+from ..convert import Dim, Lowering, Memref
 from ..convert_memory import load_scalar
 from ..instruction import Id
 from .plain import BLOCK_READ_WIDTHS, Access, Entry, _is_gpu, _sgs
@@ -24,34 +32,40 @@ if TYPE_CHECKING:
     from .dpas import Dpas
 
 BLOCK_ALIGNMENT = 4  # bytes: cl_intel_subgroups reads blocks from 32-bit aligned addresses
-# Block reads pay on pvc (16 lanes): block messages instead of gathers, no spills. On dg2
-# (8 lanes) the aligned and the misaligned code of each load made the default tiles spill
-# (tools/isa_report.py --device dg2: tn 1 and nt 8 spill sends per K step) for no fewer
-# sends on tn, so dg2 gathers.
-BLOCK_READ_LANES = 16
+# Block reads and column loads pay on pvc (16 lanes): fewer or wider messages than the
+# gathers, no spills. On dg2 (8 lanes) the aligned and the misaligned code of each load made
+# the default tiles spill (tools/isa_report.py --device dg2, spill sends per K step: block
+# reads tn 1, nt 8; column loads nn 26), so dg2 gathers.
+WHOLE_LOAD_LANES = 16
 
 
 def load(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst) -> list[Id]:
     """The components of a tile loaded in ``impl``'s layout: block reads where
-    ``block_word`` allows and the addresses are aligned at run time (a branch every lane
-    takes alike), gathers otherwise."""
+    ``block_word`` allows, column loads where ``column_loadable`` does, each where the
+    addresses are aligned at run time (a branch every lane takes alike), gathers
+    otherwise."""
     t = inst.type
     access = Access(lo, inst.operands[0], inst.operands[1], inst.operands[2], inst)
-    per_word = block_word(lo, impl, inst, access)
-    if not per_word:
-        return gather(lo, impl, t, access)
     types = [lo.scalar_type(t.element)] * impl.count(t, _sgs(lo))
-    return branch(
-        lo, aligned(lo, access), types,
-        lambda: block_load(lo, impl, t, access, per_word),
-        lambda: gather(lo, impl, t, access),
-    )  # fmt: skip
+    per_word = block_word(lo, impl, inst, access)
+    if per_word:
+        return branch(
+            lo, aligned(lo, access, access.row_stride), types,
+            lambda: block_load(lo, impl, t, access, per_word),
+            lambda: gather(lo, impl, t, access),
+        )  # fmt: skip
+    if column_loadable(lo, impl, inst, access):
+        return branch(
+            lo, aligned(lo, access, access.col_stride), types,
+            lambda: column_load(lo, impl, t, access),
+            lambda: gather(lo, impl, t, access),
+        )  # fmt: skip
+    return gather(lo, impl, t, access)
 
 
 def block_word(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst, access: Access) -> int:
     """Elements per lane of one block-read word (P for A, 1 for B and C), or 0 where the
-    load gathers: not a GPU whose block reads pay (plain.py's rule), subgroups other than
-    BLOCK_READ_LANES, not global memory, columns not contiguous, the lane's
+    load gathers: not ``whole_loads_pay``, not global memory, columns not contiguous, the lane's
     columns checked (a block read would touch entries outside the memref; rows, one per
     component, are checked per row), A's rows split over lanes (tf32 on pvc), or rows a
     static stride apart that no block can start on an aligned address of."""
@@ -61,8 +75,7 @@ def block_word(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst, access: Ac
     stride = access.row_stride
     misaligned = isinstance(stride, int) and stride * el.size % BLOCK_ALIGNMENT
     readable = (
-        _is_gpu(lo.target)
-        and _sgs(lo) == BLOCK_READ_LANES
+        whole_loads_pay(lo)
         and access.m.space == StorageClass.CrossWorkgroup
         and access.col_stride == 1
         and inst.checked in ("", "rows")
@@ -73,15 +86,22 @@ def block_word(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst, access: Ac
     return per_word if readable else 0
 
 
-def aligned(lo: Lowering, access: Access) -> Id:
-    """Whether every row's block starts on a BLOCK_ALIGNMENT boundary: the tile's first
-    address and the distance between rows are multiples of it (the block's columns start
-    at multiples of N P elements, at least 8 bytes)."""
+def whole_loads_pay(lo: Lowering) -> bool:
+    """On GPUs whose block reads pay (plain.py's rule; the CPU vectorizes gathers across
+    lanes already) with subgroups of WHOLE_LOAD_LANES."""
+    return _is_gpu(lo.target) and _sgs(lo) == WHOLE_LOAD_LANES
+
+
+def aligned(lo: Lowering, access: Access, stride: Dim) -> Id:
+    """Whether every block or column starts on a BLOCK_ALIGNMENT boundary: the tile's first
+    address and the distance ``stride`` between the rows (blocks) or columns (column loads)
+    are multiples of it (a block's columns start at multiples of N P elements, at least 8
+    bytes; a column's words at multiples of 4 bytes)."""
     u64 = lo.i64
     size = access.m.type.element.size
     first = lo.op(Op.ConvertPtrToU, u64, access.m.pointer)
     first = lo.add(first, lo.mul(access.start, size))
-    either = lo.op(Op.BitwiseOr, u64, lo.as_id(first), lo.as_id(lo.mul(access.row_stride, size)))
+    either = lo.op(Op.BitwiseOr, u64, lo.as_id(first), lo.as_id(lo.mul(stride, size)))
     low = lo.op(Op.BitwiseAnd, u64, either, lo.as_id(BLOCK_ALIGNMENT - 1))
     return lo.op(Op.IEqual, lo.m.type_bool(), low, lo.as_id(0))
 
@@ -139,6 +159,70 @@ def row_pointer(lo: Lowering, access: Access, t: ir.CoopMatrixType, row: int,
         chosen = lo.op(Op.Select, lo.i64, inside, lo.as_id(offset), lo.as_id(safe))
         pointer = lo.offset_pointer(m.pointer, m.space, el, chosen)
     return pointer, inside
+
+
+def column_loadable(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst, access: Access) -> bool:
+    """Whether each lane loads its columns' rows as vectors of 32-bit words: where
+    ``whole_loads_pay``, rows contiguous (row stride 1) and
+    not checked (a vector would run past the memref's rows; checked columns read column 0
+    and keep 0), each lane holding whole columns (not A split over lanes), whole words per
+    column, and columns a static stride apart that leaves them aligned if it is known."""
+    t, el = inst.type, inst.type.element
+    stride = access.col_stride
+    misaligned = isinstance(stride, int) and stride * el.size % BLOCK_ALIGNMENT
+    return (
+        whole_loads_pay(lo)
+        and access.row_stride == 1
+        and inst.checked in ("", "cols")
+        and not (t.use == "matrix_a" and impl.shapes[t].share > 1)
+        and t.rows * el.size % BLOCK_ALIGNMENT == 0
+        and not misaligned
+    )
+
+
+def column_load(lo: Lowering, impl: Dpas, t: ir.CoopMatrixType, access: Access) -> list[Id]:
+    """Per column this lane holds, its rows as loads of up to 8 words from the column's
+    first row, split into the components they hold. A column outside a checked memref
+    reads the memref's column 0 instead and keeps 0."""
+    el = t.element
+    table = impl.lane_entries(t, _sgs(lo))
+    entries = impl.entries(lo, t)
+    columns: dict[int, list[tuple[int, int]]] = {}  # lane 0's column -> (row, component)
+    for v, (row, col) in enumerate(table[0]):
+        columns.setdefault(col, []).append((row, v))
+    per_word = BLOCK_ALIGNMENT // el.size
+    word = lo.m.type_int(32)
+    components: list[Id | None] = [None] * len(table[0])
+    for held in columns.values():
+        held.sort()
+        assert [r for r, _ in held] == list(range(t.rows)), held
+        first = entries[held[0][1]]
+        inside = access.condition(first, t)
+        offset = lo.add(lo.mul(first.row, access.row_stride), lo.mul(first.col, access.col_stride))
+        if access.checked:
+            offset = lo.add(access.start, offset)
+        if inside is not None:
+            starts = (access.y, access.x) if access.transpose else (access.x, access.y)
+            safe = lo.add(starts[0], first.row)  # the same rows of column 0 (row stride 1)
+            offset = lo.op(Op.Select, lo.i64, inside, lo.as_id(offset), lo.as_id(safe))
+        pointer = lo.offset_pointer(access.base, access.m.space, el, offset)
+        words: list[Id] = []
+        while len(words) * per_word < t.rows:
+            left = t.rows // per_word - len(words)
+            width = next(w for w in BLOCK_READ_WIDTHS if w <= left)
+            vector = word if width == 1 else lo.m.type_vector(word, width)
+            at = lo.offset_pointer(pointer, access.m.space, el, len(words) * per_word)
+            at = lo.op(Op.Bitcast, lo.m.type_pointer(access.m.space, vector), at)
+            data = lo.op(Op.Load, vector, at, MemoryAccess.Aligned, BLOCK_ALIGNMENT)
+            words += [data] if width == 1 else [
+                lo.op(Op.CompositeExtract, word, data, j) for j in range(width)]  # fmt: skip
+        values = [x for w in words for x in split(lo, el, w, per_word)]
+        for (_, v), value in zip(held, values):
+            if inside is not None:
+                value = lo.op(Op.Select, lo.scalar_type(el), inside, value, lo.const(el, 0))
+            components[v] = value
+    assert all(c is not None for c in components)
+    return components  # type: ignore[return-value]
 
 
 def split(lo: Lowering, el: ir.ScalarType, word: Id, count: int) -> list[Id]:
