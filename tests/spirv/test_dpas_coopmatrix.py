@@ -360,6 +360,33 @@ def test_native_and_emulated_differ_only_in_dpas(target: str) -> None:
     )
 
 
+def transposed_gemms() -> str:
+    """GEMMs whose loads take every path of dpas_load.py: block reads (transposed A, B),
+    column loads (A, B, C not transposed) and gathers (the misaligned fallbacks)."""
+    kernels = []
+    for name, (ab, c, flags) in {"ht": ("f16", "f32", "t.n"), "bt": ("bf16", "f32", "n.t"),
+                                 "it": ("i8", "i32", "t.t")}.items():  # fmt: skip
+        a, b, out = f"memref<{ab}x32x32>", f"memref<{ab}x32x32>", f"memref<{c}x32x32>"
+        one = "1.0" if c == "f32" else "1"
+        kernels.append(f"""func @{name}(%A: {a}, %B: {b}, %C: {out}) {{
+  gemm.{flags} {one}, %A, %B, {one}, %C : {c}, {a}, {b}, {c}, {out}
+}}""")
+    return "\n".join(kernels)
+
+
+def test_native_and_emulated_gemms_differ_only_in_dpas() -> None:
+    """The same with the loads of lower-linalg's DPAS gemms on pvc: block reads, column
+    loads and their gathers are the same in every form (and run on the CPU runtime)."""
+    forms = {}
+    for form in ("extension", "builtin", "emulate"):
+        c = core("pvc", form)
+        forms[form] = lower(run_pipeline(transposed_gemms(), c), c)
+    bodies = [kernel_bodies(m) for m in forms.values()]
+    assert bodies[0] == bodies[1] == bodies[2]
+    ops = [x[0] for x in bodies[0]]
+    assert Op.SubgroupBlockReadINTEL in ops and Op.ConvertPtrToU in ops
+
+
 def test_off_and_unknown_forms() -> None:
     """off is plain code (its matrix_b is whole in every lane: a small tile here)."""
     c = core("pvc", "off")
