@@ -55,7 +55,6 @@ def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling
     )
 
 
-
 def dpas_shape_of(inst: LinalgInst, func: Function, target: CoreInfo) -> DpasShape | None:
     """The DPAS instruction a gemm runs on (its Tiling then counts in DPAS units), or None
     where it keeps fma."""

@@ -163,7 +163,8 @@ def row_pointer(lo: Lowering, access: Access, t: ir.CoopMatrixType, row: int,
 
 def column_loadable(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst, access: Access) -> bool:
     """Whether each lane loads its columns' rows as vectors of 32-bit words: where
-    ``whole_loads_pay``, rows contiguous (row stride 1) and
+    ``whole_loads_pay``, from global memory (as block reads; local memory is near), rows
+    contiguous (row stride 1) and
     not checked (a vector would run past the memref's rows; checked columns read column 0
     and keep 0), each lane holding whole columns (not A split over lanes), whole words per
     column, and columns a static stride apart that leaves them aligned if it is known."""
@@ -172,6 +173,7 @@ def column_loadable(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst, acces
     misaligned = isinstance(stride, int) and stride * el.size % BLOCK_ALIGNMENT
     return (
         whole_loads_pay(lo)
+        and access.m.space == StorageClass.CrossWorkgroup
         and access.row_stride == 1
         and inst.checked in ("", "cols")
         and not (t.use == "matrix_a" and impl.shapes[t].share > 1)
