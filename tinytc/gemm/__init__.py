@@ -47,6 +47,13 @@ def lanes_per_register(element_size: int, target: CoreInfo) -> int:
     return fitting[-1] if fitting else target.subgroup_sizes[0]
 
 
+def transposes_in_registers(subgroup_size: int, element_size: int, target: CoreInfo) -> bool:
+    """Whether a square block of subgroup_size x subgroup_size values is transposed across
+    the lanes with shuffles (a transposed store): only where one value of every lane fills
+    at most one register; f64 at 16 lanes needs two per value and spilled."""
+    return subgroup_size * element_size <= target.register_size
+
+
 def subgroup_size(rows: int | None, element_size: int, target: CoreInfo) -> int:
     """Lanes that fill a register; fewer for short columns (no idle lanes at n=8), twice as
     many when the column would need more than MAX_ROW_BLOCKS blocks of rows (f64 at n=64:

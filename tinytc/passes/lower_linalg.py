@@ -32,6 +32,7 @@ from ..gemm import (
     fused_cols_per_item,
     fused_k_unroll,
     fused_rows_per_item,
+    transposes_in_registers,
 )
 from ..gemm.dpas import check_dpas_tiling, tile_of
 from ..ir import (
@@ -441,8 +442,18 @@ class Lowering:
         e = self.e
         local = e.add(AllocaInst(MemrefType.make(t.element, (rows, depth)))).result
         self.staged.append(local)
-        blocks = -(-depth // self.sgs)
+        sgs = self.sgs
+        blocks = -(-depth // sgs)
         chunk = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks))
+        # Square S x S tiles when they cover A: their .t store transposes in registers
+        # (docs/performance-cpu.md lesson 13); otherwise column strips with scattered stores.
+        square = (
+            depth % sgs == 0
+            and rows % sgs == 0
+            and transposes_in_registers(sgs, t.element.size, self.target)
+        )
+        if square:
+            chunk = sgs
         with self.parallel():
             first: Size = 0
             if self.subgroups > 1:
@@ -450,6 +461,12 @@ class Lowering:
                 first = e.arith("mul", sg, chunk)
 
             def copy(j0: Size) -> list[Value]:  # A's columns j0.. become op(A)'s rows j0..
+                if square:
+                    for k0 in range(0, depth, sgs):
+                        ct = CoopMatrixType(t.element, sgs, sgs, "matrix_acc")
+                        x = e.load(Operand(a.value), k0, j0, ct, "")
+                        e.add(CoopMatrixStoreInst(x, local, e.value(j0), e.value(k0), True, ""))
+                    return []
                 width = min(chunk, rows)
                 check = "" if rows % chunk == 0 or width < chunk else "cols"
                 ct = CoopMatrixType(t.element, depth, width, "matrix_acc")
