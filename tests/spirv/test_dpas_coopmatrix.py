@@ -176,9 +176,30 @@ def layouts_spec(sgs: int) -> Spec:
     )  # fmt: skip
 
 
+def transposed_store_spec(sgs: int) -> Spec:
+    """A DPAS result of S x S stored transposed, unchecked: the shape plain.py transposes in
+    registers, which a DPAS-held value must not take (its components are not plain's)."""
+    kd = 16
+    a, b, out = Buffer(F16, sgs, kd), Buffer(F16, kd, sgs), Buffer(F32, sgs, sgs)
+
+    def body(kb, v):  # type: ignore[no-untyped-def]
+        am = kb.load(cm(F16, sgs, kd, "matrix_a"), v[0])
+        bm = kb.load(cm(F16, kd, sgs, "matrix_b"), v[1])
+        zero = kb.val(CoopMatrixConstructInst(cm(F32, sgs, sgs, "matrix_acc"), const(0, F32)))
+        kb.store(kb.val(CoopMatrixMulAddInst(am, bm, zero)), v[2], transpose=True)
+
+    params = [("A", a), ("B", b), ("Out", out)]
+    return Spec(
+        f"transposed_store_s{sgs}", params, body,
+        lambda r: {n_: small(p.element, p.shape, r, -2, 2) for n_, p in params[:2]},
+        lambda i: {"Out": (i["A"] @ i["B"]).T}, sgs=sgs, wg=(sgs, 1),
+    )  # fmt: skip
+
+
 def family(target: str) -> Any:
     sgs = GEOMETRY[target].dpas.execution_size  # type: ignore[union-attr]
-    return Family(f"dpas_{target}", [*gemm_specs(sgs), layouts_spec(sgs)], core(target, "emulate"))
+    specs = [*gemm_specs(sgs), layouts_spec(sgs), transposed_store_spec(sgs)]
+    return Family(f"dpas_{target}", specs, core(target, "emulate"))
 
 
 FAMILIES = {target: family(target) for target in GEOMETRY}

@@ -145,6 +145,11 @@ class Dpas(Plain):
     def block_readable(self, lo, inst, access) -> bool:  # type: ignore[no-untyped-def]
         return not self.holds(inst.type) and PLAIN.block_readable(lo, inst, access)
 
+    def transposable(self, lo, inst, access) -> bool:  # type: ignore[no-untyped-def]
+        """Plain's transpose in registers assumes plain's components: DPAS layouts store
+        entry by entry."""
+        return not self.holds(inst.operands[0].type) and PLAIN.transposable(lo, inst, access)
+
     def load(self, lo: Lowering, inst: ir.CoopMatrixLoadInst) -> CoopMatrix:
         if not self.holds(inst.type):
             return PLAIN.load(lo, inst)
