@@ -7,7 +7,7 @@ for the whole kernel, and the
 general registers its instructions name (IGC keeps the thread payload in the last one,
 r127, so the highest number says nothing). It is our proxy for speed on hardware we do not have.
 
-    python tools/isa_report.py [--size 256] [--types f16,bf16,i8] [--transposes nn,tn,nt]
+    python tools/isa_report.py [--size 256] [--types f16,bf16,i8] [--transposes nn,tn,nt,tt]
                                [--device pvc] [--json report.json]
 
 Needs ocloc (intel-opencl-icd) and iga64 (libigc-tools).
@@ -162,7 +162,7 @@ def main() -> None:
     parser.add_argument("--device", default="pvc", choices=sorted(IGA_PLATFORM))
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--types", default="f16,bf16,i8")
-    parser.add_argument("--transposes", default="nn,tn,nt")
+    parser.add_argument("--transposes", default="nn,tn,nt,tt")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     kernels = [gemm_text(ab, args.size, t)
