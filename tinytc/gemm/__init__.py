@@ -134,6 +134,12 @@ def prefetch_next(entries_per_group: int, entry_bytes: int | None, target: CoreI
     return target.prefetch_intrinsic and entries_per_group == 1 and small
 
 
+def prefetch_spread(steps: int, columns: int) -> int:
+    """K-loop steps per prefetched column, so that steps s = 0 .. steps - 1 fetching column
+    s // spread cover every one of columns columns, spread evenly over all the steps."""
+    return max(1, steps // max(columns, 1))
+
+
 WORK_PER_GROUP = 32 * 32 * 32  # multiply-adds that amortize one work-group's start-up
 
 
