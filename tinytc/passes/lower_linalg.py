@@ -767,7 +767,7 @@ class Lowering:
         acc = accumulator(out.type.element)
         checked = _both(_ragged(rows, tm, "rows"), _ragged(cols, tn, "cols"))
         read = [a.value, b.value, *[out.value] * (inst.beta.constant != 0)]
-        nexts = self.next_entries(read) if tiling.prefetch else []
+        nexts = self.next_entries(read) if tiling.prefetch else {}
         with self.parallel():
             first_col: Size = 0
             if self.subgroups > 1:
@@ -777,7 +777,7 @@ class Lowering:
             def col_tile(n0: Size) -> list[Value]:
                 def row_tile(m0: Size) -> list[Value]:
                     t = Tile(m0, n0, tm, tn, checked)
-                    touch = self.prefetcher(nexts, n0, tn, depth, kd)
+                    touch = self.prefetcher(nexts, n0, tn, cols, depth, kd)
                     total = self.dpas_product(t, a, b, depth, (kd, shape.k), acc, touch)
                     self.update(inst, out, t, total, acc)
                     return []
