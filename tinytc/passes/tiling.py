@@ -10,7 +10,7 @@ import dataclasses
 import math
 
 from ..gemm import Tiling, choose_tiling
-from ..ir import Function, GemmInst, LinalgInst, MemrefType, Program
+from ..ir import Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program
 from ..target import CoreInfo
 from .work_group_size import require_sizes
 
@@ -43,7 +43,8 @@ def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling
     entry_bytes = sum(sizes) if len(sizes) == len(memrefs) else None
     summed = max(out.element.size, 4)  # f16 and bf16 are summed in f32
     transposed_b = isinstance(inst, GemmInst) and inst.trans_b
+    transposed_a = isinstance(inst, GemmInst | GemvInst) and inst.trans_a
     return choose_tiling(
         rows, cols, func.work_group_size, target, func.batch_per_group, entry_bytes, summed,
-        transposed_b,
+        transposed_b, transposed_a,
     )  # fmt: skip
