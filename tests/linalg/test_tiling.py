@@ -256,3 +256,14 @@ def test_transposes_in_registers_where_one_value_of_every_lane_fits_a_register()
     assert transposes_in_registers(16, 4, CPU) and transposes_in_registers(8, 8, CPU)
     assert not transposes_in_registers(16, 8, CPU)  # f64 in 16 lanes: two registers
     assert transposes_in_registers(32, 2, CPU) and not transposes_in_registers(32, 4, CPU)
+
+
+def test_a_transposed_b_gets_wide_blocks_where_nothing_is_prefetched() -> None:
+    """f64 n=16 nt: 2 row blocks x 8 columns (16 registers) instead of 2 x 4; with prefetch
+    (one entry per work-group) the block stays as for a plain B."""
+    wide = choose_tiling(16, 16, (8, 1), CPU, 8, 6144, 8, transposed_b=True)
+    plain = choose_tiling(16, 16, (8, 1), CPU, 8, 6144, 8)
+    assert (wide.rows_per_item, wide.cols_per_item) == (2, 8)
+    assert (plain.rows_per_item, plain.cols_per_item) == (2, 4)
+    fetching = choose_tiling(32, 32, (16, 1), CPU, 1, 12288, 4, transposed_b=True)
+    assert fetching.prefetch and (fetching.rows_per_item, fetching.cols_per_item) == (2, 4)

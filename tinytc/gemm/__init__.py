@@ -71,7 +71,12 @@ def subgroup_size(rows: int | None, element_size: int, target: CoreInfo) -> int:
 
 
 def register_block(
-    rows: int | None, cols: int | None, lanes: int, target: CoreInfo, element_size: int = 4
+    rows: int | None,
+    cols: int | None,
+    lanes: int,
+    target: CoreInfo,
+    element_size: int = 4,
+    transposed_b: bool = False,
 ) -> tuple[int, int]:
     """(rows_per_item, cols_per_item): at most ACCUMULATORS values per lane in at most
     MAX_ROW_BLOCKS blocks of rows, and a number of columns that divides a static column
@@ -86,12 +91,18 @@ def register_block(
     EPYC machine, f32 n=64 strips of 4 columns beat 2 (nn 1.12-1.15x, nt 1.22-1.23x, tn
     1.05x); f64 strips gain nothing sure (n=32: nn 0.96-0.98x, nt 1.18x; n=64 in 16 lanes
     spills at 4, 0.51x), and 2x8 blocks at n=32 lose (0.90-0.95x).
+
+    A transposed B may fill STRIP_REGISTERS registers at any height too: each K step
+    then reads a longer piece of one of B's columns, and columns are what B^T is stored by.
+    choose_tiling asks for that where the K loops do not prefetch. Paired on one core: f64
+    n=16 nt 2x8 against 2x4 1.37x; where they prefetch, f64 n=32 nt 4x4 against 4x2 1.05x,
+    but f32 n=32 nt 2x8 0.86x (and 2x8 without prefetch only 1.05x).
     """
     accumulators = min(ACCUMULATORS, max(target.num_registers // 2, 1))
     mb = max(math.ceil(rows / lanes), 1) if rows is not None else 2
     mb = min(mb, MAX_ROW_BLOCKS, accumulators)
     nb_max = max(1, min(MAX_COLS_PER_ITEM, accumulators // mb))
-    if mb == MAX_ROW_BLOCKS and element_size <= 4:
+    if transposed_b or (mb == MAX_ROW_BLOCKS and element_size <= 4):
         per_value = max(1, -(-lanes * element_size // target.register_size))
         registers = min(STRIP_REGISTERS, target.num_registers // 2)
         strip = min(MAX_COLS_PER_ITEM, registers // (mb * per_value))
@@ -109,29 +120,36 @@ def choose_tiling(
     entries_per_group: int = 1,
     entry_bytes: int | None = None,
     element_size: int = 4,
+    transposed_b: bool = False,
+    transposed_a: bool = False,
 ) -> Tiling:
     """Tiling of an output of rows x cols, summed in element_size-byte values, for a kernel
     whose work-group size is fixed; a batch entry's operands take entry_bytes (None: not
     known at compile time)."""
-    mb, nb = register_block(rows, cols, work_group[0], target, element_size)
+    prefetch = prefetch_next(entries_per_group, entry_bytes, target, transposed_a)
+    wide = transposed_b and not prefetch
+    mb, nb = register_block(rows, cols, work_group[0], target, element_size, wide)
     if rows is not None:
         mb = max(1, min(mb, math.ceil(rows / work_group[0])))
-    prefetch = prefetch_next(entries_per_group, entry_bytes, target)
     return Tiling(work_group, mb, nb, prefetch=prefetch)
 
 
 PREFETCH_MAX_BYTES = 64 * 1024  # operands of one batch entry worth prefetching
 
 
-def prefetch_next(entries_per_group: int, entry_bytes: int | None, target: CoreInfo) -> bool:
+def prefetch_next(
+    entries_per_group: int, entry_bytes: int | None, target: CoreInfo, staged_a: bool = False
+) -> bool:
     """Whether the K loops prefetch the next batch entry: where the target prefetches at all,
     for work-groups of one entry whose operands are known to take at most
     PREFETCH_MAX_BYTES. Paired on the CPU, prefetch on against off: chain (6-13 KB) f32
     1.06-1.26x, f64 1.44-1.66x; f32 n=64 (48 KB) tn 1.2x, others 1.0-1.2x; f64 n=64 (96 KB)
     0.92-0.93x, the hardware's own prefetch keeps up with its longer compute; n=16 0.87x,
-    where one work-group runs several entries."""
+    where one work-group runs several entries. A transposed A, which each entry first copies
+    whole into local memory, is worth fetching ahead in work-groups of several entries too
+    (one core, tuner-confirmed: f64 n=16 tn 1.37x, f64 n=8 tn 1.23x, f32 n=16 tn 1.15x)."""
     small = entry_bytes is not None and entry_bytes <= PREFETCH_MAX_BYTES
-    return target.prefetch_intrinsic and entries_per_group == 1 and small
+    return target.prefetch_intrinsic and (entries_per_group == 1 or staged_a) and small
 
 
 def prefetch_spread(steps: int, columns: int) -> int:

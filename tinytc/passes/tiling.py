@@ -11,7 +11,7 @@ import math
 
 from ..gemm import Tiling, choose_tiling, prefetch_next
 from ..gemm.dpas import DpasShape, dpas_tiling, gemm_shape
-from ..ir import BF16, F16, F32, Function, GemmInst, LinalgInst, MemrefType, Program
+from ..ir import BF16, F16, F32, Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program
 from ..target import CoreInfo
 from .work_group_size import require_sizes
 
@@ -50,9 +50,12 @@ def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling
         prefetch = prefetch_next(func.batch_per_group, entry_bytes, target)
         acc = F32 if out.element in (F16, BF16) else out.element
         return dpas_tiling(target, shape, acc, func.work_group_size, rows, cols, prefetch)
+    transposed_b = isinstance(inst, GemmInst) and inst.trans_b
+    transposed_a = isinstance(inst, GemmInst | GemvInst) and inst.trans_a
     return choose_tiling(
-        rows, cols, func.work_group_size, target, func.batch_per_group, entry_bytes, summed
-    )
+        rows, cols, func.work_group_size, target, func.batch_per_group, entry_bytes, summed,
+        transposed_b, transposed_a,
+    )  # fmt: skip
 
 
 def dpas_shape_of(inst: LinalgInst, func: Function, target: CoreInfo) -> DpasShape | None:
