@@ -176,9 +176,30 @@ def layouts_spec(sgs: int) -> Spec:
     )  # fmt: skip
 
 
+def transposed_store_spec(sgs: int) -> Spec:
+    """A DPAS result of S x S stored transposed, unchecked: the shape plain.py transposes in
+    registers, which a DPAS-held value must not take (its components are not plain's)."""
+    kd = 16
+    a, b, out = Buffer(F16, sgs, kd), Buffer(F16, kd, sgs), Buffer(F32, sgs, sgs)
+
+    def body(kb, v):  # type: ignore[no-untyped-def]
+        am = kb.load(cm(F16, sgs, kd, "matrix_a"), v[0])
+        bm = kb.load(cm(F16, kd, sgs, "matrix_b"), v[1])
+        zero = kb.val(CoopMatrixConstructInst(cm(F32, sgs, sgs, "matrix_acc"), const(0, F32)))
+        kb.store(kb.val(CoopMatrixMulAddInst(am, bm, zero)), v[2], transpose=True)
+
+    params = [("A", a), ("B", b), ("Out", out)]
+    return Spec(
+        f"transposed_store_s{sgs}", params, body,
+        lambda r: {n_: small(p.element, p.shape, r, -2, 2) for n_, p in params[:2]},
+        lambda i: {"Out": (i["A"] @ i["B"]).T}, sgs=sgs, wg=(sgs, 1),
+    )  # fmt: skip
+
+
 def family(target: str) -> Any:
     sgs = GEOMETRY[target].dpas.execution_size  # type: ignore[union-attr]
-    return Family(f"dpas_{target}", [*gemm_specs(sgs), layouts_spec(sgs)], core(target, "emulate"))
+    specs = [*gemm_specs(sgs), layouts_spec(sgs), transposed_store_spec(sgs)]
+    return Family(f"dpas_{target}", specs, core(target, "emulate"))
 
 
 FAMILIES = {target: family(target) for target in GEOMETRY}
@@ -249,20 +270,29 @@ def test_builtin_form_becomes_dpas_instructions(target: str) -> None:
     assert all(n > 0 for n in counts.values()), counts
 
 
-# tf32 (opt-in): f32 A and B read with a 10-bit mantissa; on pvc N = 16 > K = 8, so each
+# tf32 (opt-in): f32 A and B read with a 10-bit mantissa (the lower 13 bits cleared, not
+# rounded: the tf32 extension); on pvc N = 16 > K = 8, so each
 # A column's rows are split over two lanes (the extension's third A case)
 
 
+def as_tf32(x: np.ndarray) -> np.ndarray:
+    """f32 values with only tf32's 10 upper mantissa bits (the lower 13 cleared)."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32)
+    return (bits & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
+
+
 def round_tf32(x: np.ndarray) -> np.ndarray:
-    """f32 values rounded to tf32, to nearest even."""
+    """f32 values rounded to tf32, to nearest even (what the emulation must not do)."""
     bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
     rounded = (bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFE000
     return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
 def tf32_spec(sgs: int) -> Spec:
-    """C = A B + C on an 8 x S tile with K = 16 (two instructions), A with entries that
-    tf32 rounds (1 + 2^-11 to 1, 1 + 3 2^-11 to 1 + 2^-9, ties to even)."""
+    """C = A B + C on an 8 x S tile with K = 16 (two instructions), A with entries whose
+    tf32 reading differs from rounding to nearest: small integers plus 2^-11 or 3 2^-11
+    (1 + 3 2^-11 reads as 1 + 2^-10, rounds to 1 + 2^-9; -3 + 2^-11 reads as
+    -(3 - 2^-9), rounds to -3)."""
     rows, cols, k = 8, sgs, 16
     a, b, c = Buffer(F32, rows, k), Buffer(F32, k, cols), Buffer(F32, rows, cols)
 
@@ -279,7 +309,7 @@ def tf32_spec(sgs: int) -> Spec:
 
     return Spec(
         f"tf32_s{sgs}", [("A", a), ("B", b), ("C", c)], body, inputs,
-        lambda i: {"C": round_tf32(i["A"]) @ i["B"] + i["C"]}, sgs=sgs, wg=(sgs, 1),
+        lambda i: {"C": as_tf32(i["A"]) @ i["B"] + i["C"]}, sgs=sgs, wg=(sgs, 1),
     )  # fmt: skip
 
 
@@ -288,14 +318,17 @@ TF32 = {t: Family(f"tf32_{t}", [tf32_spec(GEOMETRY[t].dpas.execution_size)],  # 
 
 
 @pytest.mark.parametrize("target", GEOMETRY)
-def test_tf32_emulated_rounds_and_validates(target: str) -> None:
+def test_tf32_emulated_reads_ten_mantissa_bits_and_validates(target: str) -> None:
     family = TF32[target]
-    family.run(family.names[0])
+    _, inputs = cs.arguments(family.specs[0], 0)
+    a, b = inputs["A"], inputs["B"]
+    assert not np.array_equal(as_tf32(a) @ b, round_tf32(a) @ b)  # the test tells them apart
+    family.run(family.names[0], 0)
     c = core(target, "extension", tf32=True)
     binary = lower(run_pipeline(cs.program(family.specs), c), c).assemble()
     validate(binary)
     assert count(binary, DPAS) == 2
-    with pytest.raises(tinytc.CompilationError, match="tf32 has no OpenCL builtin"):
+    with pytest.raises(tinytc.CompilationError, match="tf32 has no builtin form"):
         c = core(target, "builtin", tf32=True)
         lower(run_pipeline(cs.program(family.specs), c), c)
     plain = core(target, "extension")  # tf32 not asked for: fma
@@ -346,6 +379,33 @@ def test_native_and_emulated_differ_only_in_dpas(target: str) -> None:
     assert sum(x[0] == "dpas" for x in emulate) == count(
         module(target, "extension").assemble(), DPAS
     )
+
+
+def transposed_gemms() -> str:
+    """GEMMs whose loads take every path of dpas_load.py: block reads (transposed A, B),
+    column loads (A, B, C not transposed) and gathers (the misaligned fallbacks)."""
+    kernels = []
+    for name, (ab, c, flags) in {"ht": ("f16", "f32", "t.n"), "bt": ("bf16", "f32", "n.t"),
+                                 "it": ("i8", "i32", "t.t")}.items():  # fmt: skip
+        a, b, out = f"memref<{ab}x32x32>", f"memref<{ab}x32x32>", f"memref<{c}x32x32>"
+        one = "1.0" if c == "f32" else "1"
+        kernels.append(f"""func @{name}(%A: {a}, %B: {b}, %C: {out}) {{
+  gemm.{flags} {one}, %A, %B, {one}, %C : {c}, {a}, {b}, {c}, {out}
+}}""")
+    return "\n".join(kernels)
+
+
+def test_native_and_emulated_gemms_differ_only_in_dpas() -> None:
+    """The same with the loads of lower-linalg's DPAS gemms on pvc: block reads, column
+    loads and their gathers are the same in every form (and run on the CPU runtime)."""
+    forms = {}
+    for form in ("extension", "builtin", "emulate"):
+        c = core("pvc", form)
+        forms[form] = lower(run_pipeline(transposed_gemms(), c), c)
+    bodies = [kernel_bodies(m) for m in forms.values()]
+    assert bodies[0] == bodies[1] == bodies[2]
+    ops = [x[0] for x in bodies[0]]
+    assert Op.SubgroupBlockReadINTEL in ops and Op.ConvertPtrToU in ops
 
 
 def test_off_and_unknown_forms() -> None:

@@ -9,24 +9,29 @@ import itertools
 
 import pytest
 
+from tinytc.gemm import Tiling
 from tinytc.gemm.dpas import (
     CHANNEL,
+    K_BLOCKS,
     MAX_TILE_ROWS,
     REGISTER_SHARE,
     DpasShape,
     a_entries,
     b_entries,
     c_entries,
+    check_dpas_tiling,
     dpas_shape,
-    dpas_tile,
+    dpas_tiling,
+    gemm_shape,
     pack,
     row_chunks,
     tile_entries,
     tile_fits,
     tile_holder,
+    tile_of,
 )
-from tinytc.ir import BF16, F16, F32, F64, I8
-from tinytc.target import CPU, DG2, PVC
+from tinytc.ir import BF16, F16, F32, F64, I8, I32, ScalarType
+from tinytc.target import CPU, DG2, PVC, CoreInfo
 
 
 def one(*entries: tuple[int, int]) -> list[list[tuple[int, int]]]:
@@ -137,23 +142,42 @@ def test_tile_fits() -> None:
     assert row_chunks(24) == [(0, 8), (8, 8), (16, 8)] and row_chunks(3) == []
 
 
+def default_tile(target: CoreInfo, el: ScalarType, rows: int = 256, cols: int = 256) -> tuple:
+    shape = gemm_shape(target, el, el, F32 if el.is_float else I32, target.dpas.execution_size)  # type: ignore[union-attr]
+    assert shape is not None
+    tiling = dpas_tiling(target, shape, F32 if el.is_float else I32, (shape.n, 1), rows, cols)
+    assert not check_dpas_tiling(tiling, shape)
+    return tile_of(tiling, shape)
+
+
 def test_register_blocking() -> None:
     """The largest tile whose C and one K step of gathered A and B fit the budget; the
     defaults ocloc compiles without spills (tools/isa_report.py)."""
     for target, el in ((PVC, F16), (DG2, F16), (PVC, I8), (DG2, BF16)):
-        tile = dpas_tile(target, el)
+        m, n, k = default_tile(target, el)
         s = dpas_shape(target, el)
-        assert tile is not None and s is not None
-        m, n = tile
-        assert m % 8 == 0 and n % s.n == 0
+        assert s is not None
+        assert m % 8 == 0 and n % s.n == 0 and k == s.k * K_BLOCKS
 
-        def cost(rows: int, cols: int, s: DpasShape = s) -> int:
-            return rows * cols * 4 + (rows + cols) * s.k * CHANNEL
+        def cost(rows: int, cols: int, k: int = k) -> int:
+            return rows * cols * 4 + (rows + cols) * k * CHANNEL
 
         budget = REGISTER_SHARE * target.register_space
         assert cost(m, n) <= budget
         assert m == MAX_TILE_ROWS or cost(m + 8, n) > budget
         assert cost(m, n + s.n) > budget
-    assert dpas_tile(PVC, F16) == (32, 16) and dpas_tile(DG2, F16) == (16, 16)
-    assert dpas_tile(PVC, F16, rows=5, cols=3) == (8, 16)  # no larger than the problem
-    assert dpas_tile(PVC, F64) is None and dpas_tile(CPU, F16) is None
+    assert default_tile(PVC, F16)[:2] == (32, 16) and default_tile(DG2, F16)[:2] == (16, 16)
+    assert default_tile(PVC, F16, rows=5, cols=3)[:2] == (8, 16)  # no larger than the problem
+    assert gemm_shape(PVC, F64, F64, F64, 16) is None and gemm_shape(CPU, F16, F16, F32, 16) is None
+    assert gemm_shape(PVC, F16, F16, F32, 8) is None  # not the execution size: fma
+
+
+def test_dpas_tilings_are_checked() -> None:
+    """A tiling in DPAS units whose tiles hold too many values per work-item is refused,
+    naming what overflows."""
+    shape = gemm_shape(PVC, I8, I8, I32, 16)
+    assert shape is not None
+    assert not check_dpas_tiling(Tiling((16, 1), 4, 8, 1), shape)  # C 32 x 128: 256 values
+    assert "C 512" in check_dpas_tiling(Tiling((16, 1), 8, 8, 1), shape)
+    assert "B 256" not in check_dpas_tiling(Tiling((16, 1), 1, 8, 1), shape)
+    assert "B 512" in check_dpas_tiling(Tiling((16, 1), 1, 8, 2), shape)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..ir import BF16, F16, F32, I8, I32, ScalarType
 from ..target import CoreInfo
+from . import Tiling
 
 Entry = tuple[int, int]
 
@@ -171,25 +172,20 @@ def tile_holder(use: str, rows: int, shape: DpasShape, entry: Entry) -> tuple[in
 
 
 def dpas_tile(
-    target: CoreInfo, element: ScalarType, rows: int | None = None, cols: int | None = None
-) -> tuple[int, int] | None:
+    shape: DpasShape, accumulator: ScalarType, budget: float, k_blocks: int = 1,
+    rows: int | None = None, cols: int | None = None,
+) -> tuple[int, int]:  # fmt: skip
     """(rows, cols) of the C tile one subgroup holds: several DPAS blocks (rows a multiple
-    of 8, cols of N), the largest whose C and one K step of A and B take at most
-    REGISTER_SHARE of the registers (the rest holds addresses and loads in flight), no
-    larger than the problem (``rows`` x ``cols``, rounded up to whole blocks) needs. Ties
-    prefer more rows (B, VNNI-packed and gathered, costs more to load than A). None without
-    DPAS for ``element``."""
-    shape = dpas_shape(target, element)
-    if shape is None:
-        return None
-    acc = PRECISIONS[element][1]
-    budget = REGISTER_SHARE * target.register_space
+    of 8, cols of N), the largest whose C and one K step of A and B (``k_blocks``
+    instruction K blocks) take at most ``budget`` bytes of registers, no larger than the
+    problem (``rows`` x ``cols``, rounded up to whole blocks) needs. Ties prefer more rows
+    (B, VNNI-packed and gathered, costs more to load than A)."""
     row_limit = _round_up(rows, 8) if rows else MAX_TILE_ROWS
     col_limit = _round_up(cols, shape.n) if cols else 4 * shape.n
     best = (8, shape.n)
     for m in range(8, min(MAX_TILE_ROWS, row_limit) + 1, 8):
         for n in range(shape.n, col_limit + 1, shape.n):
-            size = m * n * acc.size + (m + n) * shape.k * CHANNEL
+            size = m * n * accumulator.size + (m + n) * shape.k * k_blocks * CHANNEL
             if size <= budget and (m * n, m) > (best[0] * best[1], best[0]):
                 best = (m, n)
     return best
@@ -213,19 +209,56 @@ def gemm_fits(target: CoreInfo, a: ScalarType, b: ScalarType, out: ScalarType) -
     return dpas_shape(target, a) is not None and summed_in == PRECISIONS[a][1]
 
 
-def gemm_tile(
-    target: CoreInfo, a: ScalarType, b: ScalarType, out: ScalarType, subgroup_size: int,
-    rows: int | None, cols: int | None,
-) -> tuple[int, int, int] | None:  # fmt: skip
-    """(rows, cols, K step) of the DPAS tiles of a gemm with an output of rows x cols (None
-    where dynamic), or None where it keeps fma (types, or a subgroup size other than the
-    execution size)."""
+def gemm_shape(
+    target: CoreInfo, a: ScalarType, b: ScalarType, out: ScalarType, subgroup_size: int
+) -> DpasShape | None:
+    """The instruction a gemm of these types runs on, or None where it keeps fma (types, or
+    a subgroup size other than the execution size)."""
     if not gemm_fits(target, a, b, out):
         return None
     assert target.dpas is not None
     if subgroup_size != target.dpas.execution_size:
         return None
-    tile = dpas_tile(target, a, rows, cols)
-    shape = dpas_shape(target, a)
-    assert tile is not None and shape is not None
-    return (*tile, shape.k)
+    return dpas_shape(target, a)
+
+
+# A DPAS gemm's Tiling counts in DPAS units: rows_per_item blocks of 8 rows (one instruction's
+# M) and cols_per_item blocks of N columns make the C tile one subgroup holds, and each K step
+# takes k_unroll instruction K blocks. The fma path's unroll makes no sense here (a DPAS block
+# is already K deep), so tile-linalg keeps this one.
+BLOCK_ROWS = 8
+K_BLOCKS = 1  # per K step; 2 shrinks the pvc f16 tile to 16 x 16 within the budget: sends per
+# dpas tn 8 (was 10), but nn 8 (6) and nt 12 (8), and i8 nt spilled (tools/isa_report.py)
+MAX_VALUES = 256  # per work-item and operand, as the coopmatrix lowering allows
+
+
+def dpas_tiling(
+    target: CoreInfo, shape: DpasShape, accumulator: ScalarType, work_group: tuple[int, int],
+    rows: int | None, cols: int | None, prefetch: bool = False,
+) -> Tiling:  # fmt: skip
+    """The default Tiling of a gemm on ``shape`` with an output of rows x cols (None where
+    dynamic): the C tile of ``dpas_tile`` in DPAS units, K_BLOCKS per K step."""
+    budget = REGISTER_SHARE * target.register_space
+    m, n = dpas_tile(shape, accumulator, budget, K_BLOCKS, rows, cols)
+    return Tiling(work_group, m // BLOCK_ROWS, n // shape.n, K_BLOCKS, prefetch)
+
+
+def tile_of(tiling: Tiling, shape: DpasShape) -> tuple[int, int, int]:
+    """(rows, cols, K) of the C tile and K step a DPAS tiling asks for."""
+    return BLOCK_ROWS * tiling.rows_per_item, shape.n * tiling.cols_per_item, (
+        shape.k * tiling.k_unroll)  # fmt: skip
+
+
+def check_dpas_tiling(tiling: Tiling, shape: DpasShape) -> str:
+    """Why a DPAS gemm cannot hold this tiling's tiles ('' when it can): each of C, and A and
+    B of one K step, takes at most MAX_VALUES values per work-item (the tuner's other limits
+    are check_tiling's)."""
+    m, n, k = tile_of(tiling, shape)
+    values = {"C": m * n // shape.n, "A": m * k // shape.n, "B": k * n // shape.n}
+    over = [f"{name} {count}" for name, count in values.items() if count > MAX_VALUES]
+    if over:
+        return (
+            f"DPAS tiles of {m} x {n} and K steps of {k} need {', '.join(over)} values per "
+            f"work-item; at most {MAX_VALUES}"
+        )
+    return ""

@@ -35,7 +35,7 @@ from ..gemm import (
     prefetch_schedule,
     transposes_in_registers,
 )
-from ..gemm.dpas import gemm_tile
+from ..gemm.dpas import check_dpas_tiling, tile_of
 from ..ir import (
     BF16,
     F16,
@@ -81,7 +81,7 @@ from ..ir import (
 )
 from ..ir.instructions.memref import SizeInst
 from ..target import CoreInfo
-from .tiling import default_tiling
+from .tiling import default_tiling, dpas_shape_of
 from .work_group_size import require_sizes
 
 Size = int | Value  # a size known at compile time, or an index value
@@ -267,6 +267,8 @@ def fusable_successor(
         return None
     if func.work_group_size != (func.subgroup_size, 1):
         return None  # one subgroup walks all row tiles
+    if any(dpas_shape_of(g, func, target) for g in (first, second)):
+        return None  # DPAS for each: fused, the temporary would change layout (docs/dpas.md)
     t: MemrefType = tmp.type  # type: ignore[assignment]
     if t.element != accumulator(t.element) or not t.is_static:
         return None
@@ -748,22 +750,26 @@ class Lowering:
 
     def dpas_gemm(self, inst: GemmInst) -> bool:
         """C := alpha op(A) op(B) + beta C in tiles of DPAS blocks, where the target has DPAS
-        for the types (else False: the caller lowers it with fma). Tiles are always whole;
-        at ragged and dynamic edges their loads are checked (zeros) and stores skip."""
+        for the types (else False: the caller lowers it with fma), sized by the tiling in
+        DPAS units (tinytc/gemm/dpas.py). Tiles are always whole; at ragged and dynamic
+        edges their loads are checked (zeros) and stores skip."""
         e = self.e
         a, b = Operand(inst.operands[1], inst.trans_a), Operand(inst.operands[2], inst.trans_b)
         out = Operand(inst.output)
-        shape = out.type.shape
-        static = [x if isinstance(x, int) else None for x in shape]
-        elements = (a.type.element, b.type.element, out.type.element)
-        tile = gemm_tile(self.target, *elements, self.sgs, *static)
-        if tile is None:
+        shape = dpas_shape_of(inst, self.func, self.target)
+        if shape is None:
             return False
-        tm, tn, kd = tile
+        tiling = self.tiling(inst)
+        problem = check_dpas_tiling(tiling, shape)
+        if problem:
+            raise CompilationError(inst.loc, f"bad tiling for {inst.mnemonic}: {problem}")
+        tm, tn, kd = tile_of(tiling, shape)
         rows, cols = e.size(out.value, 0), e.size(out.value, 1)
         depth = e.size(a.value, 0 if inst.trans_a else 1)
         acc = accumulator(out.type.element)
         checked = _both(_ragged(rows, tm, "rows"), _ragged(cols, tn, "cols"))
+        read = [a.value, b.value, *[out.value] * (inst.beta.constant != 0)]
+        nexts = self.next_entries(read) if tiling.prefetch else {}
         with self.parallel():
             first_col: Size = 0
             if self.subgroups > 1:
@@ -773,7 +779,9 @@ class Lowering:
             def col_tile(n0: Size) -> list[Value]:
                 def row_tile(m0: Size) -> list[Value]:
                     t = Tile(m0, n0, tm, tn, checked)
-                    self.update(inst, out, t, self.dpas_product(t, a, b, depth, kd, acc), acc)
+                    touch = self.prefetcher(nexts, n0, tn, cols, depth, kd)
+                    total = self.dpas_product(t, a, b, depth, (kd, shape.k), acc, touch)
+                    self.update(inst, out, t, total, acc)
                     return []
 
                 e.loop(0, rows, tm, [], row_tile)
@@ -783,28 +791,37 @@ class Lowering:
         return True
 
     def dpas_product(
-        self, t: Tile, a: Operand, b: Operand, depth: Size, kd: int, acc: ScalarType
-    ) -> Value:
-        """sum over K of op(A) op(B) on one tile, one DPAS K block per step; the K tail (a
-        static remainder or a dynamic depth) loads checked along K."""
+        self, t: Tile, a: Operand, b: Operand, depth: Size, steps: tuple[int, int],
+        acc: ScalarType, touch: Touch | None,
+    ) -> Value:  # fmt: skip
+        """sum over K of op(A) op(B) on one tile, in K steps of steps[0] (whole DPAS K blocks
+        of steps[1]); the rest in single blocks checked along K (a static remainder or a
+        dynamic depth)."""
         e = self.e
         el = a.type.element
+        step_k, block_k = steps
 
-        def step(k: Size, tail: bool, c: Value) -> list[Value]:
+        def step(k: Size, kd: int, tail: bool, c: Value) -> list[Value]:
             at = CoopMatrixType(el, t.rows, kd, "matrix_a")
             bt = CoopMatrixType(el, kd, t.cols, "matrix_b")
             x = e.load(a, t.row, k, at, _both(_rows(t), "cols" if tail else ""))
             y = e.load(b, k, t.col, bt, _both("rows" if tail else "", _cols(t)))
             return [e.add(CoopMatrixMulAddInst(x, y, c)).result]
 
+        def whole(k: Size, c: Value) -> list[Value]:
+            if touch is not None:
+                touch(e.arith("div", k, step_k))
+            return step(k, step_k, False, c)
+
         total = self.zeros(CoopMatrixType(acc, t.rows, t.cols, "matrix_acc"))
         if isinstance(depth, int):
-            main: Size = depth - depth % kd
+            main: Size = depth - depth % step_k
         else:
-            main = e.arith("sub", depth, e.arith("rem", depth, kd))
-        (total,) = e.loop(0, main, kd, [total], lambda k, c: step(k, False, c))
-        if not isinstance(depth, int) or depth % kd:
-            (total,) = e.loop(main, depth, kd, [total], lambda k, c: step(k, True, c))
+            main = e.arith("sub", depth, e.arith("rem", depth, step_k))
+        (total,) = e.loop(0, main, step_k, [total], whole)
+        if not isinstance(depth, int) or depth % step_k:
+            (total,) = e.loop(main, depth, block_k, [total],
+                              lambda k, c: step(k, block_k, True, c))  # fmt: skip
         return total
 
 

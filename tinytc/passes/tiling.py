@@ -9,8 +9,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ..gemm import Tiling, choose_tiling
-from ..ir import Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program
+from ..gemm import Tiling, choose_tiling, prefetch_next
+from ..gemm.dpas import DpasShape, dpas_tiling, gemm_shape
+from ..ir import BF16, F16, F32, Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program
 from ..target import CoreInfo
 from .work_group_size import require_sizes
 
@@ -30,7 +31,9 @@ class TilingPass:
             for inst in linalg:
                 if inst.tiling is None:
                     tiling = default_tiling(inst, func, self.target)
-                    inst.tiling = dataclasses.replace(tiling, k_unroll=self.k_unroll)
+                    if dpas_shape_of(inst, func, self.target) is None:  # DPAS: its own K step
+                        tiling = dataclasses.replace(tiling, k_unroll=self.k_unroll)
+                    inst.tiling = tiling
 
 
 def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling:
@@ -42,9 +45,23 @@ def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling
     sizes = [t.element.size * math.prod(t.shape) for t in memrefs if t.is_static]  # type: ignore[arg-type]
     entry_bytes = sum(sizes) if len(sizes) == len(memrefs) else None
     summed = max(out.element.size, 4)  # f16 and bf16 are summed in f32
+    shape = dpas_shape_of(inst, func, target)
+    if shape is not None:
+        prefetch = prefetch_next(func.batch_per_group, entry_bytes, target)
+        acc = F32 if out.element in (F16, BF16) else out.element
+        return dpas_tiling(target, shape, acc, func.work_group_size, rows, cols, prefetch)
     transposed_b = isinstance(inst, GemmInst) and inst.trans_b
     transposed_a = isinstance(inst, GemmInst | GemvInst) and inst.trans_a
     return choose_tiling(
         rows, cols, func.work_group_size, target, func.batch_per_group, entry_bytes, summed,
         transposed_b, transposed_a,
     )  # fmt: skip
+
+
+def dpas_shape_of(inst: LinalgInst, func: Function, target: CoreInfo) -> DpasShape | None:
+    """The DPAS instruction a gemm runs on (its Tiling then counts in DPAS units), or None
+    where it keeps fma."""
+    if not isinstance(inst, GemmInst) or func.subgroup_size is None:
+        return None
+    a, b, c = (v.type.element for v in (inst.operands[1], inst.operands[2], inst.output))  # type: ignore[attr-defined]
+    return gemm_shape(target, a, b, c, func.subgroup_size)

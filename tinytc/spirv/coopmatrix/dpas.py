@@ -38,18 +38,17 @@ from ...gemm.dpas import (
 )
 from .._grammar import (
     FunctionControl,
-    MemoryAccess,
     Op,
     OpenCLStd,
     Scope,
 )
 from .._grammar import MatrixMultiplyAccumulateOperands as Mma
-from ..convert import Dim, Lowering, Memref
-from ..convert_memory import load_scalar
+from ..convert import Dim, Lowering
 from ..function import Builder, Function
 from ..instruction import Id
-from . import CoopMatrix
-from .plain import PLAIN, Access, Entry, Plain, _sgs
+from . import CoopMatrix, dpas_load
+from .dpas_load import widen_bf16
+from .plain import PLAIN, Entry, Plain, _sgs
 
 OPERANDS = {  # how the extension reads the integer words that carry A and B
     ir.F16: Mma.MatrixAPackedFloat16INTEL | Mma.MatrixBPackedFloat16INTEL,
@@ -146,26 +145,15 @@ class Dpas(Plain):
     def block_readable(self, lo, inst, access) -> bool:  # type: ignore[no-untyped-def]
         return not self.holds(inst.type) and PLAIN.block_readable(lo, inst, access)
 
+    def transposable(self, lo, inst, access) -> bool:  # type: ignore[no-untyped-def]
+        """Plain's transpose in registers assumes plain's components: DPAS layouts store
+        entry by entry."""
+        return not self.holds(inst.operands[0].type) and PLAIN.transposable(lo, inst, access)
+
     def load(self, lo: Lowering, inst: ir.CoopMatrixLoadInst) -> CoopMatrix:
-        """Gathers; a checked entry outside the memref reads its first element instead (a
-        select, not a branch per entry: the edges of every GEMM tile have many) and gives 0."""
-        t = inst.type
-        if not self.holds(t):
+        if not self.holds(inst.type):
             return PLAIN.load(lo, inst)
-        access = Access(lo, inst.operands[0], inst.operands[1], inst.operands[2], inst)
-        m, el = access.m, t.element
-        components = []
-        for e in self.entries(lo, t):
-            cond = access.condition(e, t)
-            if cond is None:
-                components.append(load_element(lo, m, access.pointer(e)))
-                continue
-            offset = lo.add(lo.mul(e.row, access.row_stride), lo.mul(e.col, access.col_stride))
-            offset = lo.as_id(lo.add(access.start, offset))
-            safe = lo.op(Op.Select, lo.i64, cond, offset, lo.as_id(0))
-            value = load_element(lo, m, lo.offset_pointer(m.pointer, m.space, el, safe))
-            components.append(lo.op(Op.Select, lo.scalar_type(el), cond, value, lo.const(el, 0)))
-        return CoopMatrix(t, components)
+        return CoopMatrix(inst.type, dpas_load.load(lo, self, inst))
 
     # What has no DPAS form: via the plain layout
 
@@ -212,8 +200,11 @@ class Dpas(Plain):
         if not all(self.holds(x.type) for x in (a, b, c)):
             return self.via_plain(lo, inst, "mul_add")  # type: ignore[return-value]
         shape, el = self.shapes[a.type], a.type.element
-        if el == ir.F32 and self.form == "builtin":
-            raise CompilationError(inst.loc, "tf32 has no OpenCL builtin: use dpas extension")
+        if el == ir.F32 and self.form == "builtin":  # docs/dpas.md, section 4
+            raise CompilationError(
+                inst.loc, "tf32 has no builtin form: the ocloc we build with leaves "
+                "intel_sub_group_tf32_tf32_matrix_mad_k8 an unresolved call; use dpas "
+                "extension or emulate")  # fmt: skip
         rows, depth, cols = a.type.rows, a.type.cols, b.type.cols
         p = shape.a_per_lane
         result = list(c.components)
@@ -250,22 +241,6 @@ class Dpas(Plain):
         if m == 1:
             return [d]
         return [lo.op(Op.CompositeExtract, lo.scalar_type(acc), d, r) for r in range(m)]
-
-
-def load_element(lo: Lowering, m: Memref, pointer: Id) -> Id:
-    """load_scalar, with bf16 widened by a shift (exact, and cheaper on the CPU runtime than
-    its conversion builtin)."""
-    if m.type.element != ir.BF16:
-        return load_scalar(lo, m, pointer)
-    bits = lo.op(Op.Load, lo.m.type_int(16), pointer, MemoryAccess.Aligned, 2)
-    return widen_bf16(lo, bits)
-
-
-def widen_bf16(lo: Lowering, bits: Id) -> Id:
-    """The f32 whose upper half is the bf16 pattern ``bits`` (i16)."""
-    i32 = lo.m.type_int(32)
-    upper = lo.op(Op.ShiftLeftLogical, i32, lo.op(Op.UConvert, i32, bits), lo.u32(16))
-    return lo.op(Op.Bitcast, lo.m.type_float(32), upper)
 
 
 # The packed operands
@@ -360,7 +335,7 @@ def mad_function(lo: Lowering, form: str, shape: DpasShape, el: ir.ScalarType, m
 def emulate(lo: Lowering, function: Function, shape: DpasShape, el: ir.ScalarType, m: int) -> None:
     """The body of the emulated instruction: row r of this lane's result column is
     c[r] + sum over k of A(r, k) B(k, lane), with A(r, k) broadcast from the lane that packs
-    it and B(k, lane) unpacked from this lane's own words, in k order (tf32: both rounded)."""
+    it and B(k, lane) unpacked from this lane's own words, in k order (tf32: both as_tf32)."""
     saved = lo.b
     lo.b = Builder(lo.m, function.append_block())
     try:
@@ -408,22 +383,22 @@ def broadcast(lo: Lowering, word: Id, el: ir.ScalarType, count: int, lane: int) 
     return moved if bits == 32 else lo.op(Op.UConvert, lo.m.type_int(bits), moved)
 
 
-def round_tf32(lo: Lowering, value: Id) -> Id:
-    """f32 rounded to tf32 (10 mantissa bits, to nearest even); infinities and NaN kept."""
+def as_tf32(lo: Lowering, value: Id) -> Id:
+    """An f32 read as tf32: only its upper 10 mantissa bits count, as the tf32 extension says
+    of its multiplications (round-to-nearest is a separate conversion there), so the lower
+    13 are cleared (toward zero); NaN is kept as it is (clearing could make it infinite)."""
     i32 = lo.m.type_int(32)
     bits = lo.op(Op.Bitcast, i32, value)
-    odd = lo.op(Op.BitwiseAnd, i32, lo.op(Op.ShiftRightLogical, i32, bits, lo.u32(13)), lo.u32(1))
-    up = lo.op(Op.IAdd, i32, bits, lo.op(Op.IAdd, i32, odd, lo.u32(0xFFF)))
-    rounded = lo.op(Op.BitwiseAnd, i32, up, lo.u32(0xFFFFE000))
+    kept = lo.op(Op.BitwiseAnd, i32, bits, lo.u32(0xFFFFE000))
     exponent = lo.op(Op.BitwiseAnd, i32, bits, lo.u32(0x7F800000))
     special = lo.op(Op.IEqual, lo.m.type_bool(), exponent, lo.u32(0x7F800000))
-    return lo.op(Op.Bitcast, lo.m.type_float(32), lo.op(Op.Select, i32, special, bits, rounded))
+    return lo.op(Op.Bitcast, lo.m.type_float(32), lo.op(Op.Select, i32, special, bits, kept))
 
 
 def unpack(lo: Lowering, el: ir.ScalarType, word: Id, count: int, index: int) -> Id:
     """Element ``index`` of the ``count`` packed in ``word``, in the accumulator's type."""
     if el == ir.F32:
-        return round_tf32(lo, word)
+        return as_tf32(lo, word)
     bits_type = lo.m.type_int(el.bits)
     bits = word
     if count > 1:
