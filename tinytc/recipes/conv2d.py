@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import ArgumentError
-from ..target import CoreInfo, get_target
+from ..target import CoreInfo, DpasForm, configure, get_target
 from .build import compile_kernels
 from .conv2d_gemms import backward_data_specs, forward_spec, segment_specs
 from .conv2d_problem import DTYPES, LAYOUTS, Conv2dProblem, make_problem
@@ -17,14 +17,21 @@ from .segment_gemm import generate_segment, segment_launches
 from .tiling import (
     ConvTiling,
     check_conv_tiling,
+    conv_dpas_shape,
     default_channel_lanes_tiling,
     default_conv_tiling,
+    default_dpas_tiling,
+    fits_dpas,
 )
 
 
 def default_tiling(p: Conv2dProblem, target: CoreInfo) -> ConvTiling:
     """The default tiling of a problem on a target (a pure function). The lanes fill a
-    register with accumulators: f16 and bf16 sum in f32, so they take f32's lanes."""
+    register with accumulators: f16 and bf16 sum in f32, so they take f32's lanes. On DPAS
+    targets f16 and bf16 take the staged gather kernel in DPAS blocks."""
+    shape = conv_dpas_shape(p.dtype, target)
+    if shape is not None:
+        return default_dpas_tiling(shape)
     size = 8 if DTYPES[p.dtype][1] == "f64" else 4
     forward = p.direction == "forward"
     out, red = (p.k, p.c) if forward else (p.c, p.k)
@@ -51,11 +58,20 @@ class Conv2d:
     """A compiled-on-first-use convolution; ``conv(x, w)`` (forward) or ``conv(dy, w)``
     (backward-data) returns the result as a C-order array of the layout."""
 
-    def __init__(self, problem: Conv2dProblem, tiling: ConvTiling, queue: Any = None) -> None:
+    def __init__(
+        self,
+        problem: Conv2dProblem,
+        tiling: ConvTiling,
+        queue: Any = None,
+        target: CoreInfo | None = None,
+    ) -> None:
         self.problem = problem
         self.tiling = tiling
         self.queue = queue
+        self.target = target  # compile for this target instead of the queue's device
         p = problem
+        shape = conv_dpas_shape(p.dtype, target) if target else None
+        self.dpas = shape is not None and fits_dpas(tiling, shape)
         if tiling.kernel == "rows":
             segments = segment_specs(p)
             self.launches = [(s.name, segment_launches(s, tiling)) for s in segments]
@@ -64,7 +80,7 @@ class Conv2d:
             forward = p.direction == "forward"
             specs = [forward_spec(p, tiling)] if forward else backward_data_specs(p, tiling)
             self.launches = [(s.name, math.prod(tile_counts(s, tiling))) for s in specs]
-            texts = [generate(s, tiling) for s in specs]
+            texts = [generate(s, tiling, staged=self.dpas) for s in specs]
         self.source = "\n\n".join(texts) + "\n"
         forward = p.direction == "forward"
         self.argument_shape = p.input_shape if forward else p.output_shape
@@ -114,7 +130,7 @@ class Conv2d:
         else:
             self._check("out", out, self.result_shape, output_names if forward else p.layout)
         if self._kernels is None:
-            self._kernels = compile_kernels(self.source, queue)
+            self._kernels = compile_kernels(self.source, queue, self.target)
         if self.tiling.kernel == "rows":
             src, dst = a.T, out.T  # column-major views of the 4-D arrays
             if p.layout == "NHWC" and forward:
@@ -151,6 +167,8 @@ def conv2d(
     direction: str = "forward",
     tiling: Any = None,
     queue: Any = None,
+    target: str | CoreInfo | None = None,
+    dpas: DpasForm | None = None,
 ) -> Conv2d:
     """A 2-D convolution (cross-correlation, as in PyTorch) of an input of ``input_shape``
     (in ``layout``: NCHW or NHWC) with a filter of ``filter_shape`` (KCYX or KYXC).
@@ -159,22 +177,34 @@ def conv2d(
     ``"backward_data"`` gives ``conv(dy, w) -> dx``, the gradient with respect to the input.
     ``tiling`` (a ConvTiling or a dict of its fields) replaces the tiling tinytc.tune stored
     for the problem and device, if any, else the target's default.
-    Arguments that do not fit raise ``tinytc.ArgumentError``.
+    ``target`` (a name such as "pvc", or a CoreInfo) and ``dpas`` compile for another
+    target's geometry and DPAS form, as ``tinytc.jit`` does: f16 and bf16 then take DPAS
+    (``dpas="emulate"`` runs it on the CPU). Arguments that do not fit raise
+    ``tinytc.ArgumentError``.
     """
     problem = make_problem(
         input_shape, filter_shape, layout, stride, dilation, padding, dtype, direction
     )
-    target = get_target("cpu")
-    if queue is not None:
+    chosen_target = None
+    if target is not None or dpas is not None:
+        try:
+            chosen_target = configure(target or "cpu", dpas)
+        except (KeyError, ValueError) as err:
+            raise ArgumentError(f"target: {err}") from None
+        core = chosen_target
+    elif queue is not None:
         from ..runtime.device import core_info_from_device
 
-        target = core_info_from_device(queue.device)
+        core = core_info_from_device(queue.device)
+    else:
+        core = get_target("cpu")
     if tiling is None:
-        tiling = _stored_tiling(problem, queue) or default_tiling(problem, target)
-    chosen = check_conv_tiling(tiling, target)
+        stored = _stored_tiling(problem, queue) if chosen_target is None else None
+        tiling = stored or default_tiling(problem, core)
+    chosen = check_conv_tiling(tiling, core)
     if chosen.kernel == "rows" and problem.stride[1] != 1:
         raise ArgumentError(f"tiling: kernel 'rows' needs stride_w 1, got {problem.stride[1]}")
-    return Conv2d(problem, chosen, queue)
+    return Conv2d(problem, chosen, queue, chosen_target)
 
 
 def _stored_tiling(problem: Conv2dProblem, queue: Any) -> ConvTiling | None:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, fields
 
 from ..arguments import ArgumentError
 from ..gemm import lanes_per_register
+from ..gemm.dpas import DpasShape, dpas_shape
+from ..ir import BF16, F16
 from ..target import CoreInfo
 
 MAX_ROWS_PER_ITEM = 8
@@ -119,3 +121,33 @@ def default_channel_lanes_tiling(
     cols = max(1, min(CONV_ACCUMULATORS // blocks, points))
     chunk = max(1, min(2 * DEFAULT_K_CHUNK, red_channels, MAX_TILE_VALUES // cols))
     return ConvTiling(lanes, blocks, cols, chunk, "rows")
+
+
+DPAS_ELEMENTS = {"f16": F16, "bf16": BF16}  # summed in f32
+DPAS_ROWS_PER_ITEM = 2  # C tiles of 32 x 16 on pvc, 16 x 16 on dg2 (lower-linalg's defaults)
+DPAS_COLS = 16
+
+
+def conv_dpas_shape(dtype: str, target: CoreInfo) -> DpasShape | None:
+    """The DPAS instruction a conv2d of ``dtype`` can take on the target, or None."""
+    element = DPAS_ELEMENTS.get(dtype)
+    if element is None or target.dpas_form == "off":
+        return None
+    return dpas_shape(target, element)
+
+
+def fits_dpas(t: ConvTiling, shape: DpasShape) -> bool:
+    """Whether the gather kernel's tiles are whole DPAS blocks: subgroup = execution size,
+    rows a multiple of 8, k_chunk of the instruction's K, columns of N."""
+    return (
+        t.kernel == "gather"
+        and t.subgroup_size == shape.n
+        and t.rows_per_tile % 8 == 0
+        and t.k_chunk % shape.k == 0
+        and t.cols_per_tile % shape.n == 0
+    )
+
+
+def default_dpas_tiling(shape: DpasShape) -> ConvTiling:
+    """The staged gather kernel in whole DPAS blocks, one instruction's K per step."""
+    return ConvTiling(shape.n, DPAS_ROWS_PER_ITEM, max(DPAS_COLS, shape.n), shape.k, "gather")
