@@ -70,7 +70,7 @@ class Conv2d:
         self.queue = queue
         self.target = target  # compile for this target instead of the queue's device
         p = problem
-        shape = conv_dpas_shape(p.dtype, target) if target else None
+        shape = conv_dpas_shape(p.dtype, target or _device_core(queue))
         self.dpas = shape is not None and fits_dpas(tiling, shape)
         if tiling.kernel == "rows":
             segments = segment_specs(p)
@@ -191,13 +191,7 @@ def conv2d(
             chosen_target = configure(target or "cpu", dpas)
         except (KeyError, ValueError) as err:
             raise ArgumentError(f"target: {err}") from None
-        core = chosen_target
-    elif queue is not None:
-        from ..runtime.device import core_info_from_device
-
-        core = core_info_from_device(queue.device)
-    else:
-        core = get_target("cpu")
+    core = chosen_target or _device_core(queue)
     if tiling is None:
         stored = _stored_tiling(problem, queue) if chosen_target is None else None
         tiling = stored or default_tiling(problem, core)
@@ -205,6 +199,15 @@ def conv2d(
     if chosen.kernel == "rows" and problem.stride[1] != 1:
         raise ArgumentError(f"tiling: kernel 'rows' needs stride_w 1, got {problem.stride[1]}")
     return Conv2d(problem, chosen, queue, chosen_target)
+
+
+def _device_core(queue: Any) -> CoreInfo:
+    """What the queue's device offers (without a queue: the CPU, compiling needs no device)."""
+    if queue is None:
+        return get_target("cpu")
+    from ..runtime.device import core_info_from_device
+
+    return core_info_from_device(queue.device)
 
 
 def _stored_tiling(problem: Conv2dProblem, queue: Any) -> ConvTiling | None:
