@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import ArgumentError
+from ..gemm import lanes_per_register
 from ..target import CoreInfo, DpasForm, configure, get_target
 from .build import compile_kernels
 from .conv2d_gemms import backward_data_specs, forward_spec, segment_specs
@@ -21,6 +22,7 @@ from .tiling import (
     default_channel_lanes_tiling,
     default_conv_tiling,
     default_dpas_tiling,
+    default_points_lanes_tiling,
     fits_dpas,
 )
 
@@ -36,20 +38,19 @@ def default_tiling(p: Conv2dProblem, target: CoreInfo) -> ConvTiling:
     forward = p.direction == "forward"
     out, red = (p.k, p.c) if forward else (p.c, p.k)
     (sh, sw), (dh, dw) = p.stride, p.dilation
+    points = p.wo if forward else p.w  # along one row of the result
+    lanes = lanes_per_register(size, target)
+    if sw == 1 and (p.layout == "NHWC" or math.ceil(points / lanes) * lanes <= 1.25 * points):
+        # stride_w 1: the all-load kernel, unless NCHW rows leave over a fifth of the lanes
+        # idle (the gather kernel's tiles span rows). It reads every operand with whole
+        # cooperative-matrix loads where the gather kernel gathers per lane.
+        if p.layout == "NCHW":
+            return default_points_lanes_tiling(out, red, size, target)
+        return default_channel_lanes_tiling(points, out, red, size, target)
     if forward:
         taps = p.y * p.x
     else:
         taps = math.ceil(p.y / (sh // math.gcd(sh, dh))) * math.ceil(p.x / (sw // math.gcd(sw, dw)))
-    if p.stride[1] == 1 and taps == 1:
-        # 1x1 filters, stride_w 1: the all-load kernel ("rows"). Measured on the 256->64
-        # 56x56 layer (f32, loaded machine, GFLOP/s, rows against gather): NHWC forward 29.5
-        # against 12.9, backward-data 32.7 against 14.2; NCHW 19.3 against 18.0 and 20.2
-        # against 12.0. With 3x3 filters it lost (NHWC 128x28x28: 14-19 against 31; NCHW
-        # even), so they gather.
-        points = p.wo if forward else p.w
-        if p.layout == "NCHW":
-            return default_conv_tiling(points, out, red, taps, size, target, "rows")
-        return default_channel_lanes_tiling(points, out, red, size, target)
     rows = p.n * p.ho * p.wo if forward else p.n * math.ceil(p.h / sh) * math.ceil(p.w / sw)
     return default_conv_tiling(rows, out, red, taps, size, target)
 
