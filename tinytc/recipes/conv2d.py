@@ -11,6 +11,7 @@ from ..arguments import ArgumentError
 from ..gemm import lanes_per_register
 from ..target import CoreInfo, DpasForm, configure, get_target
 from .build import compile_kernels
+from .column_gemm import column_tiles, generate_columns
 from .conv2d_gemms import backward_data_specs, forward_spec, segment_specs
 from .conv2d_problem import DTYPES, LAYOUTS, Conv2dProblem, make_problem
 from .implicit_gemm import generate, tile_counts
@@ -73,17 +74,20 @@ class Conv2d:
         p = problem
         shape = conv_dpas_shape(p.dtype, target or _device_core(queue))
         self.dpas = shape is not None and fits_dpas(tiling, shape)
+        forward = p.direction == "forward"
         if tiling.kernel == "rows":
             segments = segment_specs(p)
             self.launches = [(s.name, segment_launches(s, tiling)) for s in segments]
             texts = [generate_segment(s, tiling) for s in segments]
+        elif tiling.kernel == "columns":
+            specs = [forward_spec(p, tiling)] if forward else backward_data_specs(p, tiling)
+            self.launches = [(s.name, math.prod(column_tiles(s, tiling))) for s in specs]
+            texts = [generate_columns(s, tiling, (p.y, p.x)) for s in specs]
         else:
-            forward = p.direction == "forward"
             specs = [forward_spec(p, tiling)] if forward else backward_data_specs(p, tiling)
             self.launches = [(s.name, math.prod(tile_counts(s, tiling))) for s in specs]
             texts = [generate(s, tiling, staged=self.dpas) for s in specs]
         self.source = "\n\n".join(texts) + "\n"
-        forward = p.direction == "forward"
         self.argument_shape = p.input_shape if forward else p.output_shape
         self.result_shape = p.output_shape if forward else p.input_shape
         self._kernels: Any = None
@@ -135,21 +139,26 @@ class Conv2d:
         if self.tiling.kernel == "rows":
             src, dst = a.T, out.T  # column-major views of the 4-D arrays
             if p.layout == "NHWC" and forward:
-                w = _filter_yxck(w)
+                w = _filter_as(w, (1, 2, 3, 0))
         else:
             src, dst = a.reshape(-1), out.reshape(-1)
+        if self.tiling.kernel == "columns":  # the output channel innermost
+            if forward:  # as (Y, X, C, K)
+                w = _filter_as(w, (2, 3, 1, 0) if p.layout == "NCHW" else (1, 2, 3, 0))
+            elif p.layout == "NCHW":  # as (K, Y, X, C)
+                w = _filter_as(w, (0, 2, 3, 1))
         for name, howmany in self.launches:
             getattr(self._kernels, name)(src, w.T, dst, howmany=howmany)
         return out
 
 
-def _filter_yxck(w: Any) -> Any:
-    """A KYXC filter as (Y, X, C, K), C order (the NHWC forward kernel reads it so)."""
+def _filter_as(w: Any, axes: tuple[int, ...]) -> Any:
+    """The filter transposed by ``axes``, C order (for kernels that want another order)."""
     if _is_pyopencl(w):
         import pyopencl.array as cla
 
-        return cla.to_device(w.queue, np.ascontiguousarray(w.get().transpose(1, 2, 3, 0)))
-    return np.ascontiguousarray(w.transpose(1, 2, 3, 0))
+        return cla.to_device(w.queue, np.ascontiguousarray(w.get().transpose(axes)))
+    return np.ascontiguousarray(w.transpose(axes))
 
 
 def _is_pyopencl(array: Any) -> bool:

@@ -33,6 +33,7 @@ class Tap:
     filter_index: tuple[str, ...]
     src_offset: Expr  # in the row symbol "m"
     valid: list[InRange] | None
+    yx: tuple[int, int] = (0, 0)  # the filter position
 
 
 @dataclass(frozen=True)

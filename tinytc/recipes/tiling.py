@@ -15,7 +15,7 @@ MAX_ACCUMULATORS = 64  # accumulator entries per lane
 MAX_TILE_VALUES = 256  # values per work-item of one coopmatrix (the plain implementation's limit)
 
 
-KERNELS = ("gather", "rows")
+KERNELS = ("gather", "rows", "columns")
 
 
 @dataclass(frozen=True)
