@@ -7,8 +7,9 @@ values, ``src_offset(m_j) + r * red_stride``, are one B column of its own (k_chu
 read from the source seen as a (red_stride x size / red_stride) matrix, in which they are
 a row segment: a transposed load, whose entries every lane shares, so they fold into the
 multiply-adds (docs/performance-cpu.md lesson 8) where the gather kernel gathers per lane.
-Each point has its own accumulator column; a point outside the input (padding) reads from
-a column past the matrix, which the checked load turns into zeros, so no branch is needed.
+Each point has its own accumulator column. Where a point meets padding for a tap, a branch
+(uniform across the lanes) skips its multiply-add: paired against checked loads that read
+zeros, 0.77x the time (stride-2 NHWC forward) and 0.96x (NCHW backward-data).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ..transforms import Emitter, Merge, sym
-from .implicit_gemm import GemmSpec, Writer, memref_type
+from .implicit_gemm import GemmSpec, Tap, Writer, memref_type
 from .tiling import ConvTiling
 
 
@@ -90,7 +91,7 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
         w(f"{m} = arith.add {m0}, {j} : index")
         em.push()
         em.bind("m", m)
-        where.append([_segment_start(w, em, tap, red_stride, extent) for tap in spec.taps])
+        where.append([_segment_start(w, em, tap, red_stride) for tap in spec.taps])
         dst.append((em.value(spec.dst_offset), em.predicate(spec.dst_valid)))
         em.pop()
     w(f"%zero = cooperative_matrix_construct 0.0 : {acc_type}")
@@ -160,13 +161,13 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
     return "\n".join([head, *w.lines, "}"])
 
 
-def _segment_start(w: Writer, em: Emitter, tap, red_stride: int, extent: int) -> tuple[str, str]:  # type: ignore[no-untyped-def]
-    """(row, column) in the (red_stride x extent) view of the tap's source values for the
-    bound point; the column is ``extent`` (past the view: zeros) where the point reads
-    padding."""
+def _segment_start(w: Writer, em: Emitter, tap: Tap, red_stride: int) -> tuple[str, str, str]:
+    """(row, column) in the (red_stride x extent) view where the tap's source values for
+    the bound point start, and the predicate that they exist (else the point reads
+    padding: (row, column) are then (0, 0), so that even a load would stay inside)."""
     offset, ok = em.value(tap.src_offset), em.predicate(tap.valid)
     if ok == "false":
-        return "0", str(extent)
+        return "0", "0", ok
     if ok != "true":
         safe = em.fresh("i")
         w(f"{safe} = if {ok} -> (index) {{")
@@ -181,15 +182,7 @@ def _segment_start(w: Writer, em: Emitter, tap, red_stride: int, extent: int) ->
         row, col = em.fresh("i"), em.fresh("i")
         w(f"{row} = arith.rem {offset}, {red_stride} : index")
         w(f"{col} = arith.div {offset}, {red_stride} : index")
-    if ok != "true":
-        checked = em.fresh("i")
-        w(f"{checked} = if {ok} -> (index) {{")
-        w(f"  yield {col} : index")
-        w("} else {")
-        w(f"  yield {extent} : index")
-        w("}")
-        col = checked
-    return row, col
+    return row, col, ok
 
 
 def _step(
@@ -217,14 +210,27 @@ def _step(
         a = em.fresh("A")
         w(f"{a} = cooperative_matrix_load.n{check_a} {view}[{o0}, {r0}] : {tap_t} -> {a_type}")
         for j, starts in enumerate(where):
-            row, col = starts[t]
+            row, col, ok = starts[t]
+            if ok == "false":
+                continue
+            if ok != "true":
+                nxt = em.fresh("D")
+                w(f"{nxt} = if {ok} -> ({acc_type}) {{")
+                w.indent += 1
             c = em.fresh("c")
             w(f"{c} = arith.add {col}, {r0} : index")
             b = em.fresh("B")
-            load = f"cooperative_matrix_load.t.rows_checked %sv[{row}, {c}]"
+            load = f"cooperative_matrix_load.t %sv[{row}, {c}]"
             w(f"{b} = {load} : {view_t} -> {b_type}")
             d = em.fresh("D")
             types = f"{a_type}, {b_type}, {acc_type}"
             w(f"{d} = cooperative_matrix_mul_add {a}, {b}, {accs[j]} : {types}")
+            if ok != "true":
+                w(f"yield {d} : {acc_type}")
+                w.indent -= 1
+                w("} else {")
+                w(f"  yield {accs[j]} : {acc_type}")
+                w("}")
+                d = nxt
             accs[j] = d
     return accs
