@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from ..arguments import ArgumentError
-from ..gemm import lanes_per_register
 from ..target import CoreInfo, DpasForm, configure, get_target
 from .build import compile_kernels
 from .column_gemm import column_tiles, generate_columns
@@ -20,40 +19,23 @@ from .tiling import (
     ConvTiling,
     check_conv_tiling,
     conv_dpas_shape,
-    default_channel_lanes_tiling,
-    default_conv_tiling,
+    default_columns_tiling,
     default_dpas_tiling,
-    default_points_lanes_tiling,
     fits_dpas,
 )
 
 
 def default_tiling(p: Conv2dProblem, target: CoreInfo) -> ConvTiling:
-    """The default tiling of a problem on a target (a pure function). The lanes fill a
-    register with accumulators: f16 and bf16 sum in f32, so they take f32's lanes. On DPAS
-    targets f16 and bf16 take the staged gather kernel in DPAS blocks."""
+    """The default tiling of a problem on a target (a pure function): on DPAS targets f16
+    and bf16 take the staged gather kernel in DPAS blocks, everything else the columns
+    kernel, whose lanes fill a register with sums (f16 and bf16 sum in f32, so they take
+    f32's lanes)."""
     shape = conv_dpas_shape(p.dtype, target)
     if shape is not None:
         return default_dpas_tiling(shape)
     size = 8 if DTYPES[p.dtype][1] == "f64" else 4
-    forward = p.direction == "forward"
-    out, red = (p.k, p.c) if forward else (p.c, p.k)
-    (sh, sw), (dh, dw) = p.stride, p.dilation
-    points = p.wo if forward else p.w  # along one row of the result
-    lanes = lanes_per_register(size, target)
-    if sw == 1 and (p.layout == "NHWC" or math.ceil(points / lanes) * lanes <= 1.25 * points):
-        # stride_w 1: the all-load kernel, unless NCHW rows leave over a fifth of the lanes
-        # idle (the gather kernel's tiles span rows). It reads every operand with whole
-        # cooperative-matrix loads where the gather kernel gathers per lane.
-        if p.layout == "NCHW":
-            return default_points_lanes_tiling(out, red, size, target)
-        return default_channel_lanes_tiling(points, out, red, size, target)
-    if forward:
-        taps = p.y * p.x
-    else:
-        taps = math.ceil(p.y / (sh // math.gcd(sh, dh))) * math.ceil(p.x / (sw // math.gcd(sw, dw)))
-    rows = p.n * p.ho * p.wo if forward else p.n * math.ceil(p.h / sh) * math.ceil(p.w / sw)
-    return default_conv_tiling(rows, out, red, taps, size, target)
+    out, red = (p.k, p.c) if p.direction == "forward" else (p.c, p.k)
+    return default_columns_tiling(out, red, size, target)
 
 
 class Conv2d:

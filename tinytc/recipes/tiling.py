@@ -24,6 +24,8 @@ class ConvTiling:
     by ``cols_per_tile`` columns, walking the reduction channels ``k_chunk`` at a time for
     every filter tap.
 
+    ``kernel="columns"`` (column_gemm.py, the default): rows are output channels, each
+    column one output point of the merged (n, ho, wo) index, read as a column of its own.
     ``kernel="gather"`` (implicit_gemm.py): rows are output points of the merged (n, ho,
     wo) index, columns output channels; the lanes gather the source. ``kernel="rows"``
     (segment_gemm.py, stride_w 1 only): a tile lies in one output row and every operand is
@@ -78,72 +80,26 @@ def check_conv_tiling(tiling: object, target: CoreInfo) -> ConvTiling:
     return t
 
 
-CONV_ACCUMULATORS = 32  # accumulator vectors per lane (of 32 AVX-512 registers)
-MAX_COLS_PER_TILE = 32
-DEFAULT_K_CHUNK = 4
+COLUMNS_ACCUMULATORS = 20  # vector registers of sums; the A tile takes 4 x 2 more
+COLUMNS_K_CHUNK = 2
 
 
-def default_conv_tiling(
-    rows: int,
-    out_channels: int,
-    red_channels: int,
-    taps: int,
-    element_size: int,
-    target: CoreInfo,
-    kernel: str = "gather",
-) -> ConvTiling:
-    """Every source value in a register feeds one multiply-add per column of the tile, so
-    the columns come first: the largest divisor of the output channels up to 32 (no ragged
-    column tile), then as many row blocks as the accumulators allow (at most 4, fewer for
-    few rows). Measured on the 64x56x56 3x3 layer (f32, loaded machine): 16 lanes x 1 x 32
-    columns 21 GFLOP/s, 2 x 16 14-19, 2 x 8 12-13, 4 x 2 (the gemm lowering's block) 4."""
-    lanes = lanes_per_register(element_size, target)
-    cols = max(
-        d for d in range(1, min(MAX_COLS_PER_TILE, out_channels) + 1) if out_channels % d == 0
-    )
-    blocks = max(1, min(4, CONV_ACCUMULATORS // cols, -(-rows // lanes)))
-    # One tap (1x1 filters) leaves a short loop body: a longer step amortizes the loop
-    # (256->64 1x1 layer: k_chunk 8 15.6 -> 22.8 GFLOP/s NCHW, 16.8 -> 17.8 NHWC).
-    chunk = DEFAULT_K_CHUNK
-    if taps == 1 and cols * 2 * DEFAULT_K_CHUNK <= MAX_TILE_VALUES:
-        chunk = 2 * DEFAULT_K_CHUNK
-    return ConvTiling(lanes, blocks, cols, max(1, min(chunk, red_channels)), kernel)
-
-
-# The all-load kernel ("rows"): one register of output channels (NCHW) or of points (NHWC)
-# per row block, whose accumulators and A tile (blocks x (columns + k_chunk) registers) stay
-# within 24 of the 32 vector registers: more spilled (the NHWC 64x8, k_chunk 8 tiling had
-# 4 x 16 = 64 and ran 1.9x slower than 4 x 8 on the 256->64 1x1 layer).
-ROWS_KERNEL_COLS = 16  # NCHW: output channels per tile (a divisor of them)
-ROWS_KERNEL_POINTS = 4  # NHWC: output points per tile
-ROWS_KERNEL_K_CHUNK = 4
-
-
-def default_points_lanes_tiling(
+def default_columns_tiling(
     out_channels: int, red_channels: int, element_size: int, target: CoreInfo
 ) -> ConvTiling:
-    """NCHW all-load kernel: a register of points along a row by up to 16 output channels.
-    Paired against the gather kernel's 16 x 32 default (f32, 2 cores, time ratios): 0.82
-    (64x56x56 3x3 forward), 0.73 (backward-data), 0.64 and 0.72 (128x28x28); on the
-    256->64 1x1 layer against its former 16 x 32, k_chunk 8: 0.56 forward, 1.00 backward."""
-    lanes = lanes_per_register(element_size, target)
-    cols = max(
-        d for d in range(1, min(ROWS_KERNEL_COLS, out_channels) + 1) if out_channels % d == 0
-    )
-    return ConvTiling(lanes, 1, cols, max(1, min(ROWS_KERNEL_K_CHUNK, red_channels)), "rows")
-
-
-def default_channel_lanes_tiling(
-    points: int, out_channels: int, red_channels: int, element_size: int, target: CoreInfo
-) -> ConvTiling:
-    """NHWC all-load kernel, whose lanes hold output channels and whose columns are output
-    points: up to 4 blocks of channels by 4 points. Paired against the gather kernel's
-    default: 0.64-0.73 on the 3x3 stride-1 layers forward, 0.72-0.79 backward-data; against
-    the former 64 x 8, k_chunk 8 on the 256->64 1x1 layer: 0.54 forward, 0.92 backward."""
+    """The columns kernel (column_gemm.py), every layout, direction and stride: up to 4
+    registers of output channels by as many points as leave 20 registers of sums, so that
+    sums and the A tile (blocks x k_chunk registers) stay within the 32 vector registers
+    (more spilled: the 1 x 32 gather tile, 36 registers, and a 4 x 8 rows tile with k_chunk
+    8, 64). Paired against the former defaults on the 16 f32 layers of tools/bench.py (2
+    cores, loaded): time ratios 0.47-0.54 where the gather kernel ran (stride 2), 0.62-0.88
+    against the rows kernel, 1.15 on the 1x1 NHWC forward layer; 4 x 6 points ran within a
+    few percent of 4 x 5, k_chunk 1 and 3 slower than 2."""
     lanes = lanes_per_register(element_size, target)
     blocks = max(1, min(4, -(-out_channels // lanes)))
-    cols = max(1, min(ROWS_KERNEL_POINTS, points))
-    return ConvTiling(lanes, blocks, cols, max(1, min(ROWS_KERNEL_K_CHUNK, red_channels)), "rows")
+    cols = max(1, COLUMNS_ACCUMULATORS // blocks)
+    chunk = max(1, min(COLUMNS_K_CHUNK, red_channels))
+    return ConvTiling(lanes, blocks, cols, chunk, "columns")
 
 
 DPAS_ELEMENTS = {"f16": F16, "bf16": BF16}  # summed in f32
