@@ -19,8 +19,10 @@ from tinytc.gemm import (
     choose_tiling,
     entries_per_group,
     lanes_per_register,
+    prefetch_spread,
     register_block,
     subgroup_size,
+    transposes_in_registers,
 )
 from tinytc.target import CPU, DG2, PVC, CoreInfo
 
@@ -234,3 +236,23 @@ def test_work_group_size_pass(text: str, target: CoreInfo, want: tuple) -> None:
 def test_work_group_size_attributes_are_checked(attrs: str, target: CoreInfo, message: str) -> None:
     with pytest.raises(tinytc.CompilationError, match=message):
         chosen(gemm_kernel("f32", 8, 8, 8, attrs), target)
+
+
+@pytest.mark.parametrize("steps", [1, 2, 9, 16, 28, 56, 63, 64, 256, 1000])
+@pytest.mark.parametrize("columns", [1, 4, 9, 56, 64, 100])
+def test_prefetch_spread_covers_every_column_evenly(steps: int, columns: int) -> None:
+    """Step s fetches column s // spread: every column comes once steps suffice, with the
+    most steps per column that still reaches the last (the columns fill the whole loop)."""
+    spread = prefetch_spread(steps, columns)
+    fetched = {s // spread for s in range(steps)}
+    if steps >= columns:
+        assert set(range(columns)) <= fetched
+        assert columns * spread <= steps < columns * (spread + 1)
+    else:
+        assert spread == 1 and fetched == set(range(steps))
+
+
+def test_transposes_in_registers_where_one_value_of_every_lane_fits_a_register() -> None:
+    assert transposes_in_registers(16, 4, CPU) and transposes_in_registers(8, 8, CPU)
+    assert not transposes_in_registers(16, 8, CPU)  # f64 in 16 lanes: two registers
+    assert transposes_in_registers(32, 2, CPU) and not transposes_in_registers(32, 4, CPU)

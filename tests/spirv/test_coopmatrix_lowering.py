@@ -920,6 +920,41 @@ def test_block_read_modules_build_with_ocloc() -> None:
         cs.ocloc(binary, target)
 
 
+# .t stores of S x S blocks transpose in registers with shuffles where a value of every lane
+# fits one register (tinytc.gemm.transposes_in_registers); the others scatter.
+TRANSPOSING_SPECS = [
+    (copy_spec(F32, "matrix_acc", 32, 16, ts=True), True),
+    (copy_spec(F32, "matrix_a", 16, 16, tl=True, ts=True), True),
+    (copy_spec(F64, "matrix_acc", 16, 8, ts=True, sgs=8), True),
+    (copy_spec(F16, "matrix_acc", 32, 32, ts=True, sgs=32, dynamic=True, runtime_pos=True), True),
+    (copy_spec(I8, "matrix_a", 16, 16, ts=True), True),
+    (copy_spec(F64, "matrix_acc", 16, 16, ts=True), False),  # two registers per value
+    (copy_spec(F32, "matrix_acc", 20, 16, ts=True), False),  # padded rows
+    (copy_spec(F32, "matrix_acc", 16, 8, ts=True), False),  # not square
+    (checked_spec(F32, "matrix_acc", 16, 16, True, "rows", "past", True), False),
+]
+TRANSPOSING = Family("transposing", [s for s, _ in TRANSPOSING_SPECS])
+SHUFFLE_XOR = int(Op.SubgroupShuffleXorINTEL)
+
+
+@pytest.mark.parametrize(("spec", "shuffles"), TRANSPOSING_SPECS,
+                         ids=[s.name for s, _ in TRANSPOSING_SPECS])  # fmt: skip
+def test_transposed_stores_shuffle_where_they_fit(spec: Spec, shuffles: bool) -> None:
+    binary = tinytc.compile(cs.program([spec]), "cpu")
+    assert (SHUFFLE_XOR in cs.opcodes(binary)) == shuffles
+
+
+@pytest.mark.parametrize("name", TRANSPOSING.names)
+def test_transposed_stores_run_on_cpu(name: str) -> None:
+    TRANSPOSING.run(name)
+
+
+@pytest.mark.ocloc
+def test_transposed_stores_build_with_ocloc() -> None:
+    for target in ("pvc", "dg2"):
+        cs.ocloc(TRANSPOSING.binary(target), target)
+
+
 # A representative subset of every family, built by Intel's offline compiler.
 OCLOC = Family("ocloc", [
     *(s for f in FAMILIES for s in f.specs[:: max(1, len(f.specs) // 4)]),

@@ -47,6 +47,13 @@ def lanes_per_register(element_size: int, target: CoreInfo) -> int:
     return fitting[-1] if fitting else target.subgroup_sizes[0]
 
 
+def transposes_in_registers(subgroup_size: int, element_size: int, target: CoreInfo) -> bool:
+    """Whether a square block of subgroup_size x subgroup_size values is transposed across
+    the lanes with shuffles (a transposed store): only where one value of every lane fills
+    at most one register; f64 at 16 lanes needs two per value and spilled."""
+    return subgroup_size * element_size <= target.register_size
+
+
 def subgroup_size(rows: int | None, element_size: int, target: CoreInfo) -> int:
     """Lanes that fill a register; fewer for short columns (no idle lanes at n=8), twice as
     many when the column would need more than MAX_ROW_BLOCKS blocks of rows (f64 at n=64:
@@ -125,6 +132,12 @@ def prefetch_next(entries_per_group: int, entry_bytes: int | None, target: CoreI
     where one work-group runs several entries."""
     small = entry_bytes is not None and entry_bytes <= PREFETCH_MAX_BYTES
     return target.prefetch_intrinsic and entries_per_group == 1 and small
+
+
+def prefetch_spread(steps: int, columns: int) -> int:
+    """K-loop steps per prefetched column, so that steps s = 0 .. steps - 1 fetching column
+    s // spread cover every one of columns columns, spread evenly over all the steps."""
+    return max(1, steps // max(columns, 1))
 
 
 WORK_PER_GROUP = 32 * 32 * 32  # multiply-adds that amortize one work-group's start-up

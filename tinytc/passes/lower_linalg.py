@@ -32,6 +32,8 @@ from ..gemm import (
     fused_cols_per_item,
     fused_k_unroll,
     fused_rows_per_item,
+    prefetch_spread,
+    transposes_in_registers,
 )
 from ..gemm.dpas import gemm_tile
 from ..ir import (
@@ -309,6 +311,7 @@ class Lowering:
         el = out.type.element
         acc = accumulator(el)
         inputs = [Operand(v) for v in inst.operands[1:-2]]
+        staged: Value | None = None  # the operand copied into local memory
         if inst.transposes:  # .t transposes matrices; a vector stays a column
             inputs[0].transpose = inst.trans_a and inputs[0].type.order == 2
         if isinstance(inst, GemmInst):
@@ -317,6 +320,8 @@ class Lowering:
             depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
             if self.staging and inputs[0].transpose:
                 inputs[0] = self.stage(inputs[0])
+                if inputs[0].value is not inst.operands[1]:
+                    staged = inst.operands[1]
         elif isinstance(inst, SumInst):
             depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
             if inputs[0].type.order == 1:  # a vector's sum: the column's rows are the terms
@@ -326,7 +331,9 @@ class Lowering:
 
         def compute(t: Tile) -> Value:
             a_el = inputs[0].type.element
-            touch = self.prefetcher(nexts, t.col, tiling.cols_per_item, depth, tiling.k_unroll)
+            touch = self.prefetcher(
+                nexts, t.col, tiling.cols_per_item, cols, depth, tiling.k_unroll, staged
+            )
             if isinstance(inst, GemmInst | GemvInst | GerInst):
                 b_op = inputs[1]
                 if isinstance(inst, GerInst):
@@ -345,7 +352,7 @@ class Lowering:
         k_loop = isinstance(inst, GemmInst | GemvInst | SumInst) and not (
             isinstance(depth, int) and depth < tiling.k_unroll
         )
-        nexts = self.next_entries(read) if tiling.prefetch and k_loop else []
+        nexts = self.next_entries(read) if tiling.prefetch and k_loop else {}
         with self.parallel():
             self.tiles(
                 inst, tiling, rows, cols, lambda t: self.update(inst, out, t, compute(t), acc)
@@ -359,14 +366,14 @@ class Lowering:
         with self.e.b.at(par.regions[0]):
             yield
 
-    def next_entries(self, values: list[Value]) -> list[Value]:
+    def next_entries(self, values: list[Value]) -> dict[Value, Value]:
         """The views of the next batch entry (group_id + 1, wrapping to 0) of those values
         that are a subview or group load at group_id in the function's body, made before the
         parallel region. Every work-group makes such a view, so the next entry's is valid too;
         under an if or a loop it might not be, and stays out."""
         e = self.e
         following: Value | None = None
-        out = []
+        out: dict[Value, Value] = {}
         for value in dict.fromkeys(values):  # each once, in order
             inst = value.owner
             if (
@@ -385,39 +392,61 @@ class Lowering:
                 following = e.add(ArithInst("rem", e.arith("add", gid, 1), count)).result
             ops = [following if i in at else v for i, v in enumerate(inst.operands)]
             if isinstance(inst, LoadInst):
-                out.append(e.add(LoadInst(ops[0], ops[1:])).result)
+                out[value] = e.add(LoadInst(ops[0], ops[1:])).result
             else:
                 slices = [(ops[o], ops[z] if z is not None else ("?" if k == "rest" else None))
                           for k, o, z in inst.slices()]  # fmt: skip
-                out.append(e.add(SubviewInst(ops[0], slices)).result)
+                out[value] = e.add(SubviewInst(ops[0], slices)).result
         return out
 
     def prefetcher(
-        self, nexts: list[Value], start: Size, extent: int, depth: Size, unroll: int
+        self,
+        nexts: dict[Value, Value],
+        start: Size,
+        extent: int,
+        span: Size,
+        depth: Size,
+        unroll: int,
+        staged: Value | None = None,
     ) -> Touch | None:
         """touch(i) for the K loop of the tile that starts at start (a row or column) and spans
-        extent: iteration i prefetches column tile * iterations + i of every next-entry view
-        (tile = start / extent), so that the columns spread over the first tiles' iterations
-        (docs/performance-cpu.md lesson 6); columns past the end are no-ops of the prefetch."""
+        extent, of the span rows or columns the instruction tiles: run one after the other,
+        the tiles' K loops make tiles * iterations steps, and step s prefetches column
+        s // spread of every next-entry view, with spread chosen (where sizes are known) so
+        that the columns fall evenly over all steps (docs/performance-cpu.md lesson 6). The
+        staged operand, which the next entry copies whole before its loops, comes a column
+        per step. Columns past the end are no-ops of the prefetch."""
         e = self.e
         if not nexts:
             return None
-        base = e.arith("mul", e.arith("div", start, extent), e.arith("div", depth, unroll))
+        iterations = e.arith("div", depth, unroll)
+        base = e.arith("mul", e.arith("div", start, extent), iterations)
+        widths = [(*m.type.shape, 1, 1)[1] for m in nexts.values()]  # type: ignore[attr-defined]
+        spread = 1
+        known = [span, iterations, *widths]
+        if all(isinstance(x, int) for x in known):
+            steps = -(-span // extent) * iterations  # type: ignore[operator]
+            spread = prefetch_spread(steps, max(widths))  # type: ignore[type-var]
+        spreads = {m: 1 if value is staged else spread for value, m in nexts.items()}
 
         def ahead(m: Value) -> bool:  # columns left to fetch, as far as is known
             shape = (*m.type.shape, 1, 1)  # type: ignore[attr-defined]
+            first = base // spreads[m] if isinstance(base, int) else 0
             return isinstance(shape[0], int) and not (
-                isinstance(base, int) and isinstance(shape[1], int) and base >= shape[1]
+                isinstance(shape[1], int) and first >= shape[1]
             )
 
-        if not any(ahead(m) for m in nexts):
+        fetched = [m for m in nexts.values() if ahead(m)]
+        if not fetched:
             return None
 
         def touch(i: Size) -> None:
-            col = e.value(e.arith("add", base, i))
-            for m in filter(ahead, nexts):
+            step = e.arith("add", base, i)
+            cols = {n: e.value(e.arith("div", step, n) if n > 1 else step)
+                    for n in sorted({spreads[m] for m in fetched})}  # fmt: skip
+            for m in fetched:
                 rows = m.type.shape[0] if m.type.order else 1  # type: ignore[attr-defined]
-                e.add(CoopMatrixPrefetchInst(0, m, e.value(0), col, rows, 1))
+                e.add(CoopMatrixPrefetchInst(0, m, e.value(0), cols[spreads[m]], rows, 1))
 
         return touch
 
@@ -439,8 +468,18 @@ class Lowering:
         e = self.e
         local = e.add(AllocaInst(MemrefType.make(t.element, (rows, depth)))).result
         self.staged.append(local)
-        blocks = -(-depth // self.sgs)
+        sgs = self.sgs
+        blocks = -(-depth // sgs)
         chunk = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks))
+        # Square S x S tiles when they cover A: their .t store transposes in registers
+        # (docs/performance-cpu.md lesson 13); otherwise column strips with scattered stores.
+        square = (
+            depth % sgs == 0
+            and rows % sgs == 0
+            and transposes_in_registers(sgs, t.element.size, self.target)
+        )
+        if square:
+            chunk = sgs
         with self.parallel():
             first: Size = 0
             if self.subgroups > 1:
@@ -448,6 +487,12 @@ class Lowering:
                 first = e.arith("mul", sg, chunk)
 
             def copy(j0: Size) -> list[Value]:  # A's columns j0.. become op(A)'s rows j0..
+                if square:
+                    for k0 in range(0, depth, sgs):
+                        ct = CoopMatrixType(t.element, sgs, sgs, "matrix_acc")
+                        x = e.load(Operand(a.value), k0, j0, ct, "")
+                        e.add(CoopMatrixStoreInst(x, local, e.value(j0), e.value(k0), True, ""))
+                    return []
                 width = min(chunk, rows)
                 check = "" if rows % chunk == 0 or width < chunk else "cols"
                 ct = CoopMatrixType(t.element, depth, width, "matrix_acc")
@@ -660,7 +705,7 @@ class Lowering:
         tiling2 = self.tiling(second)
         unroll = fused_k_unroll((first.tiling or tiling2).k_unroll, mb)
         b2 = Operand(second.operands[2], second.trans_b)
-        nexts = []
+        nexts = {}
         if tiling2.prefetch:
             read = [a1.value, b1.value, b2.value, *[out.value] * (second.beta.constant != 0)]
             nexts = self.next_entries(read)
@@ -671,7 +716,7 @@ class Lowering:
         def row_tile(m0: Size, r: int, checked: str) -> None:
             t1 = Tile(m0, 0, r, k2, checked)
             el1 = a1.type.element
-            touch = self.prefetcher(nexts, m0, self.sgs * mb, depth1, unroll)
+            touch = self.prefetcher(nexts, m0, self.sgs * mb, rows, depth1, unroll)
             product = self.product(t1, a1, b1, depth1, unroll, el1, tmp.element, touch)
             if first.alpha.constant != 1:
                 product = e.add(CoopMatrixScaleInst(first.alpha, product)).result

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from ... import ir
 from ...errors import CompilationError
+from ...gemm import transposes_in_registers
 from ...target import CoreInfo
 from .._grammar import GroupOperation, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
 from ..convert import Dim, Lowering, Memref
@@ -151,6 +152,9 @@ class Plain:
         value: CoopMatrix = lo.get(inst.operands[0])
         t = value.type
         access = Access(lo, inst.operands[1], inst.operands[2], inst.operands[3], inst)
+        if self.transposable(lo, inst, access):
+            self.transposed_store(lo, value, access)
+            return
         lane = lo.lane() if self.replicated(t) else None
         for e, component in zip(self.entries(lo, t), value.components):
             pointer = access.pointer(e)
@@ -160,6 +164,50 @@ class Plain:
                 cond = mine if cond is None else lo.op(Op.LogicalAnd, lo.m.type_bool(), cond, mine)
             write = lambda p=pointer, c=component: self._write(lo, inst, access.m, p, c)  # noqa: E731
             write() if cond is None else lo.if_then(cond, write)
+
+    def transposable(self, lo: Lowering, inst: ir.CoopMatrixStoreInst, access: Access) -> bool:
+        """Whether a .t store writes square blocks transposed in registers: S columns, whole
+        blocks of S rows, unchecked, plain, and memref mode 0 contiguous, so that each row of
+        a block is one vector store across the lanes instead of S scattered ones."""
+        t: ir.CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+        sgs = _sgs(lo)
+        return (
+            inst.transpose
+            and not inst.checked
+            and not inst.atomic_add
+            and not self.replicated(t)
+            and t.cols == sgs
+            and t.rows % sgs == 0
+            and access.col_stride == 1
+            and transposes_in_registers(sgs, t.element.size, lo.target)
+        )
+
+    def transposed_store(self, lo: Lowering, value: CoopMatrix, access: Access) -> None:
+        """Each S x S block transposed across the lanes by log2(S) butterfly stages (stage d
+        swaps entry (lane, i) with (lane ^ d, i ^ d) where bit d of lane and i differ: one
+        shuffle and three selects per pair), then stored row by row: lane l writes column l.
+        On the CPU this replaces S scatters per block (docs/performance-cpu.md lesson 13)."""
+        sgs, t = _sgs(lo), value.type
+        rt, boolean = lo.scalar_type(t.element), lo.m.type_bool()
+        blocks = t.row_blocks(sgs)
+        lane = lo.lane()
+        for block in range(blocks):
+            m = [value.components[col * blocks + block] for col in range(sgs)]
+            d = sgs // 2
+            while d:
+                bit = lo.op(Op.BitwiseAnd, lo.i64, lane, lo.as_id(d))
+                upper = lo.op(Op.INotEqual, boolean, bit, lo.as_id(0))
+                for i in (i for i in range(sgs) if not i & d):
+                    low, high = m[i], m[i | d]
+                    sent = lo.op(Op.Select, rt, upper, low, high)
+                    got = lo.op(Op.SubgroupShuffleXorINTEL, rt, sent, lo.u32(d))
+                    m[i] = lo.op(Op.Select, rt, upper, got, low)
+                    m[i | d] = lo.op(Op.Select, rt, upper, high, got)
+                d //= 2
+            for i, component in enumerate(m):  # row block * S + i of the block, column = lane
+                offset = lo.add(lo.mul(block * sgs + i, access.row_stride), lane)
+                pointer = lo.offset_pointer(access.base, access.m.space, t.element, offset)
+                store_scalar(lo, access.m, pointer, component)
 
     def _write(self, lo: Lowering, inst: ir.CoopMatrixStoreInst, m: Memref, p: Id, v: Id) -> None:
         if not inst.atomic_add:
