@@ -20,6 +20,9 @@ from ..transforms import Emitter, Merge, sym
 from .implicit_gemm import GemmSpec, Tap, Writer, memref_type
 from .tiling import ConvTiling
 
+GROUP_WORK = 512  # reduction channels x taps a work-group should walk at least
+MAX_TILES_PER_GROUP = 8
+
 
 def column_tiles(spec: GemmSpec, tiling: ConvTiling) -> tuple[int, int]:
     """(point tiles, channel tiles)."""
@@ -27,6 +30,18 @@ def column_tiles(spec: GemmSpec, tiling: ConvTiling) -> tuple[int, int]:
         math.ceil(spec.rows / tiling.cols_per_tile),
         math.ceil(spec.out_channels / tiling.rows_per_tile),
     )
+
+
+def tiles_per_group(spec: GemmSpec) -> int:
+    """Tiles one work-group computes in turn: a work-group costs about 90 ns on the CPU
+    (docs/performance-cpu.md lesson 3), as much as a tile with a short reduction (64
+    channels of a 1x1 filter) takes, so such tiles go several to a work-group."""
+    work = max(1, spec.red_channels * len(spec.taps))
+    return max(1, min(MAX_TILES_PER_GROUP, -(-GROUP_WORK // work)))
+
+
+def column_launches(spec: GemmSpec, tiling: ConvTiling) -> int:
+    return math.ceil(math.prod(column_tiles(spec, tiling)) / tiles_per_group(spec))
 
 
 def column_filter_index(spec: GemmSpec, y: int, x: int) -> tuple[str, ...]:
@@ -58,15 +73,7 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
     red_stride = spec.red_stride
     extent = spec.src_size // red_stride
 
-    w("%gid = group_id")
-    em.bind("gid", "%gid")
-    point_tiles, channel_tiles = column_tiles(spec, tiling)
-    pt, ot = (
-        Merge()
-        .lower([sym("gid", point_tiles * channel_tiles)], [point_tiles, channel_tiles])
-        .coords
-    )
-    o0, m0 = em.value(ot * outs), em.value(pt * cols)
+    w("%group = group_id")
     views = []
     for i, tap in enumerate(spec.taps):
         index = column_filter_index(spec, *tap.yx)
@@ -82,6 +89,25 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
     w.indent += 1
     w("%lane32 = subgroup_local_id")
     w("%lane = cast %lane32 : i32 -> index")
+    w(f"%zero = cooperative_matrix_construct 0.0 : {acc_type}")
+    point_tiles, channel_tiles = column_tiles(spec, tiling)
+    tiles, per_group = point_tiles * channel_tiles, tiles_per_group(spec)
+    gid, closing = "%group", 0
+    if per_group > 1:
+        w(f"%first = arith.mul %group, {per_group} : index")
+        w(f"for %g = 0, {per_group} {{")
+        w("  %gid = arith.add %first, %g : index")
+        w.indent += 1
+        gid, closing = "%gid", 1
+        if tiles % per_group:
+            w(f"%inside = cmp.lt %gid, {tiles} : index")
+            w("if %inside {")
+            w.indent += 1
+            closing += 1
+    em.push()
+    em.bind("gid", gid)
+    pt, ot = Merge().lower([sym("gid", tiles)], [point_tiles, channel_tiles]).coords
+    o0, m0 = em.value(ot * outs), em.value(pt * cols)
     # Per point j: where each tap's source row segment starts in %sv (row, column), and
     # where its results go.
     where: list[list[tuple[str, str]]] = []
@@ -94,7 +120,6 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
         where.append([_segment_start(w, em, tap, red_stride) for tap in spec.taps])
         dst.append((em.value(spec.dst_offset), em.predicate(spec.dst_valid)))
         em.pop()
-    w(f"%zero = cooperative_matrix_construct 0.0 : {acc_type}")
     accs = ["%zero"] * cols
     types = ", ".join([acc_type] * cols)
     chunk = tiling.k_chunk
@@ -152,8 +177,10 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
             w(f"if {cond} {{")
             w(f"  {store}")
             w("}")
-    w.indent -= 1
-    w("}")
+    em.pop()
+    for _ in range(closing + 1):  # the tile loop and its guard, then parallel
+        w.indent -= 1
+        w("}")
     head = (
         f"func @{spec.name}(%src: {src_t}, %filter: {filter_t}, %dst: {dst_t}) "
         f"work_group_size({sg},1) subgroup_size({sg}) {{"

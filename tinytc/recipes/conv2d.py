@@ -10,7 +10,7 @@ import numpy as np
 from ..arguments import ArgumentError
 from ..target import CoreInfo, DpasForm, configure, get_target
 from .build import compile_kernels
-from .column_gemm import column_tiles, generate_columns
+from .column_gemm import column_launches, generate_columns
 from .conv2d_gemms import backward_data_specs, forward_spec, segment_specs
 from .conv2d_problem import DTYPES, LAYOUTS, Conv2dProblem, make_problem
 from .implicit_gemm import generate, tile_counts
@@ -63,7 +63,7 @@ class Conv2d:
             texts = [generate_segment(s, tiling) for s in segments]
         elif tiling.kernel == "columns":
             specs = [forward_spec(p, tiling)] if forward else backward_data_specs(p, tiling)
-            self.launches = [(s.name, math.prod(column_tiles(s, tiling))) for s in specs]
+            self.launches = [(s.name, column_launches(s, tiling)) for s in specs]
             texts = [generate_columns(s, tiling, (p.y, p.x)) for s in specs]
         else:
             specs = [forward_spec(p, tiling)] if forward else backward_data_specs(p, tiling)
