@@ -110,7 +110,7 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
     o0, m0 = em.value(ot * outs), em.value(pt * cols)
     # Per point j: where each tap's source row segment starts in %sv (row, column), and
     # where its results go.
-    where: list[list[tuple[str, str]]] = []
+    where: list[list[tuple[str, str, str]]] = []
     dst: list[tuple[str, str]] = []
     for j in range(cols):
         m = em.fresh("m")
@@ -218,7 +218,7 @@ def _step(
     spec: GemmSpec,
     tiling: ConvTiling,
     views: list[tuple[str, str]],
-    where: list[list[tuple[str, str]]],
+    where: list[list[tuple[str, str, str]]],
     o0: str,
     r0: str,
     chunk: int,
