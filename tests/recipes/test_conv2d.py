@@ -324,3 +324,22 @@ def test_random_problems_match_numpy(seed):
     np.testing.assert_allclose(
         _from_layout(got, layout), want, atol=1e-12 * max(1, abs(want).max())
     )
+
+
+@pytest.mark.parametrize("target", ["cpu", "pvc", "dg2"])
+def test_default_tilings_are_valid_everywhere(target):
+    """The per-target defaults pass the tiling check for every type and direction: the
+    columns kernel, or on DPAS targets the DPAS-shaped gather kernel for f16 and bf16."""
+    from tinytc.recipes.conv2d import default_tiling
+    from tinytc.recipes.tiling import check_conv_tiling
+    from tinytc.target import get_target
+
+    core = get_target(target)
+    for dtype in ("f32", "f64", "f16", "bf16"):
+        for direction in ("forward", "backward_data"):
+            problem = conv2d((2, 40, 9, 9), (70, 40, 3, 3), stride=(2, 1), dtype=dtype,
+                             direction=direction).problem  # fmt: skip
+            tiling = default_tiling(problem, core)
+            assert check_conv_tiling(tiling, core) == tiling
+            dpas = target != "cpu" and dtype in ("f16", "bf16")
+            assert tiling.kernel == ("gather" if dpas else "columns"), (dtype, tiling)
