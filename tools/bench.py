@@ -4,6 +4,7 @@
                           [--json bench.json] [--plot bench.png]
     python tools/bench.py --compare REV [--repeat 15] [--shapes ...]
     python tools/bench.py --quick      (tiny working sets: checks that everything runs)
+    python tools/bench.py --shapes 'conv-*' [--conv-tiling ...] [--conv-tuned]
 
 Every shape is timed in rounds, each round also running two plain OpenCL C kernels on every
 core that do the shape's amount of work: c[i] = a[i] + b[i] over as many bytes (bandwidth,
@@ -14,6 +15,8 @@ drift cancels. Working sets are
 DRAM-sized by default (larger than the L3, whose size is read from the system), L3-sized with
 --resident. --compare runs REV's tinytc and the working tree's in two worker processes,
 alternately, and prints the paired speed ratios. docs/benchmarking.md explains the method.
+The conv2d layers (shapes conv-*, a table of their own against numpy and PyTorch) are in
+tools/bench_conv.py; docs/conv2d.md describes them.
 This is a tool, not a test: timings vary with the machine's load.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import importlib.util
 import json
 import os
 import pathlib
@@ -44,10 +48,26 @@ from tinytc.spirv.convert import lower
 from tinytc.target import CPU
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _load_conv() -> Any:
+    """tools/bench_conv.py (tools/ is no package, and this file also runs as a module)."""
+    spec = importlib.util.spec_from_file_location(
+        "tinytc_bench_conv", ROOT / "tools" / "bench_conv.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+conv = _load_conv()
 DTYPES = {"f32": np.float32, "f64": np.float64}
 SHAPES = [
     *(f"{ty}-{n}-{tr}" for ty in DTYPES for n in (8, 16, 32, 64) for tr in ("nn", "tn", "nt")),
     *(f"chain-{ty}" for ty in DTYPES),
+    *conv.SHAPES,
 ]
 DRAM_WORKING_SET = 800e6  # bytes per shape: A and B read, C written (the issue's setting)
 QUICK_WORKING_SET = 2e6
@@ -182,7 +202,9 @@ class Case:
         self.kernel(*self.args, howmany=self.batch if howmany is None else howmany)
 
 
-def make_case(name: str, working_set: float, with_numpy: bool = True) -> Case:
+def make_case(name: str, working_set: float, with_numpy: bool = True, quick: bool = False) -> Any:
+    if name.startswith("conv-"):
+        return conv.make_conv_case(name, quick, with_others=with_numpy)
     if name.startswith("chain-"):
         return chain_case(name.removeprefix("chain-"), working_set, with_numpy)
     ty, n, trans = name.split("-")
@@ -426,6 +448,25 @@ def plot(rows: list[dict], path: pathlib.Path) -> None:
 
 
 def bench(args: argparse.Namespace, shapes: list[str]) -> int:
+    """The GEMM table, then the conv2d table (tools/bench_conv.py), each if selected."""
+    conv_shapes = [s for s in shapes if s.startswith("conv-")]
+    gemm_shapes = [s for s in shapes if not s.startswith("conv-")]
+    report: dict[str, Any] = {}
+    limits = None
+    if gemm_shapes:
+        report, limits = bench_gemm(args, gemm_shapes)
+    if conv_shapes:
+        limits = limits or Limits(QUICK_WORKING_SET)  # for its FMA peak kernel
+        report["conv2d"] = conv.bench_conv(args, conv_shapes, limits)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(report, indent=2))
+    if args.plot and gemm_shapes:
+        plot(report["rows"], pathlib.Path(args.plot))
+    rows = report.get("rows", []) + report.get("conv2d", [])
+    return 0 if all(r["correct"] for r in rows) else 1
+
+
+def bench_gemm(args: argparse.Namespace, shapes: list[str]) -> tuple[dict, Limits]:
     l3 = l3_bytes()
     working_set = working_set_of(args, l3)
     limits = Limits(working_set)
@@ -464,11 +505,7 @@ def bench(args: argparse.Namespace, shapes: list[str]) -> int:
             "tutorial compile (warm, ms): "
             + ", ".join(f"{k} {v:.2f}" for k, v in report["compile_ms"].items())
         )
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(report, indent=2))
-    if args.plot:
-        plot(rows, pathlib.Path(args.plot))
-    return 0 if all(r["correct"] for r in rows) else 1
+    return report, limits
 
 
 def working_set_of(args: argparse.Namespace, l3: int) -> float:
@@ -484,7 +521,7 @@ def working_set_of(args: argparse.Namespace, l3: int) -> float:
 # --- --compare: the kernels of two trees in two processes ---------------------------------
 
 
-def worker(working_set: float, warm: bool) -> int:
+def worker(working_set: float, warm: bool, quick: bool) -> int:
     """Serve a parent --compare over stdin/stdout (one JSON line per command) with the tinytc
     found on PYTHONPATH: `prepare SHAPE` builds, checks and warms the shape, `run` times it."""
     reply = os.fdopen(os.dup(1), "w", buffering=1)
@@ -496,7 +533,7 @@ def worker(working_set: float, warm: bool) -> int:
         if command == "prepare":
             case = None
             try:
-                case = make_case(argument, working_set, with_numpy=False)
+                case = make_case(argument, working_set, with_numpy=False, quick=quick)
                 error = case.check()
             except Exception as e:  # REV's tinytc may reject a shape: the parent reports it
                 reply.write(json.dumps({"failed": f"{type(e).__name__}: {e}"}) + "\n")
@@ -517,6 +554,7 @@ class Worker:
         env = dict(os.environ, PYTHONPATH=path)  # tree first: its tinytc is the one imported
         command = [sys.executable, __file__, "--worker", "--working-set", str(ws)]
         command += ["--resident"] if args.resident else []
+        command += ["--quick"] if args.quick else []
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
         )
@@ -621,7 +659,7 @@ def main(argv: list[str] | None = None) -> int:
         "--shapes",
         nargs="+",
         default=["*"],
-        help="names or patterns: f32-64-nn, 'f*-64-*', chain-f64 (default: all)",
+        help="names or patterns: f32-64-nn, 'f*-64-*', chain-f64, 'conv-*' (default: all)",
     )
     ap.add_argument("--resident", action="store_true", help="working sets of half the L3")
     ap.add_argument("--working-set", type=float, help="bytes per shape (overrides the default)")
@@ -630,9 +668,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plot", help="draw the results into this image (needs matplotlib)")
     ap.add_argument("--compare", metavar="REV", help="paired runs of REV's kernels and ours")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    conv.add_options(ap)
     args = ap.parse_args(argv)
     if args.worker:
-        return worker(args.working_set, args.resident)
+        return worker(args.working_set, args.resident, args.quick)
     if args.repeat is None:
         args.repeat = 2 if args.quick else 15 if args.compare else 7
     shapes = select_shapes(args.shapes)

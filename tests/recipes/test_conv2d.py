@@ -37,6 +37,29 @@ CASES = [
     # ragged row and column tiles, a reduction tail, other subgroup sizes
     ("NHWC", F, (2, 5, 7, 6), (7, 2, 3), (1, 2), (1, 1), ((1, 0), (0, 1)), "f32", None),
     ("NCHW", BD, (2, 5, 7, 6), (7, 3, 2), (2, 1), (1, 1), ((1, 1), (0, 1)), "f64", T(4, 2, 4, 3)),
+    # the columns kernel (the default) with a ragged channel tile and odd sizes, in f64
+    (
+        "NHWC",
+        BD,
+        (2, 5, 7, 6),
+        (7, 3, 2),
+        (2, 3),
+        (2, 1),
+        ((1, 0), (2, 1)),
+        "f64",
+        T(4, 2, 3, 2, "columns"),
+    ),
+    (
+        "NCHW",
+        F,
+        (3, 5, 17, 13),
+        (7, 3, 5),
+        (3, 2),
+        (1, 2),
+        ((0, 2), (3, 1)),
+        "f64",
+        T(8, 1, 5, 3, "columns"),
+    ),
     # the all-load kernel along output rows: by default for 1x1 with stride_w 1, on
     # request with padding, dilation and stride_h (the checked loads give the padding)
     ("NHWC", F, (2, 9, 5, 6), (20, 1, 1), (1, 1), (1, 1), ((0, 0), (0, 0)), "f32", None),
@@ -158,7 +181,7 @@ def test_pyopencl_arrays_in_and_out():
     np.testing.assert_allclose(_from_layout(dx.get(), "NHWC"), want, atol=1e-5)
 
 
-@pytest.mark.parametrize("kernel", ["gather", "rows"])
+@pytest.mark.parametrize("kernel", ["gather", "rows", "columns"])
 def test_generated_program_runs_in_the_reference(kernel):
     """The printed program is ordinary tensor language: the reference interpreter runs it."""
     tiling = ConvTiling(4, 2, 3, 2, kernel)
@@ -167,12 +190,14 @@ def test_generated_program_runs_in_the_reference(kernel):
     program = tinytc.parse(conv.source)
     rng = np.random.default_rng(3)
     x = rng.standard_normal((1, 2, 4, 5)).astype(np.float32)
-    w = rng.standard_normal((3, 2, 2, 2)).astype(np.float32)
+    w = conv_filter = rng.standard_normal((3, 2, 2, 2)).astype(np.float32)
     y = np.zeros((1, 3) + conv.problem.output_shape[2:], np.float32)
     ((name, howmany),) = conv.launches
     src, out = (x.T, y.T) if kernel == "rows" else (x.reshape(-1), y.reshape(-1))
+    if kernel == "columns":  # it takes the filter as (Y, X, C, K)
+        w = np.ascontiguousarray(w.transpose(2, 3, 1, 0))
     reference.run(program, name, [src, w.T, out], howmany)
-    want = conv2d_nchw(x, w, (2, 1), (1, 1), ((0, 1), (1, 0)))
+    want = conv2d_nchw(x, conv_filter, (2, 1), (1, 1), ((0, 1), (1, 0)))
     np.testing.assert_allclose(y, want, atol=1e-5)
 
 
@@ -299,3 +324,22 @@ def test_random_problems_match_numpy(seed):
     np.testing.assert_allclose(
         _from_layout(got, layout), want, atol=1e-12 * max(1, abs(want).max())
     )
+
+
+@pytest.mark.parametrize("target", ["cpu", "pvc", "dg2"])
+def test_default_tilings_are_valid_everywhere(target):
+    """The per-target defaults pass the tiling check for every type and direction: the
+    columns kernel, or on DPAS targets the DPAS-shaped gather kernel for f16 and bf16."""
+    from tinytc.recipes.conv2d import default_tiling
+    from tinytc.recipes.tiling import check_conv_tiling
+    from tinytc.target import get_target
+
+    core = get_target(target)
+    for dtype in ("f32", "f64", "f16", "bf16"):
+        for direction in ("forward", "backward_data"):
+            problem = conv2d((2, 40, 9, 9), (70, 40, 3, 3), stride=(2, 1), dtype=dtype,
+                             direction=direction).problem  # fmt: skip
+            tiling = default_tiling(problem, core)
+            assert check_conv_tiling(tiling, core) == tiling
+            dpas = target != "cpu" and dtype in ("f16", "bf16")
+            assert tiling.kernel == ("gather" if dpas else "columns"), (dtype, tiling)

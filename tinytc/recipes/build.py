@@ -8,7 +8,7 @@ from typing import Any
 COMPILE_RECURSION_LIMIT = 20_000
 
 
-def compile_kernels(source: str, queue: Any) -> Any:
+def compile_kernels(source: str, queue: Any, target: Any = None) -> Any:
     """tinytc.jit of a generated program. The compiler copies the IR with copy.deepcopy,
     which recurses along def-use chains; the unrolled gathers are chains of a few hundred
     instructions, deeper than Python's default limit of 1000 frames allows."""
@@ -17,6 +17,6 @@ def compile_kernels(source: str, queue: Any) -> Any:
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, COMPILE_RECURSION_LIMIT))
     try:
-        return jit(source, queue)
+        return jit(source, queue, target=target)
     finally:
         sys.setrecursionlimit(limit)

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..arguments import ArgumentError
-from ..target import CoreInfo, get_target
+from ..target import CoreInfo, DpasForm, configure, get_target
 from .build import compile_kernels
+from .column_gemm import column_launches, generate_columns
 from .conv2d_gemms import backward_data_specs, forward_spec, segment_specs
 from .conv2d_problem import DTYPES, LAYOUTS, Conv2dProblem, make_problem
 from .implicit_gemm import generate, tile_counts
@@ -17,56 +18,58 @@ from .segment_gemm import generate_segment, segment_launches
 from .tiling import (
     ConvTiling,
     check_conv_tiling,
-    default_channel_lanes_tiling,
-    default_conv_tiling,
+    conv_dpas_shape,
+    default_columns_tiling,
+    default_dpas_tiling,
+    fits_dpas,
 )
 
 
 def default_tiling(p: Conv2dProblem, target: CoreInfo) -> ConvTiling:
-    """The default tiling of a problem on a target (a pure function). The lanes fill a
-    register with accumulators: f16 and bf16 sum in f32, so they take f32's lanes."""
+    """The default tiling of a problem on a target (a pure function): on DPAS targets f16
+    and bf16 take the staged gather kernel in DPAS blocks, everything else the columns
+    kernel, whose lanes fill a register with sums (f16 and bf16 sum in f32, so they take
+    f32's lanes)."""
+    shape = conv_dpas_shape(p.dtype, target)
+    if shape is not None:
+        return default_dpas_tiling(shape)
     size = 8 if DTYPES[p.dtype][1] == "f64" else 4
-    forward = p.direction == "forward"
-    out, red = (p.k, p.c) if forward else (p.c, p.k)
-    (sh, sw), (dh, dw) = p.stride, p.dilation
-    if forward:
-        taps = p.y * p.x
-    else:
-        taps = math.ceil(p.y / (sh // math.gcd(sh, dh))) * math.ceil(p.x / (sw // math.gcd(sw, dw)))
-    if p.stride[1] == 1 and taps == 1:
-        # 1x1 filters, stride_w 1: the all-load kernel ("rows"). Measured on the 256->64
-        # 56x56 layer (f32, loaded machine, GFLOP/s, rows against gather): NHWC forward 29.5
-        # against 12.9, backward-data 32.7 against 14.2; NCHW 19.3 against 18.0 and 20.2
-        # against 12.0. With 3x3 filters it lost (NHWC 128x28x28: 14-19 against 31; NCHW
-        # even), so they gather.
-        points = p.wo if forward else p.w
-        if p.layout == "NCHW":
-            return default_conv_tiling(points, out, red, taps, size, target, "rows")
-        return default_channel_lanes_tiling(points, out, red, size, target)
-    rows = p.n * p.ho * p.wo if forward else p.n * math.ceil(p.h / sh) * math.ceil(p.w / sw)
-    return default_conv_tiling(rows, out, red, taps, size, target)
+    out, red = (p.k, p.c) if p.direction == "forward" else (p.c, p.k)
+    return default_columns_tiling(out, red, size, target)
 
 
 class Conv2d:
     """A compiled-on-first-use convolution; ``conv(x, w)`` (forward) or ``conv(dy, w)``
     (backward-data) returns the result as a C-order array of the layout."""
 
-    def __init__(self, problem: Conv2dProblem, tiling: ConvTiling, queue: Any = None) -> None:
+    def __init__(
+        self,
+        problem: Conv2dProblem,
+        tiling: ConvTiling,
+        queue: Any = None,
+        target: CoreInfo | None = None,
+    ) -> None:
         self.problem = problem
         self.tiling = tiling
         self.queue = queue
+        self.target = target  # compile for this target instead of the queue's device
         p = problem
+        shape = conv_dpas_shape(p.dtype, target or _device_core(queue))
+        self.dpas = shape is not None and fits_dpas(tiling, shape)
+        forward = p.direction == "forward"
         if tiling.kernel == "rows":
             segments = segment_specs(p)
             self.launches = [(s.name, segment_launches(s, tiling)) for s in segments]
             texts = [generate_segment(s, tiling) for s in segments]
+        elif tiling.kernel == "columns":
+            specs = [forward_spec(p, tiling)] if forward else backward_data_specs(p, tiling)
+            self.launches = [(s.name, column_launches(s, tiling)) for s in specs]
+            texts = [generate_columns(s, tiling, (p.y, p.x)) for s in specs]
         else:
-            forward = p.direction == "forward"
             specs = [forward_spec(p, tiling)] if forward else backward_data_specs(p, tiling)
             self.launches = [(s.name, math.prod(tile_counts(s, tiling))) for s in specs]
-            texts = [generate(s, tiling) for s in specs]
+            texts = [generate(s, tiling, staged=self.dpas) for s in specs]
         self.source = "\n\n".join(texts) + "\n"
-        forward = p.direction == "forward"
         self.argument_shape = p.input_shape if forward else p.output_shape
         self.result_shape = p.output_shape if forward else p.input_shape
         self._kernels: Any = None
@@ -114,25 +117,30 @@ class Conv2d:
         else:
             self._check("out", out, self.result_shape, output_names if forward else p.layout)
         if self._kernels is None:
-            self._kernels = compile_kernels(self.source, queue)
+            self._kernels = compile_kernels(self.source, queue, self.target)
         if self.tiling.kernel == "rows":
             src, dst = a.T, out.T  # column-major views of the 4-D arrays
             if p.layout == "NHWC" and forward:
-                w = _filter_yxck(w)
+                w = _filter_as(w, (1, 2, 3, 0))
         else:
             src, dst = a.reshape(-1), out.reshape(-1)
+        if self.tiling.kernel == "columns":  # the output channel innermost
+            if forward:  # as (Y, X, C, K)
+                w = _filter_as(w, (2, 3, 1, 0) if p.layout == "NCHW" else (1, 2, 3, 0))
+            elif p.layout == "NCHW":  # as (K, Y, X, C)
+                w = _filter_as(w, (0, 2, 3, 1))
         for name, howmany in self.launches:
             getattr(self._kernels, name)(src, w.T, dst, howmany=howmany)
         return out
 
 
-def _filter_yxck(w: Any) -> Any:
-    """A KYXC filter as (Y, X, C, K), C order (the NHWC forward kernel reads it so)."""
+def _filter_as(w: Any, axes: tuple[int, ...]) -> Any:
+    """The filter transposed by ``axes``, C order (for kernels that want another order)."""
     if _is_pyopencl(w):
         import pyopencl.array as cla
 
-        return cla.to_device(w.queue, np.ascontiguousarray(w.get().transpose(1, 2, 3, 0)))
-    return np.ascontiguousarray(w.transpose(1, 2, 3, 0))
+        return cla.to_device(w.queue, np.ascontiguousarray(w.get().transpose(axes)))
+    return np.ascontiguousarray(w.transpose(axes))
 
 
 def _is_pyopencl(array: Any) -> bool:
@@ -151,6 +159,8 @@ def conv2d(
     direction: str = "forward",
     tiling: Any = None,
     queue: Any = None,
+    target: str | CoreInfo | None = None,
+    dpas: DpasForm | None = None,
 ) -> Conv2d:
     """A 2-D convolution (cross-correlation, as in PyTorch) of an input of ``input_shape``
     (in ``layout``: NCHW or NHWC) with a filter of ``filter_shape`` (KCYX or KYXC).
@@ -159,22 +169,37 @@ def conv2d(
     ``"backward_data"`` gives ``conv(dy, w) -> dx``, the gradient with respect to the input.
     ``tiling`` (a ConvTiling or a dict of its fields) replaces the tiling tinytc.tune stored
     for the problem and device, if any, else the target's default.
-    Arguments that do not fit raise ``tinytc.ArgumentError``.
+    ``target`` (a name such as "pvc", or a CoreInfo) and ``dpas`` compile for another
+    target's geometry and DPAS form, as ``tinytc.jit`` does: f16 and bf16 then take DPAS
+    (``dpas="emulate"`` runs it on the CPU). Arguments that do not fit raise
+    ``tinytc.ArgumentError``.
     """
     problem = make_problem(
         input_shape, filter_shape, layout, stride, dilation, padding, dtype, direction
     )
-    target = get_target("cpu")
-    if queue is not None:
-        from ..runtime.device import core_info_from_device
-
-        target = core_info_from_device(queue.device)
+    chosen_target = None
+    if target is not None or dpas is not None:
+        try:
+            chosen_target = configure(target or "cpu", dpas)
+        except (KeyError, ValueError) as err:
+            raise ArgumentError(f"target: {err}") from None
+    core = chosen_target or _device_core(queue)
     if tiling is None:
-        tiling = _stored_tiling(problem, queue) or default_tiling(problem, target)
-    chosen = check_conv_tiling(tiling, target)
+        stored = _stored_tiling(problem, queue) if chosen_target is None else None
+        tiling = stored or default_tiling(problem, core)
+    chosen = check_conv_tiling(tiling, core)
     if chosen.kernel == "rows" and problem.stride[1] != 1:
         raise ArgumentError(f"tiling: kernel 'rows' needs stride_w 1, got {problem.stride[1]}")
-    return Conv2d(problem, chosen, queue)
+    return Conv2d(problem, chosen, queue, chosen_target)
+
+
+def _device_core(queue: Any) -> CoreInfo:
+    """What the queue's device offers (without a queue: the CPU, compiling needs no device)."""
+    if queue is None:
+        return get_target("cpu")
+    from ..runtime.device import core_info_from_device
+
+    return core_info_from_device(queue.device)
 
 
 def _stored_tiling(problem: Conv2dProblem, queue: Any) -> ConvTiling | None:

@@ -51,7 +51,8 @@ def _rows(rows: int, tiling: ConvTiling) -> tuple[Expr, list]:
     """The row symbol m and the predicate that it is a real row. The last tile may reach
     past the rows, but every access is guarded by that predicate, so the expressions may
     assume m < rows (a merge with N = 1 then costs no division for n)."""
-    padded = math.ceil(rows / tiling.rows_per_tile) * tiling.rows_per_tile
+    tile = tiling.cols_per_tile if tiling.kernel == "columns" else tiling.rows_per_tile
+    padded = math.ceil(rows / tile) * tile
     return sym("m", rows), in_range(sym("m", padded), 0, rows) or []
 
 
@@ -87,7 +88,7 @@ def forward_spec(p: Conv2dProblem, tiling: ConvTiling) -> GemmSpec:
         for x in range(p.x):
             low = view.lower({"m": m, "c": 0, "y": y, "x": x})
             offset = linear_offset(low.coords, [src_strides[d] for d in "nchw"])
-            taps.append(Tap(_filter_index(p, y, x), offset, _and(row_ok, low.valid)))
+            taps.append(Tap(_filter_index(p, y, x), offset, _and(row_ok, low.valid), (y, x)))
     out_view = View(
         {"n": p.n, "k": p.k, "ho": p.ho, "wo": p.wo},
         ((Step(Merge(), ("m",), ("n", "ho", "wo")),),),
@@ -168,7 +169,7 @@ def _backward_class(
             )
             low = view.lower({"m": m, "k": 0})
             offset = linear_offset(low.coords, [src_strides[d] for d in "nchw"])
-            taps.append(Tap(_filter_index(p, y, x), offset, _and(row_ok, low.valid)))
+            taps.append(Tap(_filter_index(p, y, x), offset, _and(row_ok, low.valid), (y, x)))
     out_view = View(
         {"n": p.n, "c": p.c, "h": p.h, "w": p.w},
         (

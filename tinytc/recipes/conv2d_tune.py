@@ -42,16 +42,17 @@ def stored_conv_tiling(problem: Conv2dProblem, device: Any) -> ConvTiling | None
 
 def conv_candidates(problem: Conv2dProblem, default: ConvTiling, target: Any) -> list[ConvTiling]:
     """Valid ConvTilings of a conv2d problem (check_conv_tiling accepts each), nearest the
-    default first: both kernels ('rows' only with stride_w 1), the subgroup sizes around the
-    default's, row blocks, column tiles (divisors of the output channels and powers of two)
-    and reduction steps. The other kernel with the default's sizes comes first: the kernel
-    is the largest lever (the rows kernel ran the NCHW 3x3 layers 1.1-1.4x faster)."""
+    default first: every kernel ('rows' only with stride_w 1), the subgroup sizes around
+    the default's, row blocks, column tiles (divisors of the output channels, powers of two
+    and the default's) and reduction steps. The other kernels with the default's sizes come
+    first: the kernel is the largest lever (0.5-0.9x the time between them on the layers of
+    tools/bench.py)."""
     out = problem.k if problem.direction == "forward" else problem.c
     columns = {d for d in range(1, min(out, MAX_CONV_COLS) + 1) if out % d == 0}
     columns |= {1 << i for i in range(6)} | {default.cols_per_tile}
     lanes = [s for s in target.subgroup_sizes if default.subgroup_size // 2 <= s]
     lanes = [s for s in lanes if s <= 2 * default.subgroup_size]
-    kernels = ("gather", "rows") if problem.stride[1] == 1 else ("gather",)
+    kernels = ("columns", "gather", "rows") if problem.stride[1] == 1 else ("columns", "gather")
     space = []
     for kernel in kernels:
         for sgs in lanes:

@@ -8,6 +8,12 @@ predicate holds (padding and edges read 0). F[tap] is a 2-D subview of the filte
 the B tile. The coordinate arithmetic comes from ``tinytc.transforms``: everything that
 depends on the row only (divisions included) is computed once per tile before the reduction
 loop, so that the loop body holds loads, adds and multiply-adds only.
+
+``staged`` (DPAS targets, docs/conv2d.md): the lanes store their gathered values into a
+work-group local A tile and the subgroup loads it as a cooperative matrix, and the sums go
+out through a local C tile, because DPAS layouts spread a row over the lanes, so inserting
+or extracting one lane's row would move the whole matrix (docs/dpas.md, section 2). The
+reduction tail then takes a whole chunk, zero-padded, so that every mul_add has one shape.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ class Tap:
     filter_index: tuple[str, ...]
     src_offset: Expr  # in the row symbol "m"
     valid: list[InRange] | None
+    yx: tuple[int, int] = (0, 0)  # the filter position
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,7 @@ class Writer:
         self.lines.append("  " * self.indent + text)
 
 
-def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
+def generate(spec: GemmSpec, tiling: ConvTiling, staged: bool = False) -> str:
     """The kernel's text: one work-group (one subgroup) per (row tile, column tile)."""
     w = Writer()
     em = Emitter(w)
@@ -110,6 +117,15 @@ def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
     for i, tap in enumerate(spec.taps):
         w(f"%f{i} = subview %filter[{','.join(tap.filter_index)}] : {filter_t}")
         views.append((f"%f{i}", _tap_view(spec, tap)))
+    stage = None
+    if staged:  # two A tiles, used in turn, so that one barrier per tap suffices
+        both_t = memref_type(e, (rows_per_tile, tiling.k_chunk, 2))
+        w(f"%stage = alloca -> {both_t}")
+        w(f"%sums = alloca -> {memref_type(acc_t, (rows_per_tile, cols))}")
+        stage_t = memref_type(e, (rows_per_tile, tiling.k_chunk))
+        for i in range(2):
+            w(f"%stage{i} = subview %stage[:,:,{i}] : {both_t}")
+        stage = (["%stage0", "%stage1"], stage_t)
     w("parallel {")
     w.indent += 1
     w("%lane32 = subgroup_local_id")
@@ -121,6 +137,8 @@ def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
     for b in range(blocks):
         m = f"%m{b}_"
         w(f"{m} = arith.add %ml, {sg * b} : index")
+        if staged:
+            w(f"%l{b}_ = arith.add %lane, {sg * b} : index")  # the row in the tile
         em.push()
         em.bind("m", m)
         src.append([_safe_offset(w, em, t) for t in spec.taps])
@@ -129,18 +147,23 @@ def generate(spec: GemmSpec, tiling: ConvTiling) -> str:
     w(f"%zero = cooperative_matrix_construct 0.0 : {acc_type}")
     acc = "%zero"
     main = spec.red_channels - spec.red_channels % tiling.k_chunk if spec.taps else 0
+    chunk = tiling.k_chunk
     if main:
-        w(f"%acc = for %r0 = 0, {main}, {tiling.k_chunk} init(%a = %zero) -> ({acc_type}) {{")
+        w(f"%acc = for %r0 = 0, {main}, {chunk} init(%a = %zero) -> ({acc_type}) {{")
         w.indent += 1
-        last = _reduce(w, em, spec, tiling, src, views, o0, "%r0", tiling.k_chunk, "%a", acc_type)
+        last = _reduce(w, em, spec, tiling, src, views, o0, "%r0", chunk, "%a", acc_type, stage)
         w(f"yield {last} : {acc_type}")
         w.indent -= 1
         w("}")
         acc = "%acc"
-    if spec.taps and spec.red_channels % tiling.k_chunk:
-        tail = spec.red_channels % tiling.k_chunk
-        acc = _reduce(w, em, spec, tiling, src, views, o0, str(main), tail, acc, acc_type)
-    _store(w, em, spec, tiling, dst, o0, acc, acc_type, dst_t)
+    if spec.taps and spec.red_channels % chunk:
+        tail = spec.red_channels % chunk
+        acc = _reduce(w, em, spec, tiling, src, views, o0, str(main), tail, acc, acc_type, stage)
+    if staged:
+        sums_t = memref_type(acc_t, (rows_per_tile, cols))
+        w(f"cooperative_matrix_store.n {acc}, %sums[0, 0] : {acc_type}, {sums_t}")
+        w("barrier")
+    _store(w, em, spec, tiling, dst, o0, acc, acc_type, dst_t, staged)
     w.indent -= 1
     w("}")
     head = (
@@ -175,13 +198,16 @@ def _reduce(
     views: list[tuple[str, str]],
     o0: str,
     r0: str,
-    chunk: int,
+    count: int,
     acc: str,
     acc_type: str,
+    stage: tuple[list[str], str] | None = None,
 ) -> str:
-    """Reduction channels r0 .. r0 + chunk of every tap; returns the new accumulator."""
+    """Reduction channels r0 .. r0 + count of every tap; returns the new accumulator. Staged,
+    the tiles take a whole k_chunk, zeros past count."""
     e = spec.element
     blocks, cols, rows = tiling.rows_per_item, tiling.cols_per_tile, tiling.rows_per_tile
+    chunk = tiling.k_chunk if stage else count
     a_type = f"coopmatrix<{e}x{rows}x{chunk},matrix_a>"
     b_type = f"coopmatrix<{e}x{chunk}x{cols},matrix_b>"
     src_t = memref_type(e, (spec.src_size,))
@@ -190,14 +216,18 @@ def _reduce(
     ragged = spec.out_channels % cols != 0
     for t, (view, view_t) in enumerate(views):
         a = em.fresh("A")
-        w(f"{a} = cooperative_matrix_construct 0.0 : {a_type}")
+        if not stage:
+            w(f"{a} = cooperative_matrix_construct 0.0 : {a_type}")
         for b in range(blocks):
             offset, ok = src[b][t]
+            if stage and (ok == "false" or count < chunk):
+                for j in range(count if ok != "false" else 0, chunk):
+                    w(f"store 0.0, {stage[0][t % 2]}[%l{b}_, {j}] : {stage[1]}")
             if ok == "false":
                 continue  # this row block never reads this tap: the zeros stay
             base = em.fresh("i")
             w(f"{base} = arith.add {offset}, {rs} : index")
-            for j in range(chunk):
+            for j in range(count):
                 index = base
                 if j:
                     index = em.fresh("i")
@@ -212,11 +242,19 @@ def _reduce(
                     w(f"  yield 0.0 : {e}")
                     w("}")
                     v = masked
+                if stage:
+                    w(f"store {v}, {stage[0][t % 2]}[%l{b}_, {j}] : {stage[1]}")
+                    continue
                 nxt = em.fresh("A")
                 w(f"{nxt} = cooperative_matrix_insert {v}, {a}[{j * blocks + b}] : {a_type}")
                 a = nxt
+        if stage:
+            w("barrier")
+            w(f"{a} = cooperative_matrix_load.n {stage[0][t % 2]}[0, 0] : {stage[1]} -> {a_type}")
+            if len(views) % 2 and t == len(views) - 1:
+                w("barrier")  # the next step's first tap reuses this tile
         bt = em.fresh("B")
-        check = ".both_checked" if ragged else ""
+        check = ".both_checked" if ragged or count < chunk else ""
         if spec.filter_transposed:
             w(f"{bt} = cooperative_matrix_load.t{check} {view}[{o0}, {r0}] : {view_t} -> {b_type}")
         else:
@@ -237,8 +275,10 @@ def _store(
     acc: str,
     acc_type: str,
     dst_t: str,
+    staged: bool = False,
 ) -> None:
-    """Each lane writes its rows of D where the row exists and the channel does."""
+    """Each lane writes its rows of D where the row exists and the channel does (staged:
+    from the local C tile %sums)."""
     blocks, cols = tiling.rows_per_item, tiling.cols_per_tile
     os = em.fresh("os")
     w(f"{os} = arith.mul {o0}, {spec.dst_stride} : index")
@@ -255,7 +295,11 @@ def _store(
                 continue
             conds = [c for c in (ok, col_ok) if c and c != "true"]
             v = em.fresh("d")
-            w(f"{v} = cooperative_matrix_extract {acc}[{j * blocks + b}] : {acc_type}")
+            if staged:
+                sums_t = memref_type(spec.accumulate, (tiling.rows_per_tile, cols))
+                w(f"{v} = load %sums[%l{b}_, {j}] : {sums_t}")
+            else:
+                w(f"{v} = cooperative_matrix_extract {acc}[{j * blocks + b}] : {acc_type}")
             if spec.accumulate != spec.element:
                 cv = em.fresh("d")
                 w(f"{cv} = cast {v} : {spec.accumulate} -> {spec.element}")

@@ -6,6 +6,8 @@ from dataclasses import dataclass, fields
 
 from ..arguments import ArgumentError
 from ..gemm import lanes_per_register
+from ..gemm.dpas import DpasShape, dpas_shape
+from ..ir import BF16, F16
 from ..target import CoreInfo
 
 MAX_ROWS_PER_ITEM = 8
@@ -13,7 +15,7 @@ MAX_ACCUMULATORS = 64  # accumulator entries per lane
 MAX_TILE_VALUES = 256  # values per work-item of one coopmatrix (the plain implementation's limit)
 
 
-KERNELS = ("gather", "rows")
+KERNELS = ("gather", "rows", "columns")
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,8 @@ class ConvTiling:
     by ``cols_per_tile`` columns, walking the reduction channels ``k_chunk`` at a time for
     every filter tap.
 
+    ``kernel="columns"`` (column_gemm.py, the default): rows are output channels, each
+    column one output point of the merged (n, ho, wo) index, read as a column of its own.
     ``kernel="gather"`` (implicit_gemm.py): rows are output points of the merged (n, ho,
     wo) index, columns output channels; the lanes gather the source. ``kernel="rows"``
     (segment_gemm.py, stride_w 1 only): a tile lies in one output row and every operand is
@@ -76,46 +80,53 @@ def check_conv_tiling(tiling: object, target: CoreInfo) -> ConvTiling:
     return t
 
 
-CONV_ACCUMULATORS = 32  # accumulator vectors per lane (of 32 AVX-512 registers)
-MAX_COLS_PER_TILE = 32
-DEFAULT_K_CHUNK = 4
+COLUMNS_ACCUMULATORS = 20  # vector registers of sums; the A tile takes 4 x 2 more
+COLUMNS_K_CHUNK = 2
 
 
-def default_conv_tiling(
-    rows: int,
-    out_channels: int,
-    red_channels: int,
-    taps: int,
-    element_size: int,
-    target: CoreInfo,
-    kernel: str = "gather",
+def default_columns_tiling(
+    out_channels: int, red_channels: int, element_size: int, target: CoreInfo
 ) -> ConvTiling:
-    """Every source value in a register feeds one multiply-add per column of the tile, so
-    the columns come first: the largest divisor of the output channels up to 32 (no ragged
-    column tile), then as many row blocks as the accumulators allow (at most 4, fewer for
-    few rows). Measured on the 64x56x56 3x3 layer (f32, loaded machine): 16 lanes x 1 x 32
-    columns 21 GFLOP/s, 2 x 16 14-19, 2 x 8 12-13, 4 x 2 (the gemm lowering's block) 4."""
-    lanes = lanes_per_register(element_size, target)
-    cols = max(
-        d for d in range(1, min(MAX_COLS_PER_TILE, out_channels) + 1) if out_channels % d == 0
-    )
-    blocks = max(1, min(4, CONV_ACCUMULATORS // cols, -(-rows // lanes)))
-    # One tap (1x1 filters) leaves a short loop body: a longer step amortizes the loop
-    # (256->64 1x1 layer: k_chunk 8 15.6 -> 22.8 GFLOP/s NCHW, 16.8 -> 17.8 NHWC).
-    chunk = DEFAULT_K_CHUNK
-    if taps == 1 and cols * 2 * DEFAULT_K_CHUNK <= MAX_TILE_VALUES:
-        chunk = 2 * DEFAULT_K_CHUNK
-    return ConvTiling(lanes, blocks, cols, max(1, min(chunk, red_channels)), kernel)
-
-
-def default_channel_lanes_tiling(
-    points: int, out_channels: int, red_channels: int, element_size: int, target: CoreInfo
-) -> ConvTiling:
-    """Tiling of the NHWC all-load kernel, whose lanes hold output channels and whose
-    columns are output points: up to 4 blocks of channels, then as many points as leave
-    32 accumulators (the source tile, points x k_chunk values, is shared by all lanes)."""
+    """The columns kernel (column_gemm.py), every layout, direction and stride: up to 4
+    registers of output channels by as many points as leave 20 registers of sums, so that
+    sums and the A tile (blocks x k_chunk registers) stay within the 32 vector registers
+    (more spilled: the 1 x 32 gather tile, 36 registers, and a 4 x 8 rows tile with k_chunk
+    8, 64). Paired against the former defaults on the 16 f32 layers of tools/bench.py (2
+    cores, loaded): time ratios 0.47-0.54 where the gather kernel ran (stride 2), 0.62-0.88
+    against the rows kernel, 1.15 on the 1x1 NHWC forward layer; 4 x 6 points ran within a
+    few percent of 4 x 5, k_chunk 1 and 3 slower than 2."""
     lanes = lanes_per_register(element_size, target)
     blocks = max(1, min(4, -(-out_channels // lanes)))
-    cols = max(1, min(CONV_ACCUMULATORS // blocks, points))
-    chunk = max(1, min(2 * DEFAULT_K_CHUNK, red_channels, MAX_TILE_VALUES // cols))
-    return ConvTiling(lanes, blocks, cols, chunk, "rows")
+    cols = max(1, COLUMNS_ACCUMULATORS // blocks)
+    chunk = max(1, min(COLUMNS_K_CHUNK, red_channels))
+    return ConvTiling(lanes, blocks, cols, chunk, "columns")
+
+
+DPAS_ELEMENTS = {"f16": F16, "bf16": BF16}  # summed in f32
+DPAS_ROWS_PER_ITEM = 2  # C tiles of 32 x 16 on pvc, 16 x 16 on dg2 (lower-linalg's defaults)
+DPAS_COLS = 16
+
+
+def conv_dpas_shape(dtype: str, target: CoreInfo) -> DpasShape | None:
+    """The DPAS instruction a conv2d of ``dtype`` can take on the target, or None."""
+    element = DPAS_ELEMENTS.get(dtype)
+    if element is None or target.dpas_form == "off":
+        return None
+    return dpas_shape(target, element)
+
+
+def fits_dpas(t: ConvTiling, shape: DpasShape) -> bool:
+    """Whether the gather kernel's tiles are whole DPAS blocks: subgroup = execution size,
+    rows a multiple of 8, k_chunk of the instruction's K, columns of N."""
+    return (
+        t.kernel == "gather"
+        and t.subgroup_size == shape.n
+        and t.rows_per_tile % 8 == 0
+        and t.k_chunk % shape.k == 0
+        and t.cols_per_tile % shape.n == 0
+    )
+
+
+def default_dpas_tiling(shape: DpasShape) -> ConvTiling:
+    """The staged gather kernel in whole DPAS blocks, one instruction's K per step."""
+    return ConvTiling(shape.n, DPAS_ROWS_PER_ITEM, max(DPAS_COLS, shape.n), shape.k, "gather")
