@@ -652,6 +652,17 @@ def select_shapes(patterns: list[str]) -> list[str]:
     return [s for s in SHAPES if any(fnmatch.fnmatch(s, w) for w in words)]
 
 
+def small_pages() -> None:
+    """numpy asks Linux for transparent huge pages for large arrays, and whether a process
+    gets them depends on how fragmented memory is when it starts: with them the add kernel
+    streamed up to 80 GB/s and the kernels about as much faster, without them 46 GB/s, and
+    which one a process got decided a comparison between two processes (f32-16-tn 0.80x in
+    one run, 1.02x in the next). Every process here uses 4 KB pages (docs/benchmarking.md)."""
+    setter = getattr(np._core.multiarray, "_set_madvise_hugepage", None)
+    if setter is not None:
+        setter(False)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--repeat", type=int, help="rounds per shape (median); 7, or 15 to compare")
@@ -670,6 +681,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     conv.add_options(ap)
     args = ap.parse_args(argv)
+    small_pages()
     if args.worker:
         return worker(args.working_set, args.resident, args.quick)
     if args.repeat is None:
