@@ -154,7 +154,7 @@ def prefetch_next(
     entries too (paired on one core: n=16 tn 1.21-1.27x, n=8 tn 1.09-1.14x); in f32 that
     gained at n=8 (1.02-1.06x) but lost at n=16 (0.92-0.95x)."""
     small = entry_bytes is not None and entry_bytes <= PREFETCH_MAX_BYTES
-    ahead = entries_per_group == 1 or (staged_a and element_size >= 8)
+    ahead = entries_per_group == 1 or staged_a
     return target.prefetch_intrinsic and ahead and small
 
 
