@@ -126,7 +126,7 @@ def choose_tiling(
     """Tiling of an output of rows x cols, summed in element_size-byte values, for a kernel
     whose work-group size is fixed; a batch entry's operands take entry_bytes (None: not
     known at compile time)."""
-    prefetch = prefetch_next(entries_per_group, entry_bytes, target, transposed_a, element_size)
+    prefetch = prefetch_next(entries_per_group, entry_bytes, target, transposed_a)
     wide = transposed_b and not prefetch
     mb, nb = register_block(rows, cols, work_group[0], target, element_size, wide)
     if rows is not None:
@@ -138,21 +138,17 @@ PREFETCH_MAX_BYTES = 64 * 1024  # operands of one batch entry worth prefetching
 
 
 def prefetch_next(
-    entries_per_group: int,
-    entry_bytes: int | None,
-    target: CoreInfo,
-    staged_a: bool = False,
-    element_size: int = 4,
+    entries_per_group: int, entry_bytes: int | None, target: CoreInfo, staged_a: bool = False
 ) -> bool:
     """Whether the K loops prefetch the next batch entry: where the target prefetches at all,
     for work-groups of one entry whose operands are known to take at most
     PREFETCH_MAX_BYTES. Paired on the CPU, prefetch on against off: chain (6-13 KB) f32
     1.06-1.26x, f64 1.44-1.66x; f32 n=64 (48 KB) tn 1.2x, others 1.0-1.2x; f64 n=64 (96 KB)
     0.92-0.93x, the hardware's own prefetch keeps up with its longer compute; n=16 0.87x,
-    where one work-group runs several entries. A transposed f64 A, which each entry first
-    copies whole into local memory, is worth fetching ahead in work-groups of several
-    entries too (paired on one core: n=16 tn 1.21-1.27x, n=8 tn 1.09-1.14x); in f32 that
-    gained at n=8 (1.02-1.06x) but lost at n=16 (0.92-0.95x)."""
+    where one work-group runs several entries. A transposed A, which each entry first copies
+    whole into local memory, is worth fetching ahead in work-groups of several entries too
+    (paired, two cores, 4 KB pages: f32 n=16 tn 1.24x, n=8 1.03x; one core: f64 n=16 tn
+    1.21-1.46x, n=8 1.09-1.14x)."""
     small = entry_bytes is not None and entry_bytes <= PREFETCH_MAX_BYTES
     ahead = entries_per_group == 1 or staged_a
     return target.prefetch_intrinsic and ahead and small
