@@ -24,10 +24,6 @@ from typing import Any
 import numpy as np
 
 import tinytc
-from tinytc.recipes import ConvTiling, conv2d
-from tinytc.recipes.conv2d import default_tiling
-from tinytc.target import get_target
-from tinytc.tune import paired
 
 # name: (N, C, K, H=W, filter, stride, padding)
 LAYERS = {
@@ -145,6 +141,8 @@ def layer_of(name: str, quick: bool) -> tuple[tuple, str, str]:
 def make_conv_case(
     name: str, quick: bool = False, with_others: bool = True, tiling: Any = None
 ) -> ConvCase:
+    from tinytc.recipes import conv2d  # here: bench.py's --compare loads old trees without it
+
     (n, c, k, hw, r, s, p), direction, layout = layer_of(name, quick)
     in_shape = (n, c, hw, hw) if layout == "NCHW" else (n, hw, hw, c)
     w_shape = (k, c, r, r) if layout == "NCHW" else (k, r, r, c)
@@ -302,8 +300,10 @@ def _torch_version() -> str:
     return f"{torch.__version__}, {torch.get_num_threads()} threads"
 
 
-def parse_tiling(text: str | None) -> ConvTiling | None:
-    """subgroup_size,rows_per_item,cols_per_tile,k_chunk[,gather|rows]"""
+def parse_tiling(text: str | None) -> Any:
+    """subgroup_size,rows_per_item,cols_per_tile,k_chunk[,gather|rows]: a ConvTiling"""
+    from tinytc.recipes import ConvTiling
+
     if not text:
         return None
     fields = text.split(",")
@@ -316,6 +316,10 @@ def parse_tiling(text: str | None) -> ConvTiling | None:
 def bench_tuned(name: str, args: argparse.Namespace) -> dict:
     """The default tiling against the tuned one (tinytc.tune now, or its stored result),
     in alternating pairs: each one's median and the median of the pairs' time ratios."""
+    from tinytc.recipes.conv2d import default_tiling
+    from tinytc.target import get_target
+    from tinytc.tune import paired
+
     base = make_conv_case(name, args.quick, with_others=False)
     default = default_tiling(base.conv.problem, get_target("cpu"))
     result = tinytc.tune(base.conv, budget=args.tune_budget, repeat=5)
