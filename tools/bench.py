@@ -37,7 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+# OpenBLAS's threads spin for about 0.1 s after each call before they sleep; numpy's
+# multithreaded im2col GEMMs (conv2d rounds) then left every kernel timed next one core
+# (tinytc's conv2d and the FMA peak 0.5x). 2^4 cycles instead: numpy keeps its threads.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numpy as np  # after the OpenBLAS setting, which it reads when it loads
 
 import tinytc
 from tinytc.compiler import run_pipeline

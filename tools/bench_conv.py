@@ -42,9 +42,12 @@ TOLERANCE = 1e-5  # relative to the largest expected element (the reference is f
 
 
 def torch_module() -> Any:
-    """torch, using as many threads as this process may run on, or None."""
+    """torch, using as many threads as this process may run on, or None. Its OpenMP threads
+    sleep as soon as a call ends, so that they do not spin into the next kernel's turn (as
+    OpenBLAS's did: tools/bench.py)."""
     if importlib.util.find_spec("torch") is None:
         return None
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
 
     torch.set_num_threads(len(os.sched_getaffinity(0)))
