@@ -165,18 +165,8 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
                 v = cv
             index = em.fresh("i")
             w(f"{index} = arith.add {offset}, {lane_offset}b : index")
-            store = f"store {v}, %dst[{index}] : {dst_t}"
             conds = [c for c in (ok, channel_ok) if c and c != "true"]
-            if not conds:
-                w(store)
-                continue
-            cond = conds[0]
-            if len(conds) == 2:
-                cond = em.fresh("ok")
-                w(f"{cond} = arith.and {conds[0]}, {conds[1]} : i1")
-            w(f"if {cond} {{")
-            w(f"  {store}")
-            w("}")
+            w.guarded(em, conds, f"store {v}, %dst[{index}] : {dst_t}")
     em.pop()
     for _ in range(closing + 1):  # the tile loop and its guard, then parallel
         w.indent -= 1

@@ -93,6 +93,19 @@ class Writer:
     def __call__(self, text: str) -> None:
         self.lines.append("  " * self.indent + text)
 
+    def guarded(self, em: Emitter, conds: list[str], text: str) -> None:
+        """text, under an if of the conjunction of conds (at most two) where there are any."""
+        if not conds:
+            self(text)
+            return
+        cond = conds[0]
+        if len(conds) == 2:
+            cond = em.fresh("ok")
+            self(f"{cond} = arith.and {conds[0]}, {conds[1]} : i1")
+        self(f"if {cond} {{")
+        self(f"  {text}")
+        self("}")
+
 
 def generate(spec: GemmSpec, tiling: ConvTiling, staged: bool = False) -> str:
     """The kernel's text: one work-group (one subgroup) per (row tile, column tile)."""
@@ -310,14 +323,4 @@ def _store(
                 jindex = em.fresh("i")
                 w(f"{jindex} = arith.add {index}, {j * spec.dst_stride} : index")
                 index = jindex
-            store = f"store {v}, %dst[{index}] : {dst_t}"
-            if not conds:
-                w(store)
-                continue
-            cond = conds[0]
-            if len(conds) == 2:
-                cond = em.fresh("ok")
-                w(f"{cond} = arith.and {conds[0]}, {conds[1]} : i1")
-            w(f"if {cond} {{")
-            w(f"  {store}")
-            w("}")
+            w.guarded(em, conds, f"store {v}, %dst[{index}] : {dst_t}")
