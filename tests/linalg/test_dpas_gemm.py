@@ -33,6 +33,7 @@ from tinytc.ir import SCALAR_TYPES, CoopMatrixMulAddInst, CoopMatrixPrefetchInst
 from tinytc.runtime.jit import Kernels
 from tinytc.spirv._grammar import Op
 from tinytc.spirv.convert import lower
+from tinytc.spirv.tools import instructions
 from tinytc.target import DG2, PVC, CoreInfo
 
 GEOMETRY = {"pvc": PVC, "dg2": DG2}
@@ -105,12 +106,8 @@ def test_dpas_tiles_are_chosen(target: str) -> None:
 
 def dpas_operations(text: str, target: CoreInfo) -> int:
     """DPAS calls (builtin form) or instructions in the module."""
-    words = memoryview(tinytc.compile(text, target)).cast("I")
-    found, i = 0, 5
-    while i < len(words):
-        found += words[i] & 0xFFFF in (Op.FunctionCall, Op.SubgroupMatrixMultiplyAccumulateINTEL)
-        i += max(words[i] >> 16, 1)
-    return found
+    dpas = (Op.FunctionCall, Op.SubgroupMatrixMultiplyAccumulateINTEL)
+    return sum(op in dpas for op, _ in instructions(tinytc.compile(text, target)))
 
 
 def test_block_reads_where_columns_are_contiguous() -> None:

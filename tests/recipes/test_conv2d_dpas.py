@@ -15,18 +15,14 @@ import tinytc
 from tinytc import bf16
 from tinytc.recipes import ConvTiling, conv2d
 from tinytc.spirv._grammar import Op
+from tinytc.spirv.tools import instructions
 
 DPAS = Op.SubgroupMatrixMultiplyAccumulateINTEL
 BROADCAST = Op.GroupNonUniformBroadcast
 
 
 def count(binary: bytes, opcode: int) -> int:
-    words = memoryview(binary).cast("I")
-    found, i = 0, 5
-    while i < len(words):
-        found += (words[i] & 0xFFFF) == opcode
-        i += max(words[i] >> 16, 1)
-    return found
+    return sum(op == opcode for op, _ in instructions(binary))
 
 
 def _problem(layout, direction, dtype, target, dpas):

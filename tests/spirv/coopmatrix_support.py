@@ -47,7 +47,7 @@ from tinytc.ir import (
 from tinytc.runtime import default_queue
 from tinytc.runtime.jit import Kernels
 from tinytc.spirv.convert import lower
-from tinytc.spirv.tools import validate
+from tinytc.spirv.tools import instructions, validate
 from tinytc.target import TARGETS, CoreInfo
 
 USES = ("matrix_a", "matrix_b", "matrix_acc")
@@ -346,12 +346,7 @@ def ocloc(binary: bytes, device: str) -> None:
 
 def opcodes(binary: bytes) -> set[int]:
     """Opcodes of a SPIR-V module's instructions."""
-    words = memoryview(binary).cast("I")
-    found, i = set(), 5
-    while i < len(words):
-        found.add(words[i] & 0xFFFF)
-        i += max(words[i] >> 16, 1)
-    return found
+    return {opcode for opcode, _ in instructions(binary)}
 
 
 # The language's semantics in numpy
@@ -426,13 +421,10 @@ def access_chain_bases(binary: bytes) -> tuple[set[int], list[int]]:
     OpInBoundsPtrAccessChain."""
     from tinytc.spirv._grammar import Op
 
-    words = memoryview(binary).cast("I")
-    params, bases, i = set(), [], 5
-    while i < len(words):
-        opcode, count = words[i] & 0xFFFF, words[i] >> 16
+    params, bases = set(), []
+    for opcode, words in instructions(binary):
         if opcode == Op.FunctionParameter:
-            params.add(words[i + 2])
+            params.add(words[2])
         elif opcode == Op.InBoundsPtrAccessChain:
-            bases.append(words[i + 3])
-        i += max(count, 1)
+            bases.append(words[3])
     return params, bases

@@ -46,7 +46,7 @@ from tinytc.ir import (
 )
 from tinytc.spirv._grammar import Op
 from tinytc.spirv.convert import lower
-from tinytc.spirv.tools import validate
+from tinytc.spirv.tools import instructions, validate
 from tinytc.target import DG2, PVC, CoreInfo
 
 Buffer, Family, Spec, cm, const, idx = cs.Buffer, cs.Family, cs.Spec, cs.cm, cs.const, cs.idx
@@ -221,12 +221,7 @@ DPAS = Op.SubgroupMatrixMultiplyAccumulateINTEL
 
 
 def count(binary: bytes, opcode: int) -> int:
-    words = memoryview(binary).cast("I")
-    found, i = 0, 5
-    while i < len(words):
-        found += (words[i] & 0xFFFF) == opcode
-        i += max(words[i] >> 16, 1)
-    return found
+    return sum(op == opcode for op, _ in instructions(binary))
 
 
 @pytest.mark.parametrize("target", GEOMETRY)

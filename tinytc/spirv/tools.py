@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
 CMEEL_PREFIX = "cmeel.prefix"
@@ -89,15 +90,24 @@ def validate(binary: bytes, target_env: str | None = None) -> None:
         raise SpirvValidationError(_message(result) or f"spirv-val exit code {result.returncode}")
 
 
+def instructions(binary: bytes) -> Iterator[tuple[int, memoryview]]:
+    """(opcode, words) of each instruction of a module, after its 5-word header."""
+    words = memoryview(binary).cast("I") if len(binary) % 4 == 0 else memoryview(b"")
+    i = 5
+    while i < len(words):
+        count = max(words[i] >> 16, 1)
+        yield words[i] & 0xFFFF, words[i : i + count]
+        i += count
+
+
 def _declares_int64_atomics(binary: bytes) -> bool:
     from tinytc.spirv._grammar import Capability, Op  # not at import: spirvgen loads this file
 
-    words = memoryview(binary).cast("I") if len(binary) % 4 == 0 else memoryview(b"")
-    i = 5
-    while i < len(words) and words[i] & 0xFFFF == Op.Capability:
-        if words[i + 1] == Capability.Int64Atomics:
+    for opcode, words in instructions(binary):
+        if opcode != Op.Capability:
+            return False  # the capabilities come first
+        if words[1] == Capability.Int64Atomics:
             return True
-        i += words[i] >> 16
     return False
 
 
