@@ -76,7 +76,7 @@ def register_block(
     lanes: int,
     target: CoreInfo,
     element_size: int = 4,
-    transposed_b: bool = False,
+    wide: bool = False,
 ) -> tuple[int, int]:
     """(rows_per_item, cols_per_item): at most ACCUMULATORS values per lane in at most
     MAX_ROW_BLOCKS blocks of rows, and a number of columns that divides a static column
@@ -92,17 +92,17 @@ def register_block(
     1.05x); f64 strips gain nothing sure (n=32: nn 0.96-0.98x, nt 1.18x; n=64 in 16 lanes
     spills at 4, 0.51x), and 2x8 blocks at n=32 lose (0.90-0.95x).
 
-    A transposed B may fill STRIP_REGISTERS registers at any height too: each K step
-    then reads a longer piece of one of B's columns, and columns are what B^T is stored by.
-    choose_tiling asks for that where the K loops do not prefetch. Paired on one core: f64
-    n=16 nt 2x8 against 2x4 1.37x; where they prefetch, f64 n=32 nt 4x4 against 4x2 1.05x,
-    but f32 n=32 nt 2x8 0.86x (and 2x8 without prefetch only 1.05x).
+    A wide block may fill STRIP_REGISTERS registers at any height. choose_tiling asks for
+    one for a transposed B where the K loops do not prefetch: each K step then reads a
+    longer piece of one of B's columns, and columns are what B^T is stored by. Paired on
+    one core: f64 n=16 nt 2x8 against 2x4 1.37x; where they prefetch, f64 n=32 nt 4x4
+    against 4x2 1.05x, but f32 n=32 nt 2x8 0.86x (and 2x8 without prefetch only 1.05x).
     """
     accumulators = min(ACCUMULATORS, max(target.num_registers // 2, 1))
     mb = max(math.ceil(rows / lanes), 1) if rows is not None else 2
     mb = min(mb, MAX_ROW_BLOCKS, accumulators)
     nb_max = max(1, min(MAX_COLS_PER_ITEM, accumulators // mb))
-    if transposed_b or (mb == MAX_ROW_BLOCKS and element_size <= 4):
+    if wide or (mb == MAX_ROW_BLOCKS and element_size <= 4):
         per_value = max(1, -(-lanes * element_size // target.register_size))
         registers = min(STRIP_REGISTERS, target.num_registers // 2)
         strip = min(MAX_COLS_PER_ITEM, registers // (mb * per_value))

@@ -426,9 +426,9 @@ class Lowering:
         widths = [(*m.type.shape, 1, 1)[1] for m in nexts.values()]  # type: ignore[attr-defined]
         if all(isinstance(x, int) for x in [span, iterations, *widths]):
             steps = -(-span // extent) * iterations  # type: ignore[operator]
+            columns: int = max(widths)  # type: ignore[type-var,assignment]
             for value, m in nexts.items():
-                even = value is not staged
-                schedule[m] = prefetch_schedule(steps, max(widths), even)  # type: ignore[type-var]
+                schedule[m] = prefetch_schedule(steps, columns, even=value is not staged)
 
         def ahead(m: Value) -> bool:  # columns left to fetch, as far as is known
             shape = (*m.type.shape, 1, 1)  # type: ignore[attr-defined]
