@@ -191,19 +191,22 @@ class Plain:
         rt, boolean = lo.scalar_type(t.element), lo.m.type_bool()
         blocks = t.row_blocks(sgs)
         lane = lo.lane()
+        distances = [1 << k for k in reversed(range(sgs.bit_length() - 1))]  # S/2, ..., 1
+        uppers = {  # whether bit d of the lane is set
+            d: lo.op(Op.INotEqual, boolean, lo.op(Op.BitwiseAnd, lo.i64, lane, lo.as_id(d)),
+                     lo.as_id(0))
+            for d in distances
+        }  # fmt: skip
         for block in range(blocks):
             m = [value.components[col * blocks + block] for col in range(sgs)]
-            d = sgs // 2
-            while d:
-                bit = lo.op(Op.BitwiseAnd, lo.i64, lane, lo.as_id(d))
-                upper = lo.op(Op.INotEqual, boolean, bit, lo.as_id(0))
+            for d in distances:
+                upper = uppers[d]
                 for i in (i for i in range(sgs) if not i & d):
                     low, high = m[i], m[i | d]
                     sent = lo.op(Op.Select, rt, upper, low, high)
                     got = lo.op(Op.SubgroupShuffleXorINTEL, rt, sent, lo.u32(d))
                     m[i] = lo.op(Op.Select, rt, upper, got, low)
                     m[i | d] = lo.op(Op.Select, rt, upper, high, got)
-                d //= 2
             for i, component in enumerate(m):  # row block * S + i of the block, column = lane
                 offset = lo.add(lo.mul(block * sgs + i, access.row_stride), lane)
                 pointer = lo.offset_pointer(access.base, access.m.space, t.element, offset)
