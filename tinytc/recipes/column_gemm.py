@@ -171,11 +171,7 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
     for _ in range(closing + 1):  # the tile loop and its guard, then parallel
         w.indent -= 1
         w("}")
-    head = (
-        f"func @{spec.name}(%src: {src_t}, %filter: {filter_t}, %dst: {dst_t}) "
-        f"work_group_size({sg},1) subgroup_size({sg}) {{"
-    )
-    return "\n".join([head, *w.lines, "}"])
+    return w.kernel(spec.name, src_t, filter_t, dst_t, sg)
 
 
 def _segment_start(w: Writer, em: Emitter, tap: Tap, red_stride: int) -> tuple[str, str, str]:

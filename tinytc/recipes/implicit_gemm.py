@@ -93,6 +93,14 @@ class Writer:
     def __call__(self, text: str) -> None:
         self.lines.append("  " * self.indent + text)
 
+    def kernel(self, name: str, src_t: str, filter_t: str, dst_t: str, sg: int) -> str:
+        """The whole program: the conv kernel's signature around the lines written."""
+        head = (
+            f"func @{name}(%src: {src_t}, %filter: {filter_t}, %dst: {dst_t}) "
+            f"work_group_size({sg},1) subgroup_size({sg}) {{"
+        )
+        return "\n".join([head, *self.lines, "}"])
+
     def guarded(self, em: Emitter, conds: list[str], text: str) -> None:
         """text, under an if of the conjunction of conds (at most two) where there are any."""
         if not conds:
@@ -179,11 +187,7 @@ def generate(spec: GemmSpec, tiling: ConvTiling, staged: bool = False) -> str:
     _store(w, em, spec, tiling, dst, o0, acc, acc_type, dst_t, staged)
     w.indent -= 1
     w("}")
-    head = (
-        f"func @{spec.name}(%src: {src_t}, %filter: {filter_t}, %dst: {dst_t}) "
-        f"work_group_size({sg},1) subgroup_size({sg}) {{"
-    )
-    return "\n".join([head, *w.lines, "}"])
+    return w.kernel(spec.name, src_t, filter_t, dst_t, sg)
 
 
 def _safe_offset(w: Writer, em: Emitter, tap: Tap) -> tuple[str, str]:

@@ -140,11 +140,7 @@ def generate_segment(spec: SegmentSpec, tiling: ConvTiling) -> str:
     w(f"cooperative_matrix_store.n.{check}_checked {acc}, %out{at} : {acc_type}, {view_t}")
     w.indent -= 1
     w("}")
-    head = (
-        f"func @{spec.name}(%src: {src_t}, %filter: {filter_t}, %dst: {dst_t}) "
-        f"work_group_size({sg},1) subgroup_size({sg}) {{"
-    )
-    return "\n".join([head, *w.lines, "}"])
+    return w.kernel(spec.name, src_t, filter_t, dst_t, sg)
 
 
 def _select(w: Writer, em: Emitter, cond: str, value: str, otherwise: str) -> str:
