@@ -19,19 +19,17 @@ import argparse
 import dataclasses
 import json
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import tinytc
 from tinytc import ir
 from tinytc.gemm.dpas import dpas_tiling, gemm_shape, row_chunks, tile_of
+from tinytc.spirv.gpu_isa import IGA_PLATFORM, OclocError, gpu_isa
 from tinytc.target import CoreInfo, get_target
 
 ACCUMULATOR = {"f16": "f32", "bf16": "f32", "i8": "i32"}
-IGA_PLATFORM = {"pvc": "12p72", "dg2": "12p71"}
 JUMP = re.compile(r"\b(jmpi|goto|while|brc)\b.*\b(L\d+)\b")
 SPILLED = re.compile(r"kernel (\S+)\s.*spilled around (\d+)")
 
@@ -121,39 +119,31 @@ def report(device: str, kernels: list[tuple[str, str]], size: int) -> list[dict[
     K loop: its counts are divided by the steps it holds)."""
     core = dataclasses.replace(get_target(device), dpas_form="builtin")
     binary = tinytc.compile("\n".join(text for text, _ in kernels), core)
+    try:
+        built = gpu_isa(binary, device)
+    except OclocError as err:
+        sys.exit(str(err))
+    spills = {m.group(1): int(m.group(2)) for m in SPILLED.finditer(built.log)}
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "m.spv").write_bytes(binary)
-        build = ["ocloc", "compile", "-spirv_input", "-file", "m.spv", "-device", device]
-        built = subprocess.run([*build, "-output_no_suffix", "-output", "m"], cwd=tmp,
-                               capture_output=True, text=True, timeout=1800)  # fmt: skip
-        if built.returncode:
-            sys.exit(f"ocloc failed:\n{built.stdout}{built.stderr}")
-        spills = {m.group(1): int(m.group(2)) for m in SPILLED.finditer(built.stdout)}
-        subprocess.run(["ocloc", "disasm", "-file", "m", "-device", device, "-dump", "d"],
-                       cwd=tmp, capture_output=True, timeout=600, check=True)  # fmt: skip
-        for _, name in kernels:
-            ab = name.split("_")[2]
-            heap = Path(tmp, "d", f"{name}_KernelHeap.dat")
-            disassemble = ["iga64", "-d", f"-p={IGA_PLATFORM[device]}", str(heap)]
-            isa = subprocess.run(disassemble, capture_output=True, text=True, check=True)
-            lines = [x.strip() for x in isa.stdout.splitlines() if x.strip()]
-            loop, fallback = hot_path(k_loop(lines))
-            scratch = [x for x in loop if "scratch" in x]
-            registers = {int(r) for x in lines for r in re.findall(r"\br(\d+)", x.split("//")[0])}
-            steps = max(sum(map(is_dpas, loop)) // dpas_per_step(core, ab, size), 1)
-            rows.append({
-                "kernel": name,
-                "steps": steps,
-                "dpas": sum(map(is_dpas, loop)) / steps,
-                "send": (sum(map(is_send, loop)) - len(scratch)) / steps,
-                "whole": sum(map(is_whole, loop)) / steps,
-                "misaligned": sum(map(is_send, fallback)) / steps,
-                "spill_sends": len(scratch) / steps,
-                "spilled": spills.get(name, 0),
-                "registers": len(registers),
-                "instructions": len(loop),
-            })  # fmt: skip
+    for _, name in kernels:
+        ab = name.split("_")[2]
+        lines = built.kernels[name]
+        loop, fallback = hot_path(k_loop(lines))
+        scratch = [x for x in loop if "scratch" in x]
+        registers = {int(r) for x in lines for r in re.findall(r"\br(\d+)", x.split("//")[0])}
+        steps = max(sum(map(is_dpas, loop)) // dpas_per_step(core, ab, size), 1)
+        rows.append({
+            "kernel": name,
+            "steps": steps,
+            "dpas": sum(map(is_dpas, loop)) / steps,
+            "send": (sum(map(is_send, loop)) - len(scratch)) / steps,
+            "whole": sum(map(is_whole, loop)) / steps,
+            "misaligned": sum(map(is_send, fallback)) / steps,
+            "spill_sends": len(scratch) / steps,
+            "spilled": spills.get(name, 0),
+            "registers": len(registers),
+            "instructions": len(loop),
+        })  # fmt: skip
     return rows
 
 

@@ -3,10 +3,6 @@ Emulated on the CPU in the pvc (execution size 16) and dg2 (8) geometries agains
 numpy convolution; the native module holds one DPAS operation per mul_add and no relayout
 (no subgroup broadcast); the builtin form becomes dpas instructions through ocloc."""
 
-import subprocess
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pytest
 from recipes_support import TO_LAYOUT, conv2d_backward_data_nchw, conv2d_nchw, to_layout
@@ -15,6 +11,7 @@ import tinytc
 from tinytc import bf16
 from tinytc.recipes import ConvTiling, conv2d
 from tinytc.spirv._grammar import Op
+from tinytc.spirv.gpu_isa import gpu_isa
 from tinytc.spirv.tools import instructions
 
 DPAS = Op.SubgroupMatrixMultiplyAccumulateINTEL
@@ -102,23 +99,9 @@ def test_tilings_that_do_not_fit_dpas_stay_plain():
 def test_builtin_form_becomes_dpas_instructions(target):
     conv = _problem("NCHW", "backward_data", "f16", target, None)
     binary = tinytc.compile(conv.source, target, dpas="builtin")
-    platform = {"pvc": "12p72", "dg2": "12p71"}[target]
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "m.spv").write_bytes(binary)
-        build = ["ocloc", "compile", "-spirv_input", "-file", "m.spv", "-device", target]
-        run = subprocess.run([*build, "-output_no_suffix", "-output", "m"], cwd=tmp,
-                             capture_output=True, text=True, timeout=600)  # fmt: skip
-        assert run.returncode == 0, run.stdout + run.stderr
-        subprocess.run(["ocloc", "disasm", "-file", "m", "-device", target, "-dump", "d"],
-                       cwd=tmp, capture_output=True, timeout=300, check=True)  # fmt: skip
-        heaps = sorted(Path(tmp, "d").glob("*_KernelHeap.dat"))
-        counts = {}
-        for heap in heaps:
-            isa = subprocess.run(["iga64", "-d", f"-p={platform}", str(heap)],
-                                 capture_output=True, text=True, timeout=60).stdout  # fmt: skip
-            counts[heap.name] = sum(
-                line.split()[0].startswith("dpas") for line in isa.splitlines() if line.strip()
-            )
+    isa = gpu_isa(binary, target, timeout=600)
+    counts = {name: sum(line.split()[0].startswith("dpas") for line in lines)
+              for name, lines in isa.kernels.items()}  # fmt: skip
     # stride_h 2: two residue classes of h, each its own kernel
     assert len(counts) == 2 and all(n > 0 for n in counts.values()), counts
 

@@ -12,9 +12,6 @@ required under CI=true).
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import coopmatrix_support as cs
@@ -46,6 +43,7 @@ from tinytc.ir import (
 )
 from tinytc.spirv._grammar import Op
 from tinytc.spirv.convert import lower
+from tinytc.spirv.gpu_isa import gpu_isa
 from tinytc.spirv.tools import instructions, validate
 from tinytc.target import DG2, PVC, CoreInfo
 
@@ -236,31 +234,14 @@ def test_every_form_validates(target: str, form: str) -> None:
     assert found == ((native, 0) if form == "extension" else (0, native))
 
 
-def iga_platform(target: str) -> str:
-    return {"pvc": "12p72", "dg2": "12p71"}[target]
-
-
 @pytest.mark.ocloc
 @pytest.mark.iga64
 @pytest.mark.parametrize("target", GEOMETRY)
 def test_builtin_form_becomes_dpas_instructions(target: str) -> None:
     """ocloc (IGC 1.0.12504) turns the imported builtins into dpas; iga64 shows them."""
-    binary = module(target, "builtin").assemble()
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "m.spv").write_bytes(binary)
-        build = ["ocloc", "compile", "-spirv_input", "-file", "m.spv", "-device", target]
-        run = subprocess.run([*build, "-output_no_suffix", "-output", "m"], cwd=tmp,
-                             capture_output=True, text=True, timeout=600)  # fmt: skip
-        assert run.returncode == 0, run.stdout + run.stderr
-        subprocess.run(["ocloc", "disasm", "-file", "m", "-device", target, "-dump", "d"],
-                       cwd=tmp, capture_output=True, timeout=300, check=True)  # fmt: skip
-        counts = {}
-        for heap in sorted(Path(tmp, "d").glob("*_KernelHeap.dat")):
-            isa = subprocess.run(["iga64", "-d", f"-p={iga_platform(target)}", str(heap)],
-                                 capture_output=True, text=True, timeout=60).stdout  # fmt: skip
-            counts[heap.name.removesuffix("_KernelHeap.dat")] = sum(
-                line.split()[0].startswith("dpas") for line in isa.splitlines() if line.strip()
-            )
+    isa = gpu_isa(module(target, "builtin").assemble(), target, timeout=600)
+    counts = {name: sum(line.split()[0].startswith("dpas") for line in lines)
+              for name, lines in isa.kernels.items()}  # fmt: skip
     assert set(counts) == set(FAMILIES[target].names)
     assert all(n > 0 for n in counts.values()), counts
 
