@@ -274,11 +274,12 @@ def log_distance(a: Any, b: Any, names: Sequence[str]) -> float:
 
 
 def program_candidates(
-    default: Tiling, rows: int | None, cols: int | None, sgs: int, prefetch: bool
+    default: Tiling, rows: int | None, cols: int | None, sgs: int, prefetch: int
 ) -> list[Tiling]:
     """Valid tilings of one instruction (check_tiling accepts each), nearest the default
     first: row blocks up to the output's rows, columns per item up to its columns, K unrolls,
-    and prefetch where the target has it."""
+    and, where the target prefetches, 0 to ``prefetch`` prefetched operands (the
+    instruction's read operands)."""
     wg = default.work_group
     row_blocks = MAX_ROW_BLOCKS if rows is None else max(1, min(MAX_ROW_BLOCKS, -(-rows // wg[0])))
     col_items = MAX_COLS_PER_ITEM if not cols else min(MAX_COLS_PER_ITEM, cols)
@@ -287,13 +288,13 @@ def program_candidates(
         for r in range(1, max(row_blocks, default.rows_per_item) + 1)
         for c in range(1, max(col_items, default.cols_per_item) + 1)
         for k in K_UNROLLS
-        for p in ((False, True) if prefetch else (default.prefetch,))
+        for p in sorted({*range(prefetch + 1), default.prefetch})
     ]
     space = [t for t in space if not check_tiling(t, wg, sgs)]
     names = ("rows_per_item", "cols_per_item", "k_unroll")
 
     def distance(a: Tiling, b: Tiling) -> float:
-        return log_distance(a, b, names) + (a.prefetch != b.prefetch)
+        return log_distance(a, b, names) + abs(a.prefetch - b.prefetch)
 
     return nearest_first(default, space, distance)
 
@@ -308,6 +309,7 @@ class _Site:
     rows: int | None
     cols: int | None
     sgs: int
+    read: int  # operands it reads, which its K loops may prefetch
     loc: Any
 
 
@@ -319,7 +321,10 @@ def _sites(program: Program) -> list[_Site]:
             out: MemrefType = inst.output.type  # type: ignore[assignment]
             rows, cols = (*out.shape, 1, 1)[:2]
             assert inst.tiling is not None and func.subgroup_size is not None
-            site = _Site(func.name, index, inst.tiling, rows, cols, func.subgroup_size, inst.loc)
+            site = _Site(
+                func.name, index, inst.tiling, rows, cols, func.subgroup_size, len(inst.read),
+                inst.loc,
+            )  # fmt: skip
             sites.append(site)
     return sites
 
@@ -438,7 +443,7 @@ def _site_space(
 ) -> list[Tiling]:
     """The candidates of one instruction: the given ones (checked) or the valid space."""
     if candidates is None:
-        prefetch = runner.target.prefetch_intrinsic
+        prefetch = site.read if runner.target.prefetch_intrinsic else 0
         space = program_candidates(site.default, site.rows, site.cols, site.sgs, prefetch)
     else:
         space = [site.default]
@@ -560,7 +565,7 @@ def _describe(candidate: Any) -> str:
         t = candidate
         return (
             f"rows/item {t.rows_per_item} cols/item {t.cols_per_item} k_unroll {t.k_unroll} "
-            f"prefetch {int(t.prefetch)}"
+            f"prefetch {t.prefetch}"
         )
     if dataclasses.is_dataclass(candidate):
         return ", ".join(f"{k} {v}" for k, v in dataclasses.asdict(candidate).items())

@@ -156,7 +156,7 @@ def test_a_tuners_dpas_tiling_is_honoured(target: str) -> None:
     kernel = kernel_text(TUNED)
     geometry = core(target, "emulate")
     n = geometry.dpas.execution_size  # type: ignore[union-attr]
-    tiling = Tiling((n, 1), 1, 3, 2, prefetch=True)
+    tiling = Tiling((n, 1), 1, 3, 2, prefetch=2)
     program = run_pipeline(kernel.text, geometry, tilings={kernel.name: [tiling]})
     insts = [i for f in program.functions for i in f.walk()]
     assert any(isinstance(i, CoopMatrixPrefetchInst) for i in insts)

@@ -19,6 +19,7 @@ from tinytc.gemm import (
     choose_tiling,
     entries_per_group,
     lanes_per_register,
+    prefetch_next,
     prefetch_schedule,
     register_block,
     subgroup_size,
@@ -96,7 +97,7 @@ def test_cols_per_item_divides_the_columns(target: CoreInfo) -> None:
 def test_cols_per_item_examples_on_the_cpu() -> None:
     assert register_block(64, 9, 16, CPU) == (4, 3)  # 3 tiles of 3, not 4 + 4 + 1
     assert register_block(64, 64, 16, CPU) == (4, 4)  # a whole f32 strip: 16 registers
-    assert register_block(64, 64, 16, CPU, element_size=8) == (4, 2)
+    assert register_block(64, 64, 16, CPU, element_size=8) == (2, 4)  # values of 2 registers
     assert register_block(32, 32, 16, CPU) == (2, 4)
     assert register_block(64, 1, 16, CPU) == (4, 1)
     assert register_block(16, 8, 16, CPU) == (1, 8)
@@ -264,9 +265,37 @@ def test_transposes_in_registers_where_one_value_of_every_lane_fits_a_register()
 def test_a_transposed_b_gets_wide_blocks_where_nothing_is_prefetched() -> None:
     """f64 n=16 nt: 2 row blocks x 8 columns (16 registers) instead of 2 x 4; with prefetch
     (one entry per work-group) the block stays as for a plain B."""
-    wide = choose_tiling(16, 16, (8, 1), CPU, 8, 6144, 8, transposed_b=True)
-    plain = choose_tiling(16, 16, (8, 1), CPU, 8, 6144, 8)
+    wide = choose_tiling(16, 16, (8, 1), CPU, 8, (2048, 2048), 8, transposed_b=True)
+    plain = choose_tiling(16, 16, (8, 1), CPU, 8, (2048, 2048), 8)
     assert (wide.rows_per_item, wide.cols_per_item) == (2, 8)
     assert (plain.rows_per_item, plain.cols_per_item) == (2, 4)
-    fetching = choose_tiling(32, 32, (16, 1), CPU, 1, 12288, 4, transposed_b=True)
+    fetching = choose_tiling(32, 32, (16, 1), CPU, 1, (4096, 4096), 4, transposed_b=True)
     assert fetching.prefetch and (fetching.rows_per_item, fetching.cols_per_item) == (2, 4)
+
+
+def test_values_of_two_registers_take_half_the_row_blocks_and_step_k_by_two() -> None:
+    """f64 n=64 in 16 lanes: 2 x 4 blocks (A of 4 registers per K step) stepping K by 2; a
+    transposed A, read from local memory, keeps 4 x 2 blocks stepping K by 4."""
+    f64 = choose_tiling(64, 64, (16, 1), CPU, 1, (32768, 32768), 8)
+    assert (f64.rows_per_item, f64.cols_per_item, f64.k_unroll) == (2, 4, 2)
+    tn = choose_tiling(64, 64, (16, 1), CPU, 1, (32768, 32768), 8, transposed_a=True)
+    assert (tn.rows_per_item, tn.cols_per_item, tn.k_unroll) == (4, 2, 4)
+    f32 = choose_tiling(64, 64, (16, 1), CPU, 1, (16384, 16384), 4)
+    assert (f32.rows_per_item, f32.cols_per_item, f32.k_unroll) == (4, 4, 4)
+    f64_8_lanes = choose_tiling(32, 32, (8, 1), CPU, 1, (8192, 8192), 8)
+    assert (f64_8_lanes.rows_per_item, f64_8_lanes.k_unroll) == (4, 4)
+
+
+def test_the_next_entry_prefetch_takes_the_leading_operands_that_fit() -> None:
+    """A and B where both fit PREFETCH_MAX_BYTES (f32 n=64); f64 n=64 only A, and A and B
+    where B is transposed; nothing of operands unknown at compile time, nothing where a
+    work-group runs several entries, unless A is staged."""
+    assert prefetch_next(1, (16384, 16384), CPU) == 2
+    assert prefetch_next(1, (32768, 32768), CPU) == 1
+    assert prefetch_next(1, (32768, 32768), CPU, transposed_b=True) == 2
+    assert prefetch_next(1, (32768, 32768, 32768), CPU, transposed_b=True) == 2
+    assert prefetch_next(1, (None, 16384), CPU) == 0
+    assert prefetch_next(1, (65536, 16384), CPU) == 0
+    assert prefetch_next(8, (2048, 2048), CPU) == 0
+    assert prefetch_next(8, (2048, 2048), CPU, staged_a=True) == 2
+    assert prefetch_next(1, (16384, 16384), PVC) == 0

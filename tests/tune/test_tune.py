@@ -70,7 +70,7 @@ def test_program_tuning_stores_and_reuses(device, monkeypatch):
 
 def test_jit_uses_the_stored_tiling(device, monkeypatch):
     monkeypatch.setattr(tune_module, "MARGIN", 1e9)  # any correct candidate wins
-    wanted = dict(rows_per_item=1, cols_per_item=1, k_unroll=1, prefetch=False)
+    wanted = dict(rows_per_item=1, cols_per_item=1, k_unroll=1, prefetch=0)
     result = tinytc.tune(GEMM, howmany=3, candidates=[wanted], **SMALL)
     (tiling,) = result.best["gemm"]
     assert dataclasses.asdict(tiling).items() >= wanted.items()
@@ -145,9 +145,10 @@ def test_conv2d_tuning_stores_reuses_and_rejects(monkeypatch):
 
 def test_candidate_spaces_are_valid():
     cpu = get_target("cpu")
-    default = Tiling((16, 1), 2, 3, 4, True)
-    space = tune_module.program_candidates(default, 40, 6, 16, prefetch=True)
+    default = Tiling((16, 1), 2, 3, 4, 1)
+    space = tune_module.program_candidates(default, 40, 6, 16, prefetch=2)
     assert space[0] == default and len(set(space)) == len(space) > 50
+    assert {t.prefetch for t in space} == {0, 1, 2}
     assert all(not check_tiling(t, (16, 1), 16) for t in space)
     assert max(t.rows_per_item for t in space) == 3 and max(t.cols_per_item for t in space) == 6
     problem = conv2d((1, 4, 6, 5), (6, 4, 3, 3), stride=(1, 2)).problem

@@ -8,6 +8,7 @@ adjacent columns of the output, and walks K in steps of ``k_unroll``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..target import CoreInfo
@@ -26,9 +27,10 @@ class Tiling:
     rows_per_item: int
     cols_per_item: int
     k_unroll: int = 4
-    # Whether the K loops prefetch the next batch entry's operands (docs/performance-cpu.md
-    # lesson 6).
-    prefetch: bool = False
+    # How many of the instruction's read operands, from the first (A, then B, then a C that
+    # beta reads), the K loops prefetch from the next batch entry (docs/performance-cpu.md
+    # lesson 6); 0: none.
+    prefetch: int = 0
 
     @property
     def rows_per_tile(self) -> int:
@@ -47,11 +49,16 @@ def lanes_per_register(element_size: int, target: CoreInfo) -> int:
     return fitting[-1] if fitting else target.subgroup_sizes[0]
 
 
+def registers_per_value(subgroup_size: int, element_size: int, target: CoreInfo) -> int:
+    """Vector registers that one value of every lane takes (f64 in 16 lanes: two)."""
+    return max(1, -(-subgroup_size * element_size // target.register_size))
+
+
 def transposes_in_registers(subgroup_size: int, element_size: int, target: CoreInfo) -> bool:
     """Whether a square block of subgroup_size x subgroup_size values is transposed across
     the lanes with shuffles (a transposed store): only where one value of every lane fills
     at most one register; f64 at 16 lanes needs two per value and spilled."""
-    return subgroup_size * element_size <= target.register_size
+    return registers_per_value(subgroup_size, element_size, target) == 1
 
 
 def subgroup_size(rows: int | None, element_size: int, target: CoreInfo) -> int:
@@ -77,6 +84,7 @@ def register_block(
     target: CoreInfo,
     element_size: int = 4,
     wide: bool = False,
+    a_in_local: bool = False,
 ) -> tuple[int, int]:
     """(rows_per_item, cols_per_item): at most ACCUMULATORS values per lane in at most
     MAX_ROW_BLOCKS blocks of rows, and a number of columns that divides a static column
@@ -97,13 +105,20 @@ def register_block(
     longer piece of one of B's columns, and columns are what B^T is stored by. Paired on
     one core: f64 n=16 nt 2x8 against 2x4 1.37x; where they prefetch, f64 n=32 nt 4x4
     against 4x2 1.05x, but f32 n=32 nt 2x8 0.86x (and 2x8 without prefetch only 1.05x).
+
+    Values of two registers each (f64 in 16 lanes) take at most MAX_ROW_BLOCKS / 2 blocks
+    of rows where A comes from global memory: each K step then loads 4 registers of A, not
+    8, and each B value feeds twice the columns. f64 n=64 2x4 against 4x2, A and B in
+    cache: nn 1.16x, nt 1.23x. An A staged in local memory (a_in_local) is read from the L1
+    anyway, and 4x2 stays ahead there (tn 1.04-1.07x from DRAM).
     """
     accumulators = min(ACCUMULATORS, max(target.num_registers // 2, 1))
+    per_value = registers_per_value(lanes, element_size, target)
+    most = MAX_ROW_BLOCKS if a_in_local else MAX_ROW_BLOCKS // per_value
     mb = max(math.ceil(rows / lanes), 1) if rows is not None else 2
-    mb = min(mb, MAX_ROW_BLOCKS, accumulators)
+    mb = max(1, min(mb, most, accumulators))
     nb_max = max(1, min(MAX_COLS_PER_ITEM, accumulators // mb))
     if wide or (mb == MAX_ROW_BLOCKS and element_size <= 4):
-        per_value = max(1, -(-lanes * element_size // target.register_size))
         registers = min(STRIP_REGISTERS, target.num_registers // 2)
         strip = min(MAX_COLS_PER_ITEM, registers // (mb * per_value))
         nb_max = max(nb_max, strip)
@@ -118,40 +133,70 @@ def choose_tiling(
     work_group: tuple[int, int],
     target: CoreInfo,
     entries_per_group: int = 1,
-    entry_bytes: int | None = None,
+    operand_bytes: Sequence[int | None] = (),
     element_size: int = 4,
     transposed_b: bool = False,
     transposed_a: bool = False,
 ) -> Tiling:
     """Tiling of an output of rows x cols, summed in element_size-byte values, for a kernel
-    whose work-group size is fixed; a batch entry's operands take entry_bytes (None: not
-    known at compile time)."""
-    prefetch = prefetch_next(entries_per_group, entry_bytes, target, transposed_a)
+    whose work-group size is fixed; a batch entry's read operands (A, B, a C that is read)
+    take operand_bytes (None: not known at compile time).
+
+    A block of values of two registers each (f64 in 16 lanes) with STRIP_REGISTERS of
+    accumulators and A in global memory (register_block halved its rows) steps K 2 deep.
+    Measured on f64 n=64 2 x 4 blocks, paired against the 4 x 2 blocks at K unroll 4 that
+    register_block chose before: K unroll 2 1.19x, 4 0.67x, 8 1.07x, 1 0.90x (streaming from
+    DRAM; with A and B in cache, 4 runs 0.83x of 2). Smaller blocks keep 4 (the tutorial
+    chain in f64: 2 x 3 blocks at 2 ran 0.93x)."""
+    prefetch = prefetch_next(entries_per_group, operand_bytes, target, transposed_a, transposed_b)
     wide = transposed_b and not prefetch
-    mb, nb = register_block(rows, cols, work_group[0], target, element_size, wide)
+    lanes = work_group[0]
+    mb, nb = register_block(rows, cols, lanes, target, element_size, wide, transposed_a)
     if rows is not None:
-        mb = max(1, min(mb, math.ceil(rows / work_group[0])))
-    return Tiling(work_group, mb, nb, prefetch=prefetch)
+        mb = max(1, min(mb, math.ceil(rows / lanes)))
+    per_value = registers_per_value(lanes, element_size, target)
+    halved = per_value > 1 and not transposed_a and mb * nb * per_value >= STRIP_REGISTERS
+    k_unroll = 2 if halved else 4
+    return Tiling(work_group, mb, nb, k_unroll, prefetch)
 
 
-PREFETCH_MAX_BYTES = 64 * 1024  # operands of one batch entry worth prefetching
+PREFETCH_MAX_BYTES = 32 * 1024  # next-entry operands worth fetching into the L1 ahead
 
 
 def prefetch_next(
-    entries_per_group: int, entry_bytes: int | None, target: CoreInfo, staged_a: bool = False
-) -> bool:
-    """Whether the K loops prefetch the next batch entry: where the target prefetches at all,
-    for work-groups of one entry whose operands are known to take at most
-    PREFETCH_MAX_BYTES. Paired on the CPU, prefetch on against off: chain (6-13 KB) f32
-    1.06-1.26x, f64 1.44-1.66x; f32 n=64 (48 KB) tn 1.2x, others 1.0-1.2x; f64 n=64 (96 KB)
-    0.92-0.93x, the hardware's own prefetch keeps up with its longer compute; n=16 0.87x,
-    where one work-group runs several entries. A transposed A, which each entry first copies
-    whole into local memory, is worth fetching ahead in work-groups of several entries too
-    (paired, two cores, 4 KB pages: f32 n=16 tn 1.24x, n=8 1.03x; one core: f64 n=16 tn
-    1.21-1.46x, n=8 1.09-1.14x)."""
-    small = entry_bytes is not None and entry_bytes <= PREFETCH_MAX_BYTES
+    entries_per_group: int,
+    operand_bytes: Sequence[int | None],
+    target: CoreInfo,
+    staged_a: bool = False,
+    transposed_b: bool = False,
+) -> int:
+    """How many of the read operands (their bytes, in order: A, B, a C that is read; None
+    when not static) the K loops prefetch from the next batch entry: where the target
+    prefetches at all, for work-groups of one entry, as many leading operands as take at
+    most PREFETCH_MAX_BYTES together, twice that when B is transposed.
+
+    The prefetch fills the L1 (48 KB on this machine's cores) beside the current entry: f64
+    n=64 fetches A alone (32 KB), which every column tile reads whole, and leaves B, whose
+    columns the tiles read one after the other as the hardware's own prefetch expects (A
+    and B: 1.04x, A alone 1.15-1.32x, paired against none). A transposed B is read across
+    all of its lines from the first tiles on, and pays for its room (f64 n=64 nt, A and B:
+    1.19x, A alone 1.0x). Where A and B fit, both come: f32 n=64 nn A alone 0.92x, tn 0.76x,
+    nt 0.67x against A and B. Paired, prefetch on against off: chain (6-13 KB) f32
+    1.06-1.26x, f64 1.44-1.66x; f32 n=64 tn 1.2x, others 1.0-1.2x; n=16 0.87x, where one
+    work-group runs several entries. A transposed A, which each entry first copies whole into
+    local memory, is worth fetching ahead in work-groups of several entries too (paired, two
+    cores, 4 KB pages: f32 n=16 tn 1.24x, n=8 1.03x; one core: f64 n=16 tn 1.21-1.46x, n=8
+    1.09-1.14x)."""
     ahead = entries_per_group == 1 or staged_a
-    return target.prefetch_intrinsic and ahead and small
+    if not (target.prefetch_intrinsic and ahead):
+        return 0
+    budget = PREFETCH_MAX_BYTES * (2 if transposed_b else 1)
+    count, total = 0, 0
+    for size in operand_bytes:
+        if size is None or total + size > budget:
+            break
+        count, total = count + 1, total + size
+    return count
 
 
 def prefetch_schedule(steps: int, columns: int, even: bool = True) -> tuple[int, int]:
@@ -184,7 +229,7 @@ def fused_rows_per_item(
     gemm (all its columns at once), or None when even one block of rows does not fit. A block
     of one column takes subgroup_size * element_size bytes: one register for f32 in 16 lanes,
     two for f64 (measured on the chain, f64: 16-row tiles 32.5 GFLOP/s, 32-row tiles 22.5)."""
-    per_block = max(1, -(-subgroup_size * element_size // target.register_size))
+    per_block = registers_per_value(subgroup_size, element_size, target)
     blocks = min(FUSED_REGISTERS // (cols * per_block), MAX_ROW_BLOCKS)
     if blocks < 1:
         return None
@@ -211,7 +256,7 @@ def fused_cols_per_item(
     accumulators must fit beside the held temporary (depth x row_blocks blocks); a divisor of
     cols, so that no tile is ragged. Measured on the chain: 1 column instead of 3 removed the
     spills, f64 1.11x and f32 1.08x faster."""
-    per_block = max(1, -(-subgroup_size * element_size // target.register_size))
+    per_block = registers_per_value(subgroup_size, element_size, target)
     free = target.num_registers - depth * row_blocks * per_block
     fitting = max(1, free // (depth + row_blocks * per_block))
     return max(d for d in range(1, min(fitting, cols) + 1) if cols % d == 0)

@@ -234,7 +234,7 @@ MAX_VALUES = 256  # per work-item and operand, as the coopmatrix lowering allows
 
 def dpas_tiling(
     target: CoreInfo, shape: DpasShape, accumulator: ScalarType, work_group: tuple[int, int],
-    rows: int | None, cols: int | None, prefetch: bool = False,
+    rows: int | None, cols: int | None, prefetch: int = 0,
 ) -> Tiling:  # fmt: skip
     """The default Tiling of a gemm on ``shape`` with an output of rows x cols (None where
     dynamic): the C tile of ``dpas_tile`` in DPAS units, K_BLOCKS per K step."""

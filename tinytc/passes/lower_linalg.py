@@ -350,11 +350,10 @@ class Lowering:
                 x = e.add(ArithInst("mul", x, y)).result
             return x
 
-        read = [*inst.operands[1:-2], *[out.value] * (inst.beta.constant != 0)]
         k_loop = isinstance(inst, GemmInst | GemvInst | SumInst) and not (
             isinstance(depth, int) and depth < tiling.k_unroll
         )
-        nexts = self.next_entries(read) if tiling.prefetch and k_loop else {}
+        nexts = self.next_entries(inst.read[: tiling.prefetch]) if k_loop else {}
         with self.parallel():
             self.tiles(
                 inst, tiling, rows, cols, lambda t: self.update(inst, out, t, compute(t), acc)
@@ -710,9 +709,8 @@ class Lowering:
         unroll = fused_k_unroll((first.tiling or tiling2).k_unroll, mb)
         b2 = Operand(second.operands[2], second.trans_b)
         nexts = {}
-        if tiling2.prefetch:
-            read = [a1.value, b1.value, b2.value, *[out.value] * (second.beta.constant != 0)]
-            nexts = self.next_entries(read)
+        if tiling2.prefetch:  # all the pair's operands: a fused pair's are small
+            nexts = self.next_entries([a1.value, b1.value, *second.read[1:]])
 
         par = e.add(ParallelInst())
         e.b.enter(par.regions[0])
@@ -768,8 +766,7 @@ class Lowering:
         depth = e.size(a.value, 0 if inst.trans_a else 1)
         acc = accumulator(out.type.element)
         checked = _both(_ragged(rows, tm, "rows"), _ragged(cols, tn, "cols"))
-        read = [a.value, b.value, *[out.value] * (inst.beta.constant != 0)]
-        nexts = self.next_entries(read) if tiling.prefetch else {}
+        nexts = self.next_entries(inst.read[: tiling.prefetch])
         with self.parallel():
             first_col: Size = 0
             if self.subgroups > 1:

@@ -19,9 +19,9 @@ from .work_group_size import require_sizes
 class TilingPass:
     name = "tile-linalg"
 
-    def __init__(self, target: CoreInfo, k_unroll: int = 4) -> None:
+    def __init__(self, target: CoreInfo, max_k_unroll: int = 4) -> None:
         self.target = target
-        self.k_unroll = k_unroll
+        self.max_k_unroll = max_k_unroll  # 1 at -O0: plain K loops
 
     def run(self, program: Program) -> None:
         for func in program.functions:
@@ -32,7 +32,8 @@ class TilingPass:
                 if inst.tiling is None:
                     tiling = default_tiling(inst, func, self.target)
                     if dpas_shape_of(inst, func, self.target) is None:  # DPAS: its own K step
-                        tiling = dataclasses.replace(tiling, k_unroll=self.k_unroll)
+                        k_unroll = min(tiling.k_unroll, self.max_k_unroll)
+                        tiling = dataclasses.replace(tiling, k_unroll=k_unroll)
                     inst.tiling = tiling
 
 
@@ -41,19 +42,18 @@ def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling
     assert func.work_group_size is not None
     out: MemrefType = inst.output.type  # type: ignore[assignment]
     rows, cols = (*out.shape, 1, 1)[:2]
-    memrefs = [v.type for v in inst.operands if isinstance(v.type, MemrefType)]
-    sizes = [t.element.size * math.prod(t.shape) for t in memrefs if t.is_static]  # type: ignore[arg-type]
-    entry_bytes = sum(sizes) if len(sizes) == len(memrefs) else None
+    memrefs = [v.type for v in inst.read if isinstance(v.type, MemrefType)]
+    operand_bytes = [t.element.size * math.prod(t.shape) if t.is_static else None for t in memrefs]  # type: ignore[arg-type]
     summed = max(out.element.size, 4)  # f16 and bf16 are summed in f32
     shape = dpas_shape_of(inst, func, target)
     if shape is not None:
-        prefetch = prefetch_next(func.batch_per_group, entry_bytes, target)
+        prefetch = prefetch_next(func.batch_per_group, operand_bytes, target)
         acc = F32 if out.element in (F16, BF16) else out.element
         return dpas_tiling(target, shape, acc, func.work_group_size, rows, cols, prefetch)
     transposed_b = isinstance(inst, GemmInst) and inst.trans_b
     transposed_a = isinstance(inst, GemmInst | GemvInst) and inst.trans_a
     return choose_tiling(
-        rows, cols, func.work_group_size, target, func.batch_per_group, entry_bytes, summed,
+        rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes, summed,
         transposed_b, transposed_a,
     )  # fmt: skip
 

@@ -69,6 +69,12 @@ class LinalgInst(Inst):
     def output(self) -> Value:
         return self.operands[-1]
 
+    @property
+    def read(self) -> list[Value]:
+        """The operands whose memory the instruction reads: its inputs, then the output
+        where beta is not a constant 0."""
+        return [*self.operands[1:-2], *[self.output] * (self.beta.constant != 0)]
+
     def op_shape(self, i: int, transpose: bool) -> tuple[Dim, ...]:
         """Shape of op(X) for the memref operand i."""
         shape = self.operands[i].type.shape  # type: ignore[union-attr]
