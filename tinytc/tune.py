@@ -278,8 +278,8 @@ def program_candidates(
 ) -> list[Tiling]:
     """Valid tilings of one instruction (check_tiling accepts each), nearest the default
     first: row blocks up to the output's rows, columns per item up to its columns, K unrolls,
-    and, where the target prefetches, 0 to ``prefetch`` prefetched operands (the
-    instruction's read operands)."""
+    and, where the target prefetches, 0 to ``prefetch`` prefetched operands (of the
+    instruction's operands in memory)."""
     wg = default.work_group
     row_blocks = MAX_ROW_BLOCKS if rows is None else max(1, min(MAX_ROW_BLOCKS, -(-rows // wg[0])))
     col_items = MAX_COLS_PER_ITEM if not cols else min(MAX_COLS_PER_ITEM, cols)
@@ -309,7 +309,7 @@ class _Site:
     rows: int | None
     cols: int | None
     sgs: int
-    read: int  # operands it reads, which its K loops may prefetch
+    accessed: int  # operands in memory, which its K loops may prefetch
     loc: Any
 
 
@@ -322,7 +322,7 @@ def _sites(program: Program) -> list[_Site]:
             rows, cols = (*out.shape, 1, 1)[:2]
             assert inst.tiling is not None and func.subgroup_size is not None
             site = _Site(
-                func.name, index, inst.tiling, rows, cols, func.subgroup_size, len(inst.read),
+                func.name, index, inst.tiling, rows, cols, func.subgroup_size, len(inst.accessed),
                 inst.loc,
             )  # fmt: skip
             sites.append(site)
@@ -443,7 +443,7 @@ def _site_space(
 ) -> list[Tiling]:
     """The candidates of one instruction: the given ones (checked) or the valid space."""
     if candidates is None:
-        prefetch = site.read if runner.target.prefetch_intrinsic else 0
+        prefetch = site.accessed if runner.target.prefetch_intrinsic else 0
         space = program_candidates(site.default, site.rows, site.cols, site.sgs, prefetch)
     else:
         space = [site.default]

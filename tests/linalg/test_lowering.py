@@ -164,8 +164,8 @@ def _prefetched(program: object) -> list[str]:
 
 def test_one_entry_work_groups_prefetch_the_next_entry_on_the_cpu() -> None:
     """The chain's K loop fetches P, A and Q of entry group_id + 1 (mod the batch), not the
-    shared K; GPUs and work-groups of several entries (n = 16) leave it out, and f64 n = 64
-    fetches only A (32 KB), and B too where it is transposed."""
+    shared K; GPUs and work-groups of several entries (n = 16) leave it out. f32 n = 64
+    fetches A, B and C; f64 n = 64 only A (32 KB), and B too where it is transposed."""
     tutorial = (ROOT / "tests" / "programs" / "tutorial.ir").read_text()
     program = run_pipeline(tutorial, "cpu")
     fetched = _prefetched(program)
@@ -174,10 +174,10 @@ def test_one_entry_work_groups_prefetch_the_next_entry_on_the_cpu() -> None:
     assert "%0 = group_size" in text and "%2 = arith.rem %1, %0" in text
     assert "%1 = arith.add %gid, 1" in text
     assert not _prefetched(run_pipeline(tutorial, "pvc"))
-    both = ["subview %A[:,:,%2]", "subview %B[:,:,%2]"]
-    assert _prefetched(run_pipeline(SOURCES["gemm-f32-64-nn"], "cpu")) == both
-    assert _prefetched(run_pipeline(SOURCES["gemm-f64-64-nn"], "cpu")) == both[:1]
-    assert _prefetched(run_pipeline(SOURCES["gemm-f64-64-nt"], "cpu")) == both
+    views = ["subview %A[:,:,%2]", "subview %B[:,:,%2]", "subview %C[:,:,%2]"]
+    assert _prefetched(run_pipeline(SOURCES["gemm-f32-64-nn"], "cpu")) == views
+    assert _prefetched(run_pipeline(SOURCES["gemm-f64-64-nn"], "cpu")) == views[:1]
+    assert _prefetched(run_pipeline(SOURCES["gemm-f64-64-nt"], "cpu")) == views[:2]
     assert not _prefetched(run_pipeline(SOURCES["gemm-f32-16-nn"], "cpu"))
 
 

@@ -287,9 +287,11 @@ def test_values_of_two_registers_take_half_the_row_blocks_and_step_k_by_two() ->
 
 
 def test_the_next_entry_prefetch_takes_the_leading_operands_that_fit() -> None:
-    """A and B where both fit PREFETCH_MAX_BYTES (f32 n=64); f64 n=64 only A, and A and B
-    where B is transposed; nothing of operands unknown at compile time, nothing where a
+    """A, B and C where they fit PREFETCH_MAX_BYTES (f32 n=64); f64 n=64 only A, and A and
+    B where B is transposed; nothing of operands unknown at compile time, nothing where a
     work-group runs several entries, unless A is staged."""
+    assert prefetch_next(1, (16384, 16384, 16384), CPU) == 3
+    assert prefetch_next(1, (32768, 32768, 32768), CPU) == 1
     assert prefetch_next(1, (16384, 16384), CPU) == 2
     assert prefetch_next(1, (32768, 32768), CPU) == 1
     assert prefetch_next(1, (32768, 32768), CPU, transposed_b=True) == 2

@@ -27,9 +27,9 @@ class Tiling:
     rows_per_item: int
     cols_per_item: int
     k_unroll: int = 4
-    # How many of the instruction's read operands, from the first (A, then B, then a C that
-    # beta reads), the K loops prefetch from the next batch entry (docs/performance-cpu.md
-    # lesson 6); 0: none.
+    # How many of the instruction's operands in memory, from the first (A, then B, then C),
+    # the K loops prefetch from the next batch entry (docs/performance-cpu.md lesson 6); 0:
+    # none.
     prefetch: int = 0
 
     @property
@@ -139,8 +139,8 @@ def choose_tiling(
     transposed_a: bool = False,
 ) -> Tiling:
     """Tiling of an output of rows x cols, summed in element_size-byte values, for a kernel
-    whose work-group size is fixed; a batch entry's read operands (A, B, a C that is read)
-    take operand_bytes (None: not known at compile time).
+    whose work-group size is fixed; a batch entry's operands (A, B, C) take operand_bytes
+    (None: not known at compile time).
 
     A block of values of two registers each (f64 in 16 lanes) with STRIP_REGISTERS of
     accumulators and A in global memory (register_block halved its rows) steps K 2 deep.
@@ -160,7 +160,7 @@ def choose_tiling(
     return Tiling(work_group, mb, nb, k_unroll, prefetch)
 
 
-PREFETCH_MAX_BYTES = 32 * 1024  # next-entry operands worth fetching into the L1 ahead
+PREFETCH_MAX_BYTES = 48 * 1024  # next-entry operands worth fetching ahead: the L1 (Zen 5)
 
 
 def prefetch_next(
@@ -170,29 +170,31 @@ def prefetch_next(
     staged_a: bool = False,
     transposed_b: bool = False,
 ) -> int:
-    """How many of the read operands (their bytes, in order: A, B, a C that is read; None
-    when not static) the K loops prefetch from the next batch entry: where the target
-    prefetches at all, for work-groups of one entry, as many leading operands as take at
-    most PREFETCH_MAX_BYTES together, twice that when B is transposed.
+    """How many of the operands (their bytes, in order: A, B, C; None when not static) the K
+    loops prefetch from the next batch entry: where the target prefetches at all, for
+    work-groups of one entry, as many leading operands as take at most PREFETCH_MAX_BYTES
+    together; a transposed B comes with A up to twice that.
 
-    The prefetch fills the L1 (48 KB on this machine's cores) beside the current entry: f64
-    n=64 fetches A alone (32 KB), which every column tile reads whole, and leaves B, whose
-    columns the tiles read one after the other as the hardware's own prefetch expects (A
-    and B: 1.04x, A alone 1.15-1.32x, paired against none). A transposed B is read across
-    all of its lines from the first tiles on, and pays for its room (f64 n=64 nt, A and B:
-    1.19x, A alone 1.0x). Where A and B fit, both come: f32 n=64 nn A alone 0.92x, tn 0.76x,
-    nt 0.67x against A and B. Paired, prefetch on against off: chain (6-13 KB) f32
-    1.06-1.26x, f64 1.44-1.66x; f32 n=64 tn 1.2x, others 1.0-1.2x; n=16 0.87x, where one
-    work-group runs several entries. A transposed A, which each entry first copies whole into
-    local memory, is worth fetching ahead in work-groups of several entries too (paired, two
-    cores, 4 KB pages: f32 n=16 tn 1.24x, n=8 1.03x; one core: f64 n=16 tn 1.21-1.46x, n=8
+    The lines land in the L1 beside the current entry's. f64 n=64 fetches A alone (32 KB),
+    which every column tile reads whole, and leaves B, whose columns the tiles read one after
+    the other as the hardware's own prefetch expects (paired against no prefetch: A alone
+    1.15-1.32x, A and B 1.04x, A and C 0.52x). A transposed B is read across all of its
+    lines from the first tiles on and pays for its room (f64 n=64 nt, A and B 1.19x, A alone
+    1.0x). Fetching C too, although it is only written, saves the stores their wait for the
+    lines: paired against A and B, f32 n=64 nn 1.07x, tn 1.10-1.13x, nt 1.0x; f64 n=32 tn
+    1.11-1.17x, nt 1.11x, nn 1.0x; f32 n=32 0.99-1.02x (a write-intent prefetch gained
+    nothing over a read). Paired, prefetch on against off: chain (6-13 KB) f32 1.06-1.26x,
+    f64 1.44-1.66x; f32 n=64 tn 1.2x, others 1.0-1.2x; n=16 0.87x, where one work-group runs
+    several entries. A transposed A, which each entry first copies whole into local memory,
+    is worth fetching ahead in work-groups of several entries too (paired, two cores, 4 KB
+    pages: f32 n=16 tn 1.24x, n=8 1.03x; one core: f64 n=16 tn 1.21-1.46x, n=8
     1.09-1.14x)."""
     ahead = entries_per_group == 1 or staged_a
     if not (target.prefetch_intrinsic and ahead):
         return 0
-    budget = PREFETCH_MAX_BYTES * (2 if transposed_b else 1)
     count, total = 0, 0
-    for size in operand_bytes:
+    for i, size in enumerate(operand_bytes):
+        budget = PREFETCH_MAX_BYTES * (2 if transposed_b and i == 1 else 1)
         if size is None or total + size > budget:
             break
         count, total = count + 1, total + size

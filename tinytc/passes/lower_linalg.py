@@ -353,7 +353,7 @@ class Lowering:
         k_loop = isinstance(inst, GemmInst | GemvInst | SumInst) and not (
             isinstance(depth, int) and depth < tiling.k_unroll
         )
-        nexts = self.next_entries(inst.read[: tiling.prefetch]) if k_loop else {}
+        nexts = self.next_entries(inst.accessed[: tiling.prefetch]) if k_loop else {}
         with self.parallel():
             self.tiles(
                 inst, tiling, rows, cols, lambda t: self.update(inst, out, t, compute(t), acc)
@@ -710,7 +710,7 @@ class Lowering:
         b2 = Operand(second.operands[2], second.trans_b)
         nexts = {}
         if tiling2.prefetch:  # all the pair's operands: a fused pair's are small
-            nexts = self.next_entries([a1.value, b1.value, *second.read[1:]])
+            nexts = self.next_entries([a1.value, b1.value, *second.accessed[1:]])
 
         par = e.add(ParallelInst())
         e.b.enter(par.regions[0])
@@ -766,7 +766,7 @@ class Lowering:
         depth = e.size(a.value, 0 if inst.trans_a else 1)
         acc = accumulator(out.type.element)
         checked = _both(_ragged(rows, tm, "rows"), _ragged(cols, tn, "cols"))
-        nexts = self.next_entries(inst.read[: tiling.prefetch])
+        nexts = self.next_entries(inst.accessed[: tiling.prefetch])
         with self.parallel():
             first_col: Size = 0
             if self.subgroups > 1:

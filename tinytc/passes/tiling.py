@@ -42,7 +42,7 @@ def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling
     assert func.work_group_size is not None
     out: MemrefType = inst.output.type  # type: ignore[assignment]
     rows, cols = (*out.shape, 1, 1)[:2]
-    memrefs = [v.type for v in inst.read if isinstance(v.type, MemrefType)]
+    memrefs = [v.type for v in inst.accessed if isinstance(v.type, MemrefType)]
     operand_bytes = [t.element.size * math.prod(t.shape) if t.is_static else None for t in memrefs]  # type: ignore[arg-type]
     summed = max(out.element.size, 4)  # f16 and bf16 are summed in f32
     shape = dpas_shape_of(inst, func, target)

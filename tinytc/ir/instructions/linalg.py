@@ -70,10 +70,10 @@ class LinalgInst(Inst):
         return self.operands[-1]
 
     @property
-    def read(self) -> list[Value]:
-        """The operands whose memory the instruction reads: its inputs, then the output
-        where beta is not a constant 0."""
-        return [*self.operands[1:-2], *[self.output] * (self.beta.constant != 0)]
+    def accessed(self) -> list[Value]:
+        """The operands whose memory the instruction reads or writes: its inputs, then the
+        output."""
+        return [*self.operands[1:-2], self.output]
 
     def op_shape(self, i: int, transpose: bool) -> tuple[Dim, ...]:
         """Shape of op(X) for the memref operand i."""
