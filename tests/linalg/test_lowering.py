@@ -173,6 +173,8 @@ def test_one_entry_work_groups_prefetch_the_next_entry_on_the_cpu() -> None:
     text = str(program)
     assert "%0 = group_size" in text and "%2 = arith.rem %1, %0" in text
     assert "%1 = arith.add %gid, 1" in text
+    # six K steps share each column of P (56 x 9): each fetches one line, 16 of its rows
+    assert re.search(r"cooperative_matrix_prefetch 0, %3\[%\d+, %\d+\], 16, 1 :", text)
     assert not _prefetched(run_pipeline(tutorial, "pvc"))
     views = ["subview %A[:,:,%2]", "subview %B[:,:,%2]", "subview %C[:,:,%2]"]
     assert _prefetched(run_pipeline(SOURCES["gemm-f32-64-nn"], "cpu")) == views

@@ -11,6 +11,7 @@ import tinytc
 from tinytc.compiler import run_pipeline
 from tinytc.gemm import (
     ACCUMULATORS,
+    CACHE_LINE,
     MAX_COLS_PER_ITEM,
     MAX_ROW_BLOCKS,
     STRIP_REGISTERS,
@@ -20,6 +21,7 @@ from tinytc.gemm import (
     entries_per_group,
     lanes_per_register,
     prefetch_next,
+    prefetch_rows,
     prefetch_schedule,
     register_block,
     subgroup_size,
@@ -254,6 +256,30 @@ def test_prefetch_schedule_covers_every_column(steps: int, columns: int, even: b
         assert columns * spread <= steps < columns * (spread + 1)
     else:
         assert spread == 1
+
+
+@pytest.mark.parametrize("steps", [1, 9, 56, 64, 256, 512])
+@pytest.mark.parametrize("columns", [1, 9, 64])
+@pytest.mark.parametrize("rows", [1, 9, 16, 56, 64, 100])
+@pytest.mark.parametrize("element_size", [2, 4, 8])
+def test_prefetch_shares_cover_every_line_of_a_column(
+    steps: int, columns: int, rows: int, element_size: int
+) -> None:
+    """Where spread steps share a column, step s fetches prefetch_rows rows from
+    (s % spread) * share: together they fetch every cache line of the column, each step at
+    most a spread-th of its lines (rounded up to a whole line)."""
+    spread, width = prefetch_schedule(steps, columns)
+    share = prefetch_rows(rows, spread, element_size)
+    line = CACHE_LINE // element_size
+    column_lines = -(-rows // line)
+    fetched: set[tuple[int, int]] = set()
+    for s in range(steps):
+        first = s % spread * share if share < rows else 0
+        lines = {min(r, rows - 1) // line for r in range(first, first + share)}  # clamped
+        assert len(lines) <= -(-column_lines // spread) + 1
+        fetched |= {(c, x) for c in range(s // spread * width, (s // spread + 1) * width)
+                    for x in lines}  # fmt: skip
+    assert fetched >= {(c, x) for c in range(columns) for x in range(column_lines)}
 
 
 def test_transposes_in_registers_where_one_value_of_every_lane_fits_a_register() -> None:

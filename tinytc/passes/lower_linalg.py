@@ -32,6 +32,7 @@ from ..gemm import (
     fused_cols_per_item,
     fused_k_unroll,
     fused_rows_per_item,
+    prefetch_rows,
     prefetch_schedule,
     transposes_in_registers,
 )
@@ -413,9 +414,11 @@ class Lowering:
         """touch(i) for the K loop of the tile that starts at start (a row or column) and spans
         extent, of the span rows or columns the instruction tiles: run one after the other,
         the tiles' K loops make `steps` steps, over which the columns of every next-entry
-        view fall evenly (tinytc.gemm.prefetch_schedule; docs/performance-cpu.md lesson 6).
-        The staged operand, which the next entry copies whole before its loops, comes as
-        early as possible. Columns past the end are no-ops of the prefetch."""
+        view fall evenly (tinytc.gemm.prefetch_schedule; docs/performance-cpu.md lesson 6);
+        where several steps share a column, each fetches its share of the column's lines
+        (tinytc.gemm.prefetch_rows). The staged operand, which the next entry copies whole
+        before its loops, comes as early as possible. Columns past the end are no-ops of the
+        prefetch, rows past the end fetch the column's last line again."""
         e = self.e
         if not nexts:
             return None
@@ -444,12 +447,18 @@ class Lowering:
         def touch(i: Size) -> None:
             step = e.arith("add", base, i)
             cols: dict[tuple[int, int], Value] = {}
+            firsts: dict[tuple[int, int], Size] = {}  # first row of the step's share
             for m in fetched:
                 spread, width = key = schedule[m]
                 if key not in cols:
                     cols[key] = e.value(e.arith("mul", e.arith("div", step, spread), width))
                 rows = m.type.shape[0] if m.type.order else 1  # type: ignore[attr-defined]
-                e.add(CoopMatrixPrefetchInst(0, m, e.value(0), cols[key], rows, width))
+                share = prefetch_rows(rows, spread, m.type.element.size)  # type: ignore[attr-defined]
+                if (spread, share) not in firsts:
+                    part = e.arith("rem", step, spread) if share < rows else 0
+                    firsts[spread, share] = e.arith("mul", part, share)
+                row = e.value(firsts[spread, share])
+                e.add(CoopMatrixPrefetchInst(0, m, row, cols[key], share, width))
 
         return touch
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from ... import ir
 from ...errors import CompilationError
-from ...gemm import transposes_in_registers
+from ...gemm import CACHE_LINE, transposes_in_registers
 from ...target import CoreInfo
 from .._grammar import GroupOperation, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
 from ..convert import Dim, Lowering, Memref
@@ -27,7 +27,6 @@ from . import CoopMatrix
 
 MAX_COMPONENTS = 256  # values per work-item; more would only spill and take long to build
 BLOCK_READ_WIDTHS = (8, 4, 2, 1)  # values per lane one subgroup block read gives
-CACHE_LINE = 64  # bytes, on the x86 CPUs that prefetch runs on
 MAX_PREFETCH_LINES = 64  # calls one prefetch makes at most (a hint, not worth a long build)
 
 # Subgroup reductions: (operation, is float, is unsigned) -> opcode.
