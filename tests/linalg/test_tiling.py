@@ -14,6 +14,7 @@ from tinytc.gemm import (
     CACHE_LINE,
     MAX_COLS_PER_ITEM,
     MAX_ROW_BLOCKS,
+    PREFETCH_MAX_BYTES,
     STRIP_REGISTERS,
     WORK_PER_GROUP,
     Tiling,
@@ -313,17 +314,14 @@ def test_values_of_two_registers_take_half_the_row_blocks_and_step_k_by_two() ->
 
 
 def test_the_next_entry_prefetch_takes_the_leading_operands_that_fit() -> None:
-    """A, B and C where they fit PREFETCH_MAX_BYTES (f32 n=64); f64 n=64 only A, and A and
-    B where B is transposed; nothing of operands unknown at compile time, nothing where a
-    work-group runs several entries, unless A is staged."""
-    assert prefetch_next(1, (16384, 16384, 16384), CPU) == 3
-    assert prefetch_next(1, (32768, 32768, 32768), CPU) == 1
-    assert prefetch_next(1, (16384, 16384), CPU) == 2
-    assert prefetch_next(1, (32768, 32768), CPU) == 1
-    assert prefetch_next(1, (32768, 32768), CPU, transposed_b=True) == 2
-    assert prefetch_next(1, (32768, 32768, 32768), CPU, transposed_b=True) == 2
-    assert prefetch_next(1, (None, 16384), CPU) == 0
-    assert prefetch_next(1, (65536, 16384), CPU) == 0
-    assert prefetch_next(8, (2048, 2048), CPU) == 0
-    assert prefetch_next(8, (2048, 2048), CPU, staged_a=True) == 2
-    assert prefetch_next(1, (16384, 16384), PVC) == 0
+    """A, B and C where they fit PREFETCH_MAX_BYTES (f64 n=64: 96 KB); the leading ones of
+    larger entries; nothing of operands unknown at compile time, nothing where a work-group
+    runs several entries, unless A is staged; nothing on targets without the intrinsic."""
+    assert prefetch_next(1, (32768, 32768, 32768), CPU) == 3
+    assert prefetch_next(1, (160000, 160000, 160000), CPU) == 2
+    assert prefetch_next(1, (None, 16384, 16384), CPU) == 0
+    assert prefetch_next(1, (16384, None, 16384), CPU) == 1
+    assert prefetch_next(1, (PREFETCH_MAX_BYTES + 1, 16), CPU) == 0
+    assert prefetch_next(8, (2048, 2048, 2048), CPU) == 0
+    assert prefetch_next(8, (2048, 2048, 2048), CPU, staged_a=True) == 3
+    assert prefetch_next(1, (16384, 16384, 16384), PVC) == 0

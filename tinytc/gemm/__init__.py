@@ -148,7 +148,7 @@ def choose_tiling(
     register_block chose before: K unroll 2 1.19x, 4 0.67x, 8 1.07x, 1 0.90x (streaming from
     DRAM; with A and B in cache, 4 runs 0.83x of 2). Smaller blocks keep 4 (the tutorial
     chain in f64: 2 x 3 blocks at 2 ran 0.93x)."""
-    prefetch = prefetch_next(entries_per_group, operand_bytes, target, transposed_a, transposed_b)
+    prefetch = prefetch_next(entries_per_group, operand_bytes, target, transposed_a)
     wide = transposed_b and not prefetch
     lanes = work_group[0]
     mb, nb = register_block(rows, cols, lanes, target, element_size, wide, transposed_a)
@@ -160,7 +160,7 @@ def choose_tiling(
     return Tiling(work_group, mb, nb, k_unroll, prefetch)
 
 
-PREFETCH_MAX_BYTES = 48 * 1024  # next-entry operands worth fetching ahead: the L1 (Zen 5)
+PREFETCH_MAX_BYTES = 384 * 1024  # next-entry operands fetched ahead: the most measured
 
 
 def prefetch_next(
@@ -168,34 +168,29 @@ def prefetch_next(
     operand_bytes: Sequence[int | None],
     target: CoreInfo,
     staged_a: bool = False,
-    transposed_b: bool = False,
 ) -> int:
     """How many of the operands (their bytes, in order: A, B, C; None when not static) the K
     loops prefetch from the next batch entry: where the target prefetches at all, for
     work-groups of one entry, as many leading operands as take at most PREFETCH_MAX_BYTES
-    together; a transposed B comes with A up to twice that.
+    together.
 
-    The lines land in the L1 beside the current entry's. f64 n=64 fetches A alone (32 KB),
-    which every column tile reads whole, and leaves B, whose columns the tiles read one after
-    the other as the hardware's own prefetch expects (paired against no prefetch: A alone
-    1.15-1.32x, A and B 1.04x, A and C 0.52x). A transposed B is read across all of its
-    lines from the first tiles on and pays for its room (f64 n=64 nt, A and B 1.19x, A alone
-    1.0x). Fetching C too, although it is only written, saves the stores their wait for the
-    lines: paired against A and B, f32 n=64 nn 1.07x, tn 1.10-1.13x, nt 1.0x; f64 n=32 tn
-    1.11-1.17x, nt 1.11x, nn 1.0x; f32 n=32 0.99-1.02x (a write-intent prefetch gained
-    nothing over a read). Paired, prefetch on against off: chain (6-13 KB) f32 1.06-1.26x,
-    f64 1.44-1.66x; f32 n=64 tn 1.2x, others 1.0-1.2x; n=16 0.87x, where one work-group runs
-    several entries. A transposed A, which each entry first copies whole into local memory,
-    is worth fetching ahead in work-groups of several entries too (paired, two cores, 4 KB
-    pages: f32 n=16 tn 1.24x, n=8 1.03x; one core: f64 n=16 tn 1.21-1.46x, n=8
+    Each K step fetches a share of the lines (prefetch_rows), so even entries far larger
+    than the L1 pay. Paired in one process against no prefetch or fewer operands: f64 n=64
+    (96 KB) all three 1.03-1.07x over A alone (nn, tn) or A and B (nt); f64 n=80 (150 KB)
+    1.36x over none; f64 n=128 (384 KB) 1.13x; f32 n=96 1.08x over A alone. C is fetched
+    too, although it is only written: the stores then find their lines (f32 n=64 nn 1.07x,
+    tn 1.10-1.13x; f64 n=32 tn 1.11-1.17x, nt 1.11x; a write-intent prefetch gained nothing
+    over a read). Prefetch on against off: chain (6-13 KB) f32 1.06-1.26x, f64 1.44-1.66x.
+    Where one work-group runs several entries (n <= 16) it gains nothing (0.91-1.02x), except
+    for a transposed A, which each entry first copies whole into local memory (paired, two
+    cores, 4 KB pages: f32 n=16 tn 1.24x, n=8 1.03x; one core: f64 n=16 tn 1.21-1.46x, n=8
     1.09-1.14x)."""
     ahead = entries_per_group == 1 or staged_a
     if not (target.prefetch_intrinsic and ahead):
         return 0
     count, total = 0, 0
-    for i, size in enumerate(operand_bytes):
-        budget = PREFETCH_MAX_BYTES * (2 if transposed_b and i == 1 else 1)
-        if size is None or total + size > budget:
+    for size in operand_bytes:
+        if size is None or total + size > PREFETCH_MAX_BYTES:
             break
         count, total = count + 1, total + size
     return count
