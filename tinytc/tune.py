@@ -55,6 +55,7 @@ CONFIRMED = 3  # the fastest candidates confirmed in pairs
 CONFIRM_PAIRS = 15  # at least (with 7, noise let a 1.12x slower tiling through)
 CONFIRM_ROUNDS = 2  # of pairs, each below MARGIN (one round of 15 let 1.10x through)
 K_UNROLLS = (1, 2, 4, 8)
+PREFETCH_AHEADS = (1, 2, 4, 8)
 TOLERANCE = {"f64": 1e-10, "f32": 1e-4, "f16": 1e-2, "bf16": 2e-2}  # integers: exact
 Output = tuple[np.ndarray, str]  # an array a kernel wrote, with its element type's name
 
@@ -279,19 +280,20 @@ def program_candidates(
     """Valid tilings of one instruction (check_tiling accepts each), nearest the default
     first: row blocks up to the output's rows, columns per item up to its columns, K unrolls,
     and, where the target prefetches, 0 to ``prefetch`` prefetched operands (of the
-    instruction's operands in memory)."""
+    instruction's operands in memory) of the entry 1, 2, 4 or 8 ahead."""
     wg = default.work_group
     row_blocks = MAX_ROW_BLOCKS if rows is None else max(1, min(MAX_ROW_BLOCKS, -(-rows // wg[0])))
     col_items = MAX_COLS_PER_ITEM if not cols else min(MAX_COLS_PER_ITEM, cols)
     space = [
-        Tiling(wg, r, c, k, p)
+        Tiling(wg, r, c, k, p, ahead)
         for r in range(1, max(row_blocks, default.rows_per_item) + 1)
         for c in range(1, max(col_items, default.cols_per_item) + 1)
         for k in K_UNROLLS
         for p in sorted({*range(prefetch + 1), default.prefetch})
+        for ahead in (sorted({*PREFETCH_AHEADS, default.prefetch_ahead}) if p else [1])
     ]
     space = [t for t in space if not check_tiling(t, wg, sgs)]
-    names = ("rows_per_item", "cols_per_item", "k_unroll")
+    names = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch_ahead")
 
     def distance(a: Tiling, b: Tiling) -> float:
         return log_distance(a, b, names) + abs(a.prefetch - b.prefetch)
@@ -565,7 +567,7 @@ def _describe(candidate: Any) -> str:
         t = candidate
         return (
             f"rows/item {t.rows_per_item} cols/item {t.cols_per_item} k_unroll {t.k_unroll} "
-            f"prefetch {t.prefetch}"
+            f"prefetch {t.prefetch} ahead {t.prefetch_ahead}"
         )
     if dataclasses.is_dataclass(candidate):
         return ", ".join(f"{k} {v}" for k, v in dataclasses.asdict(candidate).items())

@@ -13,7 +13,9 @@ from tinytc.gemm import (
     ACCUMULATORS,
     CACHE_LINE,
     MAX_COLS_PER_ITEM,
+    MAX_PREFETCH_AHEAD,
     MAX_ROW_BLOCKS,
+    PREFETCH_AHEAD_BYTES,
     PREFETCH_MAX_BYTES,
     STRIP_REGISTERS,
     WORK_PER_GROUP,
@@ -21,6 +23,7 @@ from tinytc.gemm import (
     choose_tiling,
     entries_per_group,
     lanes_per_register,
+    prefetch_ahead,
     prefetch_next,
     prefetch_rows,
     prefetch_schedule,
@@ -325,3 +328,16 @@ def test_the_next_entry_prefetch_takes_the_leading_operands_that_fit() -> None:
     assert prefetch_next(8, (2048, 2048, 2048), CPU) == 0
     assert prefetch_next(8, (2048, 2048, 2048), CPU, staged_a=True) == 3
     assert prefetch_next(1, (16384, 16384, 16384), PVC) == 0
+
+
+def test_the_prefetch_reaches_about_prefetch_ahead_bytes_ahead() -> None:
+    """f32 n=16 (3 KB per entry) fetches 4 entries ahead, n=32 and n=64 the next one, f64
+    n=8 (1.5 KB) at most MAX_PREFETCH_AHEAD; unknown sizes the next one."""
+    assert prefetch_ahead((1024, 1024, 1024)) == 4
+    assert prefetch_ahead((4096, 4096, 4096)) == 1
+    assert prefetch_ahead((16384, 16384, 16384)) == 1
+    assert prefetch_ahead((512, 512, 512)) == MAX_PREFETCH_AHEAD
+    assert prefetch_ahead((PREFETCH_AHEAD_BYTES // 4,) * 4) == 1
+    assert prefetch_ahead((PREFETCH_AHEAD_BYTES // 4,) * 3) == 2
+    assert prefetch_ahead((4096, None)) == 1 and prefetch_ahead(()) == 1
+    assert choose_tiling(16, 16, (16, 1), CPU, 1, (1024,) * 3).prefetch_ahead == 4

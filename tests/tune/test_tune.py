@@ -149,6 +149,8 @@ def test_candidate_spaces_are_valid():
     space = tune_module.program_candidates(default, 40, 6, 16, prefetch=2)
     assert space[0] == default and len(set(space)) == len(space) > 50
     assert {t.prefetch for t in space} == {0, 1, 2}
+    assert {t.prefetch_ahead for t in space if t.prefetch} == {1, 2, 4, 8}
+    assert {t.prefetch_ahead for t in space if not t.prefetch} == {1}
     assert all(not check_tiling(t, (16, 1), 16) for t in space)
     assert max(t.rows_per_item for t in space) == 3 and max(t.cols_per_item for t in space) == 6
     problem = conv2d((1, 4, 6, 5), (6, 4, 3, 3), stride=(1, 2)).problem

@@ -354,7 +354,8 @@ class Lowering:
         k_loop = isinstance(inst, GemmInst | GemvInst | SumInst) and not (
             isinstance(depth, int) and depth < tiling.k_unroll
         )
-        nexts = self.next_entries(inst.accessed[: tiling.prefetch]) if k_loop else {}
+        fetched = inst.accessed[: tiling.prefetch] if k_loop else []
+        nexts = self.next_entries(fetched, tiling.prefetch_ahead)
         with self.parallel():
             self.tiles(
                 inst, tiling, rows, cols, lambda t: self.update(inst, out, t, compute(t), acc)
@@ -368,11 +369,12 @@ class Lowering:
         with self.e.b.at(par.regions[0]):
             yield
 
-    def next_entries(self, values: list[Value]) -> dict[Value, Value]:
-        """The views of the next batch entry (group_id + 1, wrapping to 0) of those values
-        that are a subview or group load at group_id in the function's body, made before the
-        parallel region. Every work-group makes such a view, so the next entry's is valid too;
-        under an if or a loop it might not be, and stays out."""
+    def next_entries(self, values: list[Value], ahead: int = 1) -> dict[Value, Value]:
+        """The views of a following batch entry (group_id + ahead, wrapping around the group
+        count) of those values that are a subview or group load at group_id in the function's
+        body, made before the parallel region. Every work-group makes such a view, so the
+        following entry's is valid too; under an if or a loop it might not be, and stays
+        out."""
         e = self.e
         following: Value | None = None
         out: dict[Value, Value] = {}
@@ -391,7 +393,7 @@ class Lowering:
             if following is None:
                 gid = inst.operands[at[0]]
                 count = e.add(GroupSizeInst()).result
-                following = e.add(ArithInst("rem", e.arith("add", gid, 1), count)).result
+                following = e.add(ArithInst("rem", e.arith("add", gid, ahead), count)).result
             ops = [following if i in at else v for i, v in enumerate(inst.operands)]
             if isinstance(inst, LoadInst):
                 out[value] = e.add(LoadInst(ops[0], ops[1:])).result
@@ -719,7 +721,8 @@ class Lowering:
         b2 = Operand(second.operands[2], second.trans_b)
         nexts = {}
         if tiling2.prefetch:  # all the pair's operands: a fused pair's are small
-            nexts = self.next_entries([a1.value, b1.value, *second.accessed[1:]])
+            pair = [a1.value, b1.value, *second.accessed[1:]]
+            nexts = self.next_entries(pair, tiling2.prefetch_ahead)
 
         par = e.add(ParallelInst())
         e.b.enter(par.regions[0])
@@ -775,7 +778,7 @@ class Lowering:
         depth = e.size(a.value, 0 if inst.trans_a else 1)
         acc = accumulator(out.type.element)
         checked = _both(_ragged(rows, tm, "rows"), _ragged(cols, tn, "cols"))
-        nexts = self.next_entries(inst.accessed[: tiling.prefetch])
+        nexts = self.next_entries(inst.accessed[: tiling.prefetch], tiling.prefetch_ahead)
         with self.parallel():
             first_col: Size = 0
             if self.subgroups > 1:
