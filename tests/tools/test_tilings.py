@@ -1,0 +1,36 @@
+"""tools/tilings.py on tiny working sets: tilings and another commit's kernel of one shape run
+against the default in one process, each checked; bad tilings are located errors. No timing
+is asserted."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "tools" / "tilings.py"
+
+
+def run_tilings(*words: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = [sys.executable, str(SCRIPT), "--quick", "--repeat", "2", *words]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_tilings_and_a_commit_run_against_the_default() -> None:
+    done = run_tilings("chain-f32", "1,3,2,0,1", "@HEAD")
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.splitlines()[2:]
+    assert [r.split()[0] for r in rows] == ["default", "1,3,2,0,1", "@HEAD"]
+    assert "1,3,2,0,1; 1,3,2,0,1" in rows[1]  # both gemms of the chain take it
+    assert all(float(r.split()[1]) > 0 for r in rows)
+
+
+def test_bad_tilings_are_reported_with_their_location() -> None:
+    done = run_tilings("f64-16-nt", "0,4")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "bad tiling for gemm" in done.stderr and "<input>:" in done.stderr
+    done = run_tilings("f64-16-nt", "1,2,3,4,5,6")
+    assert done.returncode == 1 and "is not rows,cols,k_unroll,prefetch,ahead" in done.stderr

@@ -1,0 +1,142 @@
+"""Tilings of one tools/bench.py shape, or its kernel from other commits, against the
+default, in one process, alternately.
+
+    python tools/tilings.py f64-64-nn 2,4,2,3,1 4,2,4,1,1 @HEAD~3 --repeat 21
+
+Each TILING is rows_per_item,cols_per_item,k_unroll,prefetch,prefetch_ahead (tinytc.gemm.Tiling)
+for every collective instruction of the shape; the work group stays the default's. @REV is the
+SPIR-V that commit REV's tinytc.jit makes of the shape (built in a git worktree, in a
+subprocess), called through this tree's runtime. Every variant runs on the same operands
+(bench.py's working set), its results are checked as bench.py checks them, and each round runs
+the variants in an order that alternates. Two processes can differ by several percent on the
+same SPIR-V (docs/benchmarking.md), so `bench.py --compare` cannot show small effects; one
+process can.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import bench  # first: it sets OpenBLAS's thread timeout before numpy is imported
+
+from tinytc.compiler import run_pipeline
+from tinytc.errors import CompilationError
+from tinytc.gemm import Tiling
+from tinytc.ir import LinalgInst
+from tinytc.passes import DEFAULT_PIPELINE
+from tinytc.runtime.device import core_info_from_device, default_queue
+from tinytc.runtime.jit import Kernels
+from tinytc.spirv.convert import lower
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def source_of(name: str) -> tuple[str, str]:
+    """The program of a gemm or chain shape of bench.py, and its kernel's name."""
+    if name.startswith("chain-"):
+        text = (ROOT / "tests" / "programs" / "tutorial.ir").read_text()
+        return text.replace("f32", name.removeprefix("chain-")), "fused_kernel"
+    ty, n, trans = name.split("-")
+    return bench.gemm_source(ty, int(n), trans[0], trans[1]), "gemm"
+
+
+def tiling_of(spec: str, default: Tiling) -> Tiling:
+    fields = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch", "prefetch_ahead")
+    values = [int(x) for x in spec.split(",")]
+    if not 1 <= len(values) <= len(fields):
+        raise SystemExit(f"tilings: {spec!r} is not rows,cols,k_unroll,prefetch,ahead")
+    return dataclasses.replace(default, **dict(zip(fields, values)))
+
+
+def binary_of(rev: str, source: str) -> bytes:
+    """The SPIR-V that commit rev's tinytc.jit makes of source on this device."""
+    git = ["git", "-C", str(ROOT)]
+    code = "import sys, tinytc; sys.stdout.buffer.write(tinytc.jit(sys.stdin.read()).binary)"
+    with tempfile.TemporaryDirectory(prefix="tinytc-tilings-") as tmp:
+        tree = Path(tmp) / "rev"
+        added = subprocess.run(
+            [*git, "worktree", "add", "--detach", str(tree), rev], capture_output=True
+        )
+        if added.returncode:
+            raise SystemExit(f"tilings: git worktree add {rev}: {added.stderr.decode().strip()}")
+        try:
+            env = dict(os.environ, PYTHONPATH=str(tree))
+            done = subprocess.run(
+                [sys.executable, "-c", code], input=source.encode(), capture_output=True, env=env
+            )
+            if done.returncode:
+                why = done.stderr.decode()
+                raise SystemExit(f"tilings: {rev} could not build the shape:\n{why}")
+            return done.stdout
+        finally:
+            subprocess.run([*git, "worktree", "remove", "--force", str(tree)], capture_output=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("shape", help="a gemm or chain shape of tools/bench.py, e.g. f64-64-nn")
+    ap.add_argument(
+        "tilings", nargs="+", metavar="TILING", help="rows,cols,k_unroll,prefetch,ahead or @REV"
+    )
+    ap.add_argument("--repeat", type=int, default=15, help="rounds (medians)")
+    ap.add_argument("--quick", action="store_true", help="tiny working sets")
+    args = ap.parse_args(argv)
+    working_set = bench.QUICK_WORKING_SET if args.quick else bench.DRAM_WORKING_SET
+    bench.small_pages()
+    queue = default_queue()
+    target = core_info_from_device(queue.device)
+    source, kernel = source_of(args.shape)
+    cut = DEFAULT_PIPELINE.index("tile-linalg") + 1
+    tiled = run_pipeline(source, target, 2, DEFAULT_PIPELINE[:cut])
+    defaults = [i.tiling for i in tiled.function(kernel).walk() if isinstance(i, LinalgInst)]
+    case = bench.make_case(args.shape, working_set, with_numpy=False)
+    variants: dict[str, Any] = {}
+    for spec in ["default", *args.tilings]:
+        fixed = spec == "default" or spec.startswith("@")
+        tilings = [t if fixed else tiling_of(spec, t) for t in defaults]
+        try:
+            program = run_pipeline(source, target, tilings={kernel: tilings})
+        except CompilationError as err:
+            raise SystemExit(f"tilings: {spec}: {err}") from None
+        binary = lower(program, target).assemble()
+        if spec.startswith("@"):
+            binary, tilings = binary_of(spec[1:], source), []
+        kernels = Kernels(program, binary, queue)
+        case.kernel = getattr(kernels, kernel)
+        error = case.check()
+        if not error <= bench.TOLERANCE[case.ty]:
+            print(f"{spec}: WRONG results (relative error {error:.2e})")
+            return 1
+        variants[spec] = (case.kernel, tilings)
+    times: dict[str, list[float]] = {spec: [] for spec in variants}
+    for r in range(args.repeat):
+        order = list(variants) if r % 2 == 0 else list(variants)[::-1]
+        for spec in order:
+            case.kernel = variants[spec][0]
+            times[spec].append(bench.seconds(case.run))
+    print(f"{args.shape}: {args.repeat} rounds, working set {working_set / 1e6:.0f} MB")
+    print(f"{'tiling':14} {'GFLOP/s':>8} {'x default':>9}  tilings")
+    for spec, (_, tilings) in variants.items():
+        ratios = [d / t for d, t in zip(times["default"], times[spec])]
+        rate = case.flops / statistics.median(times[spec]) / 1e9
+        shown = (
+            "; ".join(
+                f"{t.rows_per_item},{t.cols_per_item},{t.k_unroll},{t.prefetch},{t.prefetch_ahead}"
+                for t in tilings
+            )
+            or "(that commit's own)"
+        )
+        print(f"{spec:14} {rate:8.1f} {statistics.median(ratios):9.3f}  {shown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
