@@ -331,13 +331,15 @@ def test_the_next_entry_prefetch_takes_the_leading_operands_that_fit() -> None:
 
 
 def test_the_prefetch_reaches_about_prefetch_ahead_bytes_ahead() -> None:
-    """f32 n=16 (3 KB per entry) fetches 4 entries ahead, n=32 and n=64 the next one, f64
-    n=8 (1.5 KB) at most MAX_PREFETCH_AHEAD; unknown sizes the next one."""
+    """About PREFETCH_AHEAD_BYTES of operands between an entry and the one it fetches (f32
+    n=16: 4 entries of 3 KB); n=32 and n=64 the next entry, f64 n=8 at most
+    MAX_PREFETCH_AHEAD; unknown sizes, and tilings that do not prefetch, the next one."""
     assert prefetch_ahead((1024, 1024, 1024)) == 4
     assert prefetch_ahead((4096, 4096, 4096)) == 1
-    assert prefetch_ahead((16384, 16384, 16384)) == 1
     assert prefetch_ahead((512, 512, 512)) == MAX_PREFETCH_AHEAD
     assert prefetch_ahead((PREFETCH_AHEAD_BYTES // 4,) * 4) == 1
     assert prefetch_ahead((PREFETCH_AHEAD_BYTES // 4,) * 3) == 2
     assert prefetch_ahead((4096, None)) == 1 and prefetch_ahead(()) == 1
-    assert choose_tiling(16, 16, (16, 1), CPU, 1, (1024,) * 3).prefetch_ahead == 4
+    tn16 = choose_tiling(16, 16, (16, 1), CPU, 1, (1024,) * 3, transposed_a=True)
+    assert tn16.prefetch_ahead == 4
+    assert choose_tiling(16, 16, (16, 1), CPU, 8, (1024,) * 3).prefetch_ahead == 1  # no prefetch

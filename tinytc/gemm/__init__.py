@@ -159,7 +159,8 @@ def choose_tiling(
     per_value = registers_per_value(lanes, element_size, target)
     halved = per_value > 1 and not transposed_a and mb * nb * per_value >= STRIP_REGISTERS
     k_unroll = 2 if halved else 4
-    return Tiling(work_group, mb, nb, k_unroll, prefetch, prefetch_ahead(operand_bytes))
+    ahead = prefetch_ahead(operand_bytes) if prefetch else 1
+    return Tiling(work_group, mb, nb, k_unroll, prefetch, ahead)
 
 
 PREFETCH_MAX_BYTES = 384 * 1024  # next-entry operands fetched ahead: the most measured
@@ -207,10 +208,10 @@ def prefetch_ahead(operand_bytes: Sequence[int | None]) -> int:
     about PREFETCH_AHEAD_BYTES of operands lie between, so that the lines arrive before the
     entry starts; at most MAX_PREFETCH_AHEAD. Paired in one process, against the next entry:
     f32 n=16 tn (3 KB) 4 ahead 1.18x, 8 1.10x; f64 n=8 tn (1.5 KB) 4 ahead 1.22x, 8 1.19x,
-    16 1.13x; f64 n=16 tn (6 KB) 2 ahead 1.04x; the chain 0.99-1.01x whatever the distance.
-    f32 n=32 (12 KB) stays at the next entry: 2 ahead gained nn 1.09x and nt 1.12x while
-    memory streamed at 80 GB/s, but lost tn 0.90x (0.98x at 80 GB/s) when it streamed at
-    about 45 (this VM moves between the two); f64 n=32 (24 KB) 2 ahead 0.96x."""
+    16 1.13x; f64 n=16 tn (6 KB) 2 ahead 1.04x; the chain 0.99-1.02x at 1 to 6 ahead. f32
+    n=32 (12 KB) keeps the next entry: 2 ahead ran nn 0.99-1.09x, nt 0.99-1.12x and tn
+    0.90-1.0x in runs minutes apart (this VM's memory moves between two speeds,
+    docs/benchmarking.md); f64 n=32 (24 KB) 2 ahead 0.96x."""
     if not operand_bytes or any(size is None for size in operand_bytes):
         return 1
     total = max(1, sum(operand_bytes))  # type: ignore[arg-type]
