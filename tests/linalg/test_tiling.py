@@ -29,7 +29,7 @@ from tinytc.gemm import (
     prefetch_schedule,
     register_block,
     subgroup_size,
-    transposes_in_registers,
+    transpose_group,
 )
 from tinytc.target import CPU, DG2, PVC, CoreInfo
 
@@ -286,10 +286,12 @@ def test_prefetch_shares_cover_every_line_of_a_column(
     assert fetched >= {(c, x) for c in range(columns) for x in range(column_lines)}
 
 
-def test_transposes_in_registers_where_one_value_of_every_lane_fits_a_register() -> None:
-    assert transposes_in_registers(16, 4, CPU) and transposes_in_registers(8, 8, CPU)
-    assert not transposes_in_registers(16, 8, CPU)  # f64 in 16 lanes: two registers
-    assert transposes_in_registers(32, 2, CPU) and not transposes_in_registers(32, 4, CPU)
+def test_transposes_whole_blocks_where_a_value_fits_a_register_and_halves_where_two() -> None:
+    assert transpose_group(16, 4, CPU) == 16 and transpose_group(8, 8, CPU) == 8
+    assert transpose_group(32, 2, CPU) == 32
+    assert transpose_group(16, 8, CPU) == 8  # f64 in 16 lanes: two registers per value
+    assert transpose_group(32, 4, CPU) == 16
+    assert transpose_group(32, 8, CPU) == 0  # four registers: scattered stores
 
 
 def test_a_transposed_b_gets_wide_blocks_where_nothing_is_prefetched() -> None:
@@ -304,12 +306,12 @@ def test_a_transposed_b_gets_wide_blocks_where_nothing_is_prefetched() -> None:
 
 
 def test_values_of_two_registers_take_half_the_row_blocks_and_step_k_by_two() -> None:
-    """f64 n=64 in 16 lanes: 2 x 4 blocks (A of 4 registers per K step) stepping K by 2; a
-    transposed A, read from local memory, keeps 4 x 2 blocks stepping K by 4."""
+    """f64 n=64 in 16 lanes: 2 x 4 blocks (A of 4 registers per K step) stepping K by 2, a
+    transposed A too."""
     f64 = choose_tiling(64, 64, (16, 1), CPU, 1, (32768, 32768), 8)
     assert (f64.rows_per_item, f64.cols_per_item, f64.k_unroll) == (2, 4, 2)
     tn = choose_tiling(64, 64, (16, 1), CPU, 1, (32768, 32768), 8, transposed_a=True)
-    assert (tn.rows_per_item, tn.cols_per_item, tn.k_unroll) == (4, 2, 4)
+    assert (tn.rows_per_item, tn.cols_per_item, tn.k_unroll) == (2, 4, 2)
     f32 = choose_tiling(64, 64, (16, 1), CPU, 1, (16384, 16384), 4)
     assert (f32.rows_per_item, f32.cols_per_item, f32.k_unroll) == (4, 4, 4)
     f64_8_lanes = choose_tiling(32, 32, (8, 1), CPU, 1, (8192, 8192), 8)

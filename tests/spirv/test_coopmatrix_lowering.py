@@ -921,14 +921,17 @@ def test_block_read_modules_build_with_ocloc() -> None:
 
 
 # .t stores of S x S blocks transpose in registers with shuffles where a value of every lane
-# fits one register (tinytc.gemm.transposes_in_registers); the others scatter.
+# fits one or two registers (tinytc.gemm.transpose_group; with two, each half of the lanes
+# transposes half the columns and stores under a lane test); the others scatter.
 TRANSPOSING_SPECS = [
     (copy_spec(F32, "matrix_acc", 32, 16, ts=True), True),
     (copy_spec(F32, "matrix_a", 16, 16, tl=True, ts=True), True),
     (copy_spec(F64, "matrix_acc", 16, 8, ts=True, sgs=8), True),
     (copy_spec(F16, "matrix_acc", 32, 32, ts=True, sgs=32, dynamic=True, runtime_pos=True), True),
     (copy_spec(I8, "matrix_a", 16, 16, ts=True), True),
-    (copy_spec(F64, "matrix_acc", 16, 16, ts=True), False),  # two registers per value
+    (copy_spec(F64, "matrix_acc", 16, 16, ts=True), True),  # two registers per value: halves
+    (copy_spec(F64, "matrix_a", 32, 16, tl=True, ts=True), True),
+    (copy_spec(F32, "matrix_acc", 32, 32, ts=True, sgs=32), True),  # halves too
     (copy_spec(F32, "matrix_acc", 20, 16, ts=True), False),  # padded rows
     (copy_spec(F32, "matrix_acc", 16, 8, ts=True), False),  # not square
     (checked_spec(F32, "matrix_acc", 16, 16, True, "rows", "past", True), False),

@@ -56,11 +56,14 @@ def registers_per_value(subgroup_size: int, element_size: int, target: CoreInfo)
     return max(1, -(-subgroup_size * element_size // target.register_size))
 
 
-def transposes_in_registers(subgroup_size: int, element_size: int, target: CoreInfo) -> bool:
-    """Whether a square block of subgroup_size x subgroup_size values is transposed across
-    the lanes with shuffles (a transposed store): only where one value of every lane fills
-    at most one register; f64 at 16 lanes needs two per value and spilled."""
-    return registers_per_value(subgroup_size, element_size, target) == 1
+def transpose_group(subgroup_size: int, element_size: int, target: CoreInfo) -> int:
+    """Columns of a square block of subgroup_size x subgroup_size values that a transposed
+    store transposes together across the lanes with shuffles: all of them where one value of
+    every lane fits one register; half of them where it takes two (f64 in 16 lanes: each
+    half of the lanes transposes its own half-size block, with half the registers live; the
+    whole block spilled); 0, scattered stores, beyond."""
+    per_value = registers_per_value(subgroup_size, element_size, target)
+    return subgroup_size // per_value if per_value <= 2 else 0
 
 
 def subgroup_size(rows: int | None, element_size: int, target: CoreInfo) -> int:
@@ -86,7 +89,6 @@ def register_block(
     target: CoreInfo,
     element_size: int = 4,
     wide: bool = False,
-    a_in_local: bool = False,
 ) -> tuple[int, int]:
     """(rows_per_item, cols_per_item): at most ACCUMULATORS values per lane in at most
     MAX_ROW_BLOCKS blocks of rows, and a number of columns that divides a static column
@@ -109,14 +111,14 @@ def register_block(
     against 4x2 1.05x, but f32 n=32 nt 2x8 0.86x (and 2x8 without prefetch only 1.05x).
 
     Values of two registers each (f64 in 16 lanes) take at most MAX_ROW_BLOCKS / 2 blocks
-    of rows where A comes from global memory: each K step then loads 4 registers of A, not
-    8, and each B value feeds twice the columns. f64 n=64 2x4 against 4x2, A and B in
-    cache: nn 1.16x, nt 1.23x. An A staged in local memory (a_in_local) is read from the L1
-    anyway, and 4x2 stays ahead there (tn 1.04-1.07x from DRAM).
+    of rows: each K step then loads 4 registers of A, not 8, and each B value feeds twice the
+    columns. f64 n=64 2x4 against 4x2, A and B in cache: nn 1.16x, nt 1.23x, tn 1.16x; tn
+    gains only since its staging copy transposes in registers (transpose_group; before, the
+    scattering copy left 4x2 ahead by 1.04-1.07x).
     """
     accumulators = min(ACCUMULATORS, max(target.num_registers // 2, 1))
     per_value = registers_per_value(lanes, element_size, target)
-    most = MAX_ROW_BLOCKS if a_in_local else MAX_ROW_BLOCKS // per_value
+    most = MAX_ROW_BLOCKS // per_value
     mb = max(math.ceil(rows / lanes), 1) if rows is not None else 2
     mb = max(1, min(mb, most, accumulators))
     nb_max = max(1, min(MAX_COLS_PER_ITEM, accumulators // mb))
@@ -145,7 +147,7 @@ def choose_tiling(
     (None: not known at compile time).
 
     A block of values of two registers each (f64 in 16 lanes) with STRIP_REGISTERS of
-    accumulators and A in global memory (register_block halved its rows) steps K 2 deep.
+    accumulators (register_block halved its rows) steps K 2 deep.
     Measured on f64 n=64 2 x 4 blocks, paired against the 4 x 2 blocks at K unroll 4 that
     register_block chose before: K unroll 2 1.19x, 4 0.67x, 8 1.07x, 1 0.90x (streaming from
     DRAM; with A and B in cache, 4 runs 0.83x of 2). Smaller blocks keep 4 (the tutorial
@@ -153,12 +155,11 @@ def choose_tiling(
     prefetch = prefetch_next(entries_per_group, operand_bytes, target, transposed_a)
     wide = transposed_b and not prefetch
     lanes = work_group[0]
-    mb, nb = register_block(rows, cols, lanes, target, element_size, wide, transposed_a)
+    mb, nb = register_block(rows, cols, lanes, target, element_size, wide)
     if rows is not None:
         mb = max(1, min(mb, math.ceil(rows / lanes)))
     per_value = registers_per_value(lanes, element_size, target)
-    halved = per_value > 1 and not transposed_a and mb * nb * per_value >= STRIP_REGISTERS
-    k_unroll = 2 if halved else 4
+    k_unroll = 2 if per_value > 1 and mb * nb * per_value >= STRIP_REGISTERS else 4
     ahead = prefetch_ahead(operand_bytes) if prefetch else 1
     return Tiling(work_group, mb, nb, k_unroll, prefetch, ahead)
 

@@ -34,7 +34,7 @@ from ..gemm import (
     fused_rows_per_item,
     prefetch_rows,
     prefetch_schedule,
-    transposes_in_registers,
+    transpose_group,
 )
 from ..gemm.dpas import check_dpas_tiling, tile_of
 from ..ir import (
@@ -490,7 +490,7 @@ class Lowering:
         square = (
             depth % sgs == 0
             and rows % sgs == 0
-            and transposes_in_registers(sgs, t.element.size, self.target)
+            and transpose_group(sgs, t.element.size, self.target) > 0
         )
         if square:
             chunk = sgs

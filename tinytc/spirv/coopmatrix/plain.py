@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from ... import ir
 from ...errors import CompilationError
-from ...gemm import CACHE_LINE, transposes_in_registers
+from ...gemm import CACHE_LINE, transpose_group
 from ...target import CoreInfo
 from .._grammar import GroupOperation, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
 from ..convert import Dim, Lowering, Memref
@@ -178,38 +178,52 @@ class Plain:
             and t.cols == sgs
             and t.rows % sgs == 0
             and access.col_stride == 1
-            and transposes_in_registers(sgs, t.element.size, lo.target)
+            and transpose_group(sgs, t.element.size, lo.target) > 0
         )
 
     def transposed_store(self, lo: Lowering, value: CoopMatrix, access: Access) -> None:
-        """Each S x S block transposed across the lanes by log2(S) butterfly stages (stage d
+        """Each S x S block transposed across the lanes by log2(G) butterfly stages (stage d
         swaps entry (lane, i) with (lane ^ d, i ^ d) where bit d of lane and i differ: one
-        shuffle and three selects per pair), then stored row by row: lane l writes column l.
-        On the CPU this replaces S scatters per block (docs/performance-cpu.md lesson 13)."""
+        shuffle and three selects per pair), G columns at a time, then stored row by row:
+        lane l writes column l. With G = S/2 (values of two registers: tinytc.gemm.
+        transpose_group), half h of the lanes ends up holding rows h * G + i of the G
+        columns, and each half stores under its own lane test: two masked vector stores per
+        row. On the CPU this replaces S scatters per block (docs/performance-cpu.md lesson
+        13)."""
         sgs, t = _sgs(lo), value.type
         rt, boolean = lo.scalar_type(t.element), lo.m.type_bool()
         blocks = t.row_blocks(sgs)
         lane = lo.lane()
-        distances = [1 << k for k in reversed(range(sgs.bit_length() - 1))]  # S/2, ..., 1
+        group = transpose_group(sgs, t.element.size, lo.target)
+        distances = [1 << k for k in reversed(range(group.bit_length() - 1))]  # G/2, ..., 1
         uppers = {  # whether bit d of the lane is set
             d: lo.op(Op.INotEqual, boolean, lo.op(Op.BitwiseAnd, lo.i64, lane, lo.as_id(d)),
                      lo.as_id(0))
             for d in distances
         }  # fmt: skip
+        halves: list[tuple[int, Id | None]] = [(0, None)]  # (h, whether the lane is in half h)
+        if group < sgs:
+            half = lo.op(Op.ShiftRightLogical, lo.i64, lane, lo.as_id(group.bit_length() - 1))
+            halves = [(h, lo.op(Op.IEqual, boolean, half, lo.as_id(h))) for h in (0, 1)]
         for block in range(blocks):
-            m = [value.components[col * blocks + block] for col in range(sgs)]
-            for d in distances:
-                upper = uppers[d]
-                for i in (i for i in range(sgs) if not i & d):
-                    low, high = m[i], m[i | d]
-                    sent = lo.op(Op.Select, rt, upper, low, high)
-                    got = lo.op(Op.SubgroupShuffleXorINTEL, rt, sent, lo.u32(d))
-                    m[i] = lo.op(Op.Select, rt, upper, got, low)
-                    m[i | d] = lo.op(Op.Select, rt, upper, high, got)
-            for i, component in enumerate(m):  # row block * S + i of the block, column = lane
-                offset = lo.add(lo.mul(block * sgs + i, access.row_stride), lane)
-                pointer = lo.offset_pointer(access.base, access.m.space, t.element, offset)
-                store_scalar(lo, access.m, pointer, component)
+            for first in range(0, sgs, group):
+                m = [value.components[col * blocks + block] for col in range(first, first + group)]
+                for d in distances:
+                    upper = uppers[d]
+                    for i in (i for i in range(group) if not i & d):
+                        low, high = m[i], m[i | d]
+                        sent = lo.op(Op.Select, rt, upper, low, high)
+                        got = lo.op(Op.SubgroupShuffleXorINTEL, rt, sent, lo.u32(d))
+                        m[i] = lo.op(Op.Select, rt, upper, got, low)
+                        m[i | d] = lo.op(Op.Select, rt, upper, high, got)
+                for i, component in enumerate(m):
+                    for h, mine in halves:
+                        row = block * sgs + h * group + i
+                        column = lo.add(first - h * group, lane)
+                        offset = lo.add(lo.mul(row, access.row_stride), column)
+                        p = lo.offset_pointer(access.base, access.m.space, t.element, offset)
+                        write = lambda p=p, c=component: store_scalar(lo, access.m, p, c)  # noqa: E731
+                        write() if mine is None else lo.if_then(mine, write)
 
     def _write(self, lo: Lowering, inst: ir.CoopMatrixStoreInst, m: Memref, p: Id, v: Id) -> None:
         if not inst.atomic_add:
