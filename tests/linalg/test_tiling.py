@@ -247,16 +247,15 @@ def test_work_group_size_attributes_are_checked(attrs: str, target: CoreInfo, me
 
 @pytest.mark.parametrize("steps", [1, 2, 9, 16, 28, 56, 63, 64, 256, 1000])
 @pytest.mark.parametrize("columns", [1, 4, 9, 56, 64, 100])
-@pytest.mark.parametrize("even", [True, False])
-def test_prefetch_schedule_covers_every_column(steps: int, columns: int, even: bool) -> None:
+def test_prefetch_schedule_covers_every_column(steps: int, columns: int) -> None:
     """Step s fetches width columns from (s // spread) * width: every column comes, with
-    the fewest columns per step, and (even) the most steps per column that still reach the
-    last, so that the columns fill the whole loop."""
-    spread, width = prefetch_schedule(steps, columns, even)
+    the fewest columns per step, and the most steps per column that still reach the last,
+    so that the columns fill the whole loop."""
+    spread, width = prefetch_schedule(steps, columns)
     fetched = {s // spread * width + c for s in range(steps) for c in range(width)}
     assert set(range(columns)) <= fetched
     assert width == 1 or (spread == 1 and steps * (width - 1) < columns)
-    if even and steps >= columns:
+    if steps >= columns:
         assert columns * spread <= steps < columns * (spread + 1)
     else:
         assert spread == 1

@@ -314,7 +314,6 @@ class Lowering:
         el = out.type.element
         acc = accumulator(el)
         inputs = [Operand(v) for v in inst.operands[1:-2]]
-        staged: Value | None = None  # the operand copied into local memory
         if inst.transposes:  # .t transposes matrices; a vector stays a column
             inputs[0].transpose = inst.trans_a and inputs[0].type.order == 2
         if isinstance(inst, GemmInst):
@@ -323,8 +322,6 @@ class Lowering:
             depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
             if self.staging and inputs[0].transpose:
                 inputs[0] = self.stage(inputs[0])
-                if inputs[0].value is not inst.operands[1]:
-                    staged = inst.operands[1]
         elif isinstance(inst, SumInst):
             depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
             if inputs[0].type.order == 1:  # a vector's sum: the column's rows are the terms
@@ -334,9 +331,8 @@ class Lowering:
 
         def compute(t: Tile) -> Value:
             a_el = inputs[0].type.element
-            touch = self.prefetcher(
-                nexts, t.col, tiling.cols_per_item, cols, depth, tiling.k_unroll, staged
-            )
+            per_tile = tiling.cols_per_item
+            touch = self.prefetcher(nexts, t.col, per_tile, cols, depth, tiling.k_unroll)
             if isinstance(inst, GemmInst | GemvInst | GerInst):
                 b_op = inputs[1]
                 if isinstance(inst, GerInst):
@@ -411,16 +407,14 @@ class Lowering:
         span: Size,
         depth: Size,
         unroll: int,
-        staged: Value | None = None,
     ) -> Touch | None:
         """touch(i) for the K loop of the tile that starts at start (a row or column) and spans
         extent, of the span rows or columns the instruction tiles: run one after the other,
         the tiles' K loops make `steps` steps, over which the columns of every next-entry
         view fall evenly (tinytc.gemm.prefetch_schedule; docs/performance-cpu.md lesson 6);
         where several steps share a column, each fetches its share of the column's lines
-        (tinytc.gemm.prefetch_rows). The staged operand, which the next entry copies whole
-        before its loops, comes as early as possible. Columns past the end are no-ops of the
-        prefetch, rows past the end fetch the column's last line again."""
+        (tinytc.gemm.prefetch_rows). Columns past the end are no-ops of the prefetch, rows
+        past the end fetch the column's last line again."""
         e = self.e
         if not nexts:
             return None
@@ -431,8 +425,8 @@ class Lowering:
         if all(isinstance(x, int) for x in [span, iterations, *widths]):
             steps = -(-span // extent) * iterations  # type: ignore[operator]
             columns: int = max(widths)  # type: ignore[type-var,assignment]
-            for value, m in nexts.items():
-                schedule[m] = prefetch_schedule(steps, columns, even=value is not staged)
+            for m in nexts.values():
+                schedule[m] = prefetch_schedule(steps, columns)
 
         def ahead(m: Value) -> bool:  # columns left to fetch, as far as is known
             shape = (*m.type.shape, 1, 1)  # type: ignore[attr-defined]
