@@ -23,6 +23,7 @@ This is a tool, not a test: timings vary with the machine's load.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import importlib.util
 import json
@@ -33,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -606,13 +607,27 @@ def compare_shape(name: str, old: Worker, new: Worker, repeat: int) -> dict | No
     }
 
 
-def compare(args: argparse.Namespace, shapes: list[str]) -> int:
-    def git(*words: str) -> str:
-        done = subprocess.run(["git", "-C", str(ROOT), *words], capture_output=True, text=True)
-        if done.returncode:
-            raise SystemExit(f"bench: git {' '.join(words)}: {done.stderr.strip()}")
-        return done.stdout.strip()
+def git(*words: str, tool: str = "bench") -> str:
+    """git in this repository; a failure ends the tool with git's message."""
+    done = subprocess.run(["git", "-C", str(ROOT), *words], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"{tool}: git {' '.join(words)}: {done.stderr.strip()}")
+    return done.stdout.strip()
 
+
+@contextlib.contextmanager
+def checked_out(rev: str, tool: str = "bench") -> Iterator[pathlib.Path]:
+    """A temporary git worktree of commit rev, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix=f"tinytc-{tool}-") as tmp:
+        tree = pathlib.Path(tmp) / "rev"
+        git("worktree", "add", "--detach", str(tree), rev, tool=tool)
+        try:
+            yield tree
+        finally:
+            git("worktree", "remove", "--force", str(tree), tool=tool)
+
+
+def compare(args: argparse.Namespace, shapes: list[str]) -> int:
     commit = git("rev-parse", "--verify", f"{args.compare}^{{commit}}")
     working_set = working_set_of(args, l3_bytes())
     print(
@@ -622,27 +637,22 @@ def compare(args: argparse.Namespace, shapes: list[str]) -> int:
     )
     print(f"{'case':11} {'old GFLOP/s':>11} {'new GFLOP/s':>11} {'new/old':>8}  range of ratios")
     rows = []
-    with tempfile.TemporaryDirectory(prefix="tinytc-compare-") as tmp:
-        tree = pathlib.Path(tmp) / "old"
-        git("worktree", "add", "--detach", str(tree), commit)
-        try:
-            old = Worker("old", tree, args, working_set)
-            new = Worker("new", ROOT, args, working_set)
-            for name in shapes:
-                row = compare_shape(name, old, new, args.repeat)
-                if row is not None:
-                    rows.append(row)
-                    low, high = row["speedup_range"]
-                    wrong = "" if row["correct"] else "  WRONG results"
-                    print(
-                        f"{name:11} {row['old_GFLOPs']:11.1f} {row['new_GFLOPs']:11.1f} "
-                        f"{row['speedup']:8.2f}  {low:.2f}-{high:.2f}{wrong}",
-                        flush=True,
-                    )
-            old.close()
-            new.close()
-        finally:
-            git("worktree", "remove", "--force", str(tree))
+    with checked_out(commit) as tree:
+        old = Worker("old", tree, args, working_set)
+        new = Worker("new", ROOT, args, working_set)
+        for name in shapes:
+            row = compare_shape(name, old, new, args.repeat)
+            if row is not None:
+                rows.append(row)
+                low, high = row["speedup_range"]
+                wrong = "" if row["correct"] else "  WRONG results"
+                print(
+                    f"{name:11} {row['old_GFLOPs']:11.1f} {row['new_GFLOPs']:11.1f} "
+                    f"{row['speedup']:8.2f}  {low:.2f}-{high:.2f}{wrong}",
+                    flush=True,
+                )
+        old.close()
+        new.close()
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"old": commit, "rows": rows}, indent=2))
     return 0 if len(rows) == len(shapes) and all(r["correct"] for r in rows) else 1

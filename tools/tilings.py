@@ -21,7 +21,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -58,26 +57,15 @@ def tiling_of(spec: str, default: Tiling) -> Tiling:
 
 def binary_of(rev: str, source: str) -> bytes:
     """The SPIR-V that commit rev's tinytc.jit makes of source on this device."""
-    git = ["git", "-C", str(ROOT)]
     code = "import sys, tinytc; sys.stdout.buffer.write(tinytc.jit(sys.stdin.read()).binary)"
-    with tempfile.TemporaryDirectory(prefix="tinytc-tilings-") as tmp:
-        tree = Path(tmp) / "rev"
-        added = subprocess.run(
-            [*git, "worktree", "add", "--detach", str(tree), rev], capture_output=True
+    with bench.checked_out(rev, "tilings") as tree:
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        done = subprocess.run(
+            [sys.executable, "-c", code], input=source.encode(), capture_output=True, env=env
         )
-        if added.returncode:
-            raise SystemExit(f"tilings: git worktree add {rev}: {added.stderr.decode().strip()}")
-        try:
-            env = dict(os.environ, PYTHONPATH=str(tree))
-            done = subprocess.run(
-                [sys.executable, "-c", code], input=source.encode(), capture_output=True, env=env
-            )
-            if done.returncode:
-                why = done.stderr.decode()
-                raise SystemExit(f"tilings: {rev} could not build the shape:\n{why}")
-            return done.stdout
-        finally:
-            subprocess.run([*git, "worktree", "remove", "--force", str(tree)], capture_output=True)
+    if done.returncode:
+        raise SystemExit(f"tilings: {rev} could not build the shape:\n{done.stderr.decode()}")
+    return done.stdout
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,15 +30,14 @@ class TilingPass:
                 require_sizes(func, self.name)
             for inst in linalg:
                 if inst.tiling is None:
-                    tiling = default_tiling(inst, func, self.target)
-                    if dpas_shape_of(inst, func, self.target) is None:  # DPAS: its own K step
-                        k_unroll = min(tiling.k_unroll, self.max_k_unroll)
-                        tiling = dataclasses.replace(tiling, k_unroll=k_unroll)
-                    inst.tiling = tiling
+                    inst.tiling = default_tiling(inst, func, self.target, self.max_k_unroll)
 
 
-def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling:
-    """The tiling tinytc.gemm chooses for a collective instruction of a sized function."""
+def default_tiling(
+    inst: LinalgInst, func: Function, target: CoreInfo, max_k_unroll: int = 4
+) -> Tiling:
+    """The tiling tinytc.gemm chooses for a collective instruction of a sized function, its
+    fma K unroll at most max_k_unroll (a DPAS gemm keeps its own K step)."""
     assert func.work_group_size is not None
     out: MemrefType = inst.output.type  # type: ignore[assignment]
     rows, cols = (*out.shape, 1, 1)[:2]
@@ -52,10 +51,11 @@ def default_tiling(inst: LinalgInst, func: Function, target: CoreInfo) -> Tiling
         return dpas_tiling(target, shape, acc, func.work_group_size, rows, cols, prefetch)
     transposed_b = isinstance(inst, GemmInst) and inst.trans_b
     transposed_a = isinstance(inst, GemmInst | GemvInst) and inst.trans_a
-    return choose_tiling(
+    tiling = choose_tiling(
         rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes, summed,
         transposed_b, transposed_a,
     )  # fmt: skip
+    return dataclasses.replace(tiling, k_unroll=min(tiling.k_unroll, max_k_unroll))
 
 
 def dpas_shape_of(inst: LinalgInst, func: Function, target: CoreInfo) -> DpasShape | None:
