@@ -55,13 +55,27 @@ def tiling_of(spec: str, default: Tiling) -> Tiling:
     return dataclasses.replace(default, **dict(zip(fields, values)))
 
 
+BUILD = """
+import pathlib, sys, tinytc
+found = pathlib.Path(tinytc.__file__).resolve()
+if not found.is_relative_to(pathlib.Path(sys.argv[1]).resolve()):
+    sys.exit(f"imported {found}, not the checked-out tinytc")
+sys.stdout.buffer.write(tinytc.jit(sys.stdin.read()).binary)
+"""
+
+
 def binary_of(rev: str, source: str) -> bytes:
     """The SPIR-V that commit rev's tinytc.jit makes of source on this device."""
-    code = "import sys, tinytc; sys.stdout.buffer.write(tinytc.jit(sys.stdin.read()).binary)"
     with bench.checked_out(rev, "tilings") as tree:
         env = dict(os.environ, PYTHONPATH=str(tree))
+        # In the tree: `python -c` imports from the current directory first, and from this
+        # checkout it would find the working tree's tinytc.
         done = subprocess.run(
-            [sys.executable, "-c", code], input=source.encode(), capture_output=True, env=env
+            [sys.executable, "-c", BUILD, str(tree)],
+            input=source.encode(),
+            capture_output=True,
+            env=env,
+            cwd=tree,
         )
     if done.returncode:
         raise SystemExit(f"tilings: {rev} could not build the shape:\n{done.stderr.decode()}")
@@ -75,9 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         "tilings", nargs="+", metavar="TILING", help="rows,cols,k_unroll,prefetch,ahead or @REV"
     )
     ap.add_argument("--repeat", type=int, default=15, help="rounds (medians)")
-    ap.add_argument("--quick", action="store_true", help="tiny working sets")
+    sizes = ap.add_mutually_exclusive_group()
+    sizes.add_argument("--quick", action="store_true", help="tiny working sets")
+    sizes.add_argument(
+        "--resident", action="store_true", help="working sets in the last-level cache"
+    )
     args = ap.parse_args(argv)
-    working_set = bench.QUICK_WORKING_SET if args.quick else bench.DRAM_WORKING_SET
+    working_set = bench.working_set_of(
+        argparse.Namespace(working_set=None, **vars(args)), bench.l3_bytes()
+    )
     bench.small_pages()
     queue = default_queue()
     target = core_info_from_device(queue.device)
@@ -104,13 +124,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{spec}: WRONG results (relative error {error:.2e})")
             return 1
         variants[spec] = (case.kernel, tilings)
+    limits = bench.Limits(working_set)  # the add kernel tells which memory speed a round saw
+    limits.check()
     times: dict[str, list[float]] = {spec: [] for spec in variants}
+    bandwidth = []
     for r in range(args.repeat):
         order = list(variants) if r % 2 == 0 else list(variants)[::-1]
         for spec in order:
             case.kernel = variants[spec][0]
             times[spec].append(bench.seconds(case.run))
-    print(f"{args.shape}: {args.repeat} rounds, working set {working_set / 1e6:.0f} MB")
+        bandwidth.append(limits.add_bytes / bench.seconds(limits.run_add) / 1e9)
+    print(
+        f"{args.shape}: {args.repeat} rounds, working set {working_set / 1e6:.0f} MB, add "
+        f"bandwidth {statistics.median(bandwidth):.1f} GB/s ({min(bandwidth):.1f}-"
+        f"{max(bandwidth):.1f})"
+    )
     print(f"{'tiling':14} {'GFLOP/s':>8} {'x default':>9}  tilings")
     for spec, (_, tilings) in variants.items():
         ratios = [d / t for d, t in zip(times["default"], times[spec])]

@@ -16,7 +16,9 @@ SCRIPT = ROOT / "tools" / "tilings.py"
 def run_tilings(*words: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     command = [sys.executable, str(SCRIPT), "--quick", "--repeat", "2", *words]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    # From the checkout's root, where `python -c` would import the working tree's tinytc in
+    # place of the commit's: the tool refuses that.
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
 
 
 def test_tilings_and_a_commit_run_against_the_default() -> None:
@@ -34,3 +36,16 @@ def test_bad_tilings_are_reported_with_their_location() -> None:
     assert "bad tiling for gemm" in done.stderr and "<input>:" in done.stderr
     done = run_tilings("f64-16-nt", "1,2,3,4,5,6")
     assert done.returncode == 1 and "is not rows,cols,k_unroll,prefetch,ahead" in done.stderr
+
+
+def test_another_commits_kernel_is_built_by_that_commits_tinytc(tmp_path: Path) -> None:
+    """The build refuses a tinytc imported from elsewhere than the checkout it is given, here
+    the working tree, which `python -c` finds first when started from the root."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import tilings
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    command = [sys.executable, "-c", tilings.BUILD, str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, input="", timeout=60)
+    assert done.returncode == 1 and "not the checked-out tinytc" in done.stderr
