@@ -17,6 +17,7 @@ from tinytc.gemm import (
     MAX_ROW_BLOCKS,
     PREFETCH_AHEAD_BYTES,
     PREFETCH_MAX_BYTES,
+    SEVERAL_ENTRIES_PREFETCH_BYTES,
     STRIP_REGISTERS,
     WORK_PER_GROUP,
     Tiling,
@@ -126,9 +127,12 @@ def test_empty_output_gets_a_block() -> None:
         choose_tiling(rows, cols, (16, 1), CPU)
 
 
-def test_k_unroll_is_four() -> None:
-    """docs/performance-cpu.md lesson 5: unroll K by 4, not 8."""
-    assert choose_tiling(64, 64, (16, 1), CPU).k_unroll == 4
+def test_k_unroll_is_four_unless_the_registers_run_out() -> None:
+    """docs/performance-cpu.md lesson 5: unroll K by 4, not 8; by 2 where the A values of 4
+    steps and the accumulators would take all 32 registers (a 4 x 4 strip: 16 + 16)."""
+    assert choose_tiling(32, 32, (16, 1), CPU).k_unroll == 4  # 2 x 4: 8 + 8 registers
+    assert choose_tiling(16, 16, (16, 1), CPU).k_unroll == 4
+    assert choose_tiling(64, 64, (16, 1), CPU).k_unroll == 2
     assert Tiling((16, 1), 1, 1).k_unroll == 4
 
 
@@ -293,13 +297,16 @@ def test_transposes_whole_blocks_where_a_value_fits_a_register_and_halves_where_
     assert transpose_group(32, 8, CPU) == 0  # four registers: scattered stores
 
 
-def test_a_transposed_b_gets_wide_blocks_where_nothing_is_prefetched() -> None:
-    """f64 n=16 nt: 2 row blocks x 8 columns (16 registers) instead of 2 x 4; with prefetch
-    (one entry per work-group) the block stays as for a plain B."""
-    wide = choose_tiling(16, 16, (8, 1), CPU, 8, (2048, 2048), 8, transposed_b=True)
-    plain = choose_tiling(16, 16, (8, 1), CPU, 8, (2048, 2048), 8)
-    assert (wide.rows_per_item, wide.cols_per_item) == (2, 8)
-    assert (plain.rows_per_item, plain.cols_per_item) == (2, 4)
+def test_a_transposed_b_gets_wide_blocks_unless_one_entry_per_group_is_prefetched() -> None:
+    """f64 n=16 nt (8 entries per work-group, prefetching): 2 row blocks x 8 columns (16
+    registers) instead of 2 x 4, at K step 4 (8 + 16 registers); with one entry per
+    work-group and prefetch the block stays as for a plain B."""
+    wide = choose_tiling(16, 16, (8, 1), CPU, 8, (2048,) * 3, 8, transposed_b=True)
+    plain = choose_tiling(16, 16, (8, 1), CPU, 8, (2048,) * 3, 8)
+    assert wide.prefetch and (wide.rows_per_item, wide.cols_per_item, wide.k_unroll) == (2, 8, 4)
+    assert plain.prefetch and (plain.rows_per_item, plain.cols_per_item) == (2, 4)
+    small = choose_tiling(8, 8, (8, 1), CPU, 64, (512,) * 3, 8, transposed_b=True)
+    assert not small.prefetch and small.cols_per_item == 8
     fetching = choose_tiling(32, 32, (16, 1), CPU, 1, (4096, 4096), 4, transposed_b=True)
     assert fetching.prefetch and (fetching.rows_per_item, fetching.cols_per_item) == (2, 4)
 
@@ -312,22 +319,32 @@ def test_values_of_two_registers_take_half_the_row_blocks_and_step_k_by_two() ->
     tn = choose_tiling(64, 64, (16, 1), CPU, 1, (32768, 32768), 8, transposed_a=True)
     assert (tn.rows_per_item, tn.cols_per_item, tn.k_unroll) == (2, 4, 2)
     f32 = choose_tiling(64, 64, (16, 1), CPU, 1, (16384, 16384), 4)
-    assert (f32.rows_per_item, f32.cols_per_item, f32.k_unroll) == (4, 4, 4)
-    f64_8_lanes = choose_tiling(32, 32, (8, 1), CPU, 1, (8192, 8192), 8)
-    assert (f64_8_lanes.rows_per_item, f64_8_lanes.k_unroll) == (4, 4)
+    assert (f32.rows_per_item, f32.cols_per_item, f32.k_unroll) == (4, 4, 2)
+
+
+def test_f64_in_8_lanes_fills_a_strip_too() -> None:
+    """f64 n=32 in 8 lanes: 4 row blocks of one register each, a whole column strip of 4
+    columns (16 accumulator registers), stepping K by 2 like the f32 strip."""
+    f64 = choose_tiling(32, 32, (8, 1), CPU, 1, (8192, 8192), 8)
+    assert (f64.rows_per_item, f64.cols_per_item, f64.k_unroll) == (4, 4, 2)
+    assert register_block(32, 32, 8, CPU, element_size=8) == (4, 4)
+    assert register_block(24, 32, 8, CPU, element_size=8) == (3, 4)  # 12 entries, no strip
 
 
 def test_the_next_entry_prefetch_takes_the_leading_operands_that_fit() -> None:
     """A, B and C where they fit PREFETCH_MAX_BYTES (f64 n=64: 96 KB); the leading ones of
     larger entries; nothing of operands unknown at compile time, nothing where a work-group
-    runs several entries, unless A is staged; nothing on targets without the intrinsic."""
+    runs several entries of less than SEVERAL_ENTRIES_PREFETCH_BYTES, unless A is staged;
+    nothing on targets without the intrinsic."""
     assert prefetch_next(1, (32768, 32768, 32768), CPU) == 3
     assert prefetch_next(1, (160000, 160000, 160000), CPU) == 2
     assert prefetch_next(1, (None, 16384, 16384), CPU) == 0
     assert prefetch_next(1, (16384, None, 16384), CPU) == 1
     assert prefetch_next(1, (PREFETCH_MAX_BYTES + 1, 16), CPU) == 0
-    assert prefetch_next(8, (2048, 2048, 2048), CPU) == 0
-    assert prefetch_next(8, (2048, 2048, 2048), CPU, staged_a=True) == 3
+    assert prefetch_next(8, (1024, 1024, 1024), CPU) == 0
+    assert prefetch_next(8, (1024, 1024, 1024), CPU, staged_a=True) == 3
+    assert prefetch_next(8, (2048, 2048, 2048), CPU) == 3  # f64 n=16: 6 KB per entry
+    assert prefetch_next(8, (SEVERAL_ENTRIES_PREFETCH_BYTES - 1,), CPU) == 0
     assert prefetch_next(1, (16384, 16384, 16384), PVC) == 0
 
 

@@ -92,8 +92,8 @@ def register_block(
 ) -> tuple[int, int]:
     """(rows_per_item, cols_per_item): at most ACCUMULATORS values per lane in at most
     MAX_ROW_BLOCKS blocks of rows, and a number of columns that divides a static column
-    count, so that no tile is ragged. A block of MAX_ROW_BLOCKS rows of values of at most 4
-    bytes (a whole f32 column strip at n = 64) may instead fill STRIP_REGISTERS vector
+    count, so that no tile is ragged. A block of MAX_ROW_BLOCKS rows (a whole column strip:
+    f32 at n = 64, f64 in 8 lanes at n = 32) may instead fill STRIP_REGISTERS vector
     registers with accumulators: its A values then feed more columns.
 
     Measured on the CPU (n = 8..64 and the tutorial chain, f32 and f64): 2x4, 4x2, 4x3 and
@@ -101,8 +101,10 @@ def register_block(
     loop (more than MAX_ROW_BLOCKS blocks) costs 2-6x, and wider blocks spill once the K
     unroll keeps their A and B values live (docs/performance-cpu.md lesson 7). On the AMD
     EPYC machine, f32 n=64 strips of 4 columns beat 2 (nn 1.12-1.15x, nt 1.22-1.23x, tn
-    1.05x); f64 strips gain nothing sure (n=32: nn 0.96-0.98x, nt 1.18x; n=64 in 16 lanes
-    spills at 4, 0.51x), and 2x8 blocks at n=32 lose (0.90-0.95x).
+    1.05x), and 2x8 blocks at n=32 lose (0.90-0.95x). f64 n=32 strips of 4 columns at K
+    step 2 (choose_tiling), against 4 x 2 blocks at K step 4, in one process: with A and B
+    in cache 1.09-1.24x; from DRAM at 75 GB/s nn 1.09x, nt 1.11x, tn 1.02x; at 47 GB/s,
+    where they are memory-bound, 0.96-1.00x. At K step 4 the strip lost 3-5% from DRAM.
 
     A wide block may fill STRIP_REGISTERS registers at any height. choose_tiling asks for
     one for a transposed B where the K loops do not prefetch: each K step then reads a
@@ -122,7 +124,7 @@ def register_block(
     mb = max(math.ceil(rows / lanes), 1) if rows is not None else 2
     mb = max(1, min(mb, most, accumulators))
     nb_max = max(1, min(MAX_COLS_PER_ITEM, accumulators // mb))
-    if wide or (mb == MAX_ROW_BLOCKS and element_size <= 4):
+    if wide or mb == MAX_ROW_BLOCKS:
         registers = min(STRIP_REGISTERS, target.num_registers // 2)
         strip = min(MAX_COLS_PER_ITEM, registers // (mb * per_value))
         nb_max = max(nb_max, strip)
@@ -146,25 +148,35 @@ def choose_tiling(
     whose work-group size is fixed; a batch entry's operands (A, B, C) take operand_bytes
     (None: not known at compile time).
 
-    A block of values of two registers each (f64 in 16 lanes) with STRIP_REGISTERS of
-    accumulators (register_block halved its rows) steps K 2 deep.
-    Measured on f64 n=64 2 x 4 blocks, paired against the 4 x 2 blocks at K unroll 4 that
+    K steps 4 deep, or 2 where the A values of 4 steps and the accumulators would take
+    every vector register (the 16-register strips: f32 n=64 4 x 4, f64 n=32 4 x 4 in 8
+    lanes, f64 n=64 2 x 4 in 16 lanes, whose values take two registers each). Measured on
+    the f64 n=64 2 x 4 blocks, paired against the 4 x 2 blocks at K unroll 4 that
     register_block chose before: K unroll 2 1.19x, 4 0.67x, 8 1.07x, 1 0.90x (streaming from
-    DRAM; with A and B in cache, 4 runs 0.83x of 2). Smaller blocks keep 4 (the tutorial
-    chain in f64: 2 x 3 blocks at 2 ran 0.93x)."""
+    DRAM; with A and B in cache, 4 runs 0.83x of 2); f32 n=64 K step 2 against 4, in one
+    process: 1.01-1.02x nn, nt and tn at either memory speed. Smaller blocks keep 4 (the
+    tutorial chain in f64: 2 x 3 blocks at 2 ran 0.93x).
+
+    A transposed B gets a wide block (register_block) except where a work-group of one
+    entry prefetches the next one (f32 n=32 nt 2 x 8 then ran 0.86x). In work-groups of
+    several entries it stays wide with the prefetch: f64 n=16 nt 2 x 8 against 2 x 4, both
+    prefetching, 1.03-1.05x in one process."""
     prefetch = prefetch_next(entries_per_group, operand_bytes, target, transposed_a)
-    wide = transposed_b and not prefetch
+    wide = transposed_b and (not prefetch or entries_per_group > 1)
     lanes = work_group[0]
     mb, nb = register_block(rows, cols, lanes, target, element_size, wide)
     if rows is not None:
         mb = max(1, min(mb, math.ceil(rows / lanes)))
     per_value = registers_per_value(lanes, element_size, target)
-    k_unroll = 2 if per_value > 1 and mb * nb * per_value >= STRIP_REGISTERS else 4
+    # 4 K steps of A values and the accumulators must leave registers for B's values
+    k_unroll = 4 if (4 * mb + mb * nb) * per_value < target.num_registers else 2
     ahead = prefetch_ahead(operand_bytes) if prefetch else 1
     return Tiling(work_group, mb, nb, k_unroll, prefetch, ahead)
 
 
 PREFETCH_MAX_BYTES = 384 * 1024  # next-entry operands fetched ahead: the most measured
+SEVERAL_ENTRIES_PREFETCH_BYTES = 4 * 1024  # the least of an entry that gains where a
+# work-group runs several entries
 
 
 def prefetch_next(
@@ -175,8 +187,8 @@ def prefetch_next(
 ) -> int:
     """How many of the operands (their bytes, in order: A, B, C; None when not static) the K
     loops prefetch from the next batch entry: where the target prefetches at all, for
-    work-groups of one entry, as many leading operands as take at most PREFETCH_MAX_BYTES
-    together.
+    work-groups of one entry (of several, see below), as many leading operands as take at
+    most PREFETCH_MAX_BYTES together.
 
     Each K step fetches a share of the lines (prefetch_rows), so even entries far larger
     than the L1 pay. Paired in one process against no prefetch or fewer operands: f64 n=64
@@ -185,12 +197,15 @@ def prefetch_next(
     too, although it is only written: the stores then find their lines (f32 n=64 nn 1.07x,
     tn 1.10-1.13x; f64 n=32 tn 1.11-1.17x, nt 1.11x; a write-intent prefetch gained nothing
     over a read). Prefetch on against off: chain (6-13 KB) f32 1.06-1.26x, f64 1.44-1.66x.
-    Where one work-group runs several entries (n <= 16) it gains nothing (0.91-1.02x), except
+    Where one work-group runs several entries (n <= 16) it gained nothing (0.91-1.02x), except
     for a transposed A, which each entry first copies whole into local memory (paired, two
     cores, 4 KB pages: f32 n=16 tn 1.24x, n=8 1.03x; one core: f64 n=16 tn 1.21-1.46x, n=8
-    1.09-1.14x)."""
-    ahead = entries_per_group == 1 or staged_a
-    if not (target.prefetch_intrinsic and ahead):
+    1.09-1.14x), and for entries of at least SEVERAL_ENTRIES_PREFETCH_BYTES: f64 n=16 (6 KB
+    per entry, 8 per work-group) nn 1.05-1.07x at either memory speed of the VM, in one
+    process (f32 n=16, 3 KB: 0.96-1.0x; f64 n=8 0.95-1.05x)."""
+    entry_bytes = sum(size for size in operand_bytes if size is not None)
+    pays = entries_per_group == 1 or staged_a or entry_bytes >= SEVERAL_ENTRIES_PREFETCH_BYTES
+    if not (target.prefetch_intrinsic and pays):
         return 0
     count, total = 0, 0
     for size in operand_bytes:
