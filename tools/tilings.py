@@ -7,10 +7,11 @@ Each TILING is rows_per_item,cols_per_item,k_unroll,prefetch,prefetch_ahead (tin
 for every collective instruction of the shape; the work group stays the default's. @REV is the
 SPIR-V that commit REV's tinytc.jit makes of the shape (built in a git worktree, in a
 subprocess), called through this tree's runtime. Every variant runs on the same operands
-(bench.py's working set), its results are checked as bench.py checks them, and each round runs
-the variants in an order that alternates. Two processes can differ by several percent on the
-same SPIR-V (docs/benchmarking.md), so `bench.py --compare` cannot show small effects; one
-process can.
+(bench.py's working set; --resident: half the L3), its results are checked as bench.py checks
+them, and each round runs the variants in an order that alternates, then the add kernel, whose
+bandwidth tells which of the VM's two memory speeds the rounds saw. Two processes can differ
+by several percent on the same SPIR-V (docs/benchmarking.md), so `bench.py --compare` cannot
+show small effects; one process can.
 """
 
 from __future__ import annotations
