@@ -474,7 +474,7 @@ def bench(args: argparse.Namespace, shapes: list[str]) -> int:
 
 def bench_gemm(args: argparse.Namespace, shapes: list[str]) -> tuple[dict, Limits]:
     l3 = l3_bytes()
-    working_set = working_set_of(args, l3)
+    working_set = working_set_of(l3, args.working_set, args.quick, args.resident)
     limits = Limits(working_set)
     limits.check()
     print(
@@ -514,12 +514,15 @@ def bench_gemm(args: argparse.Namespace, shapes: list[str]) -> tuple[dict, Limit
     return report, limits
 
 
-def working_set_of(args: argparse.Namespace, l3: int) -> float:
-    if args.working_set:
-        return args.working_set
-    if args.quick:
+def working_set_of(
+    l3: int, working_set: float | None = None, quick: bool = False, resident: bool = False
+) -> float:
+    """Bytes of operands per shape: the given size, or tiny, or in the L3, or from DRAM."""
+    if working_set:
+        return working_set
+    if quick:
         return QUICK_WORKING_SET
-    if args.resident:
+    if resident:
         return l3 / 2  # room for the code and the runtime's own data
     return max(DRAM_WORKING_SET, 4.0 * l3)
 
@@ -629,7 +632,7 @@ def checked_out(rev: str, tool: str = "bench") -> Iterator[pathlib.Path]:
 
 def compare(args: argparse.Namespace, shapes: list[str]) -> int:
     commit = git("rev-parse", "--verify", f"{args.compare}^{{commit}}")
-    working_set = working_set_of(args, l3_bytes())
+    working_set = working_set_of(l3_bytes(), args.working_set, args.quick, args.resident)
     print(
         f"old = {args.compare} ({commit[:10]}), new = the working tree {ROOT}; working set "
         f"{working_set / 1e6:.0f} MB; {args.repeat} paired rounds",

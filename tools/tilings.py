@@ -8,8 +8,9 @@ for every collective instruction of the shape; the work group stays the default'
 SPIR-V that commit REV's tinytc.jit makes of the shape (built in a git worktree, in a
 subprocess), called through this tree's runtime. Every variant runs on the same operands
 (bench.py's working set; --resident: half the L3), its results are checked as bench.py checks
-them, and each round runs the variants in an order that alternates, then the add kernel, whose
-bandwidth tells which of the VM's two memory speeds the rounds saw. Two processes can differ
+them, and each round runs the variants in an order that alternates (with --resident, each
+after an untimed run), then the add kernel, whose bandwidth tells which of the VM's two memory
+speeds the rounds saw (with --quick or --resident: the cache's). Two processes can differ
 by several percent on the same SPIR-V (docs/benchmarking.md), so `bench.py --compare` cannot
 show small effects; one process can.
 """
@@ -56,7 +57,7 @@ def tiling_of(spec: str, default: Tiling) -> Tiling:
     return dataclasses.replace(default, **dict(zip(fields, values)))
 
 
-BUILD = """
+BUILD_SCRIPT = """
 import pathlib, sys, tinytc
 found = pathlib.Path(tinytc.__file__).resolve()
 if not found.is_relative_to(pathlib.Path(sys.argv[1]).resolve()):
@@ -72,7 +73,7 @@ def binary_of(rev: str, source: str) -> bytes:
         # In the tree: `python -c` imports from the current directory first, and from this
         # checkout it would find the working tree's tinytc.
         done = subprocess.run(
-            [sys.executable, "-c", BUILD, str(tree)],
+            [sys.executable, "-c", BUILD_SCRIPT, str(tree)],
             input=source.encode(),
             capture_output=True,
             env=env,
@@ -96,9 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         "--resident", action="store_true", help="working sets in the last-level cache"
     )
     args = ap.parse_args(argv)
-    working_set = bench.working_set_of(
-        argparse.Namespace(working_set=None, **vars(args)), bench.l3_bytes()
-    )
+    working_set = bench.working_set_of(bench.l3_bytes(), quick=args.quick, resident=args.resident)
     bench.small_pages()
     queue = default_queue()
     target = core_info_from_device(queue.device)
@@ -133,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         order = list(variants) if r % 2 == 0 else list(variants)[::-1]
         for spec in order:
             case.kernel = variants[spec][0]
-            times[spec].append(bench.seconds(case.run))
+            # warm: in the cache every variant starts from its own operands, not the add's
+            times[spec].append(bench.seconds(case.run, warm=args.resident))
         bandwidth.append(limits.add_bytes / bench.seconds(limits.run_add) / 1e9)
     print(
         f"{args.shape}: {args.repeat} rounds, working set {working_set / 1e6:.0f} MB, add "

@@ -41,26 +41,27 @@ ROWS = [None, 1, 2, 5, 8, 15, 16, 17, 31, 56, 64, 65, 100, 128, 1000]
 COLS = [None, 1, 2, 3, 5, 8, 9, 16, 17, 31, 33, 64, 100, 1000]
 
 
-def fits(mb: int, nb: int, target: CoreInfo, lanes: int) -> bool:
+def fits(mb: int, nb: int, target: CoreInfo, lanes: int, element_size: int = 4) -> bool:
     """At most ACCUMULATORS block entries (a whole strip of MAX_ROW_BLOCKS blocks: at most
-    STRIP_REGISTERS registers of f32), half the register file at most (the other half holds
-    the A and B values of the unrolled K steps), and at most MAX_ROW_BLOCKS rows."""
+    STRIP_REGISTERS registers), half the register file at most (the other half holds the A
+    and B values of the unrolled K steps), and at most MAX_ROW_BLOCKS rows."""
     limit = min(ACCUMULATORS, target.num_registers // 2)
-    per_value = -(-lanes * 4 // target.register_size)
+    per_value = -(-lanes * element_size // target.register_size)
     registers = min(STRIP_REGISTERS, target.num_registers // 2)
     strip = mb == MAX_ROW_BLOCKS and mb * nb * per_value <= registers
     return (mb * nb <= limit or strip) and mb <= MAX_ROW_BLOCKS
 
 
+@pytest.mark.parametrize("element_size", [4, 8])
 @pytest.mark.parametrize("registers", REGISTER_FILES)
-def test_register_block_respects_the_register_budget(registers: int) -> None:
+def test_register_block_respects_the_register_budget(registers: int, element_size: int) -> None:
     target = dataclasses.replace(CPU, num_registers=registers)
     for rows in ROWS:
         for cols in COLS:
             for lanes in target.subgroup_sizes:
-                mb, nb = register_block(rows, cols, lanes, target)
+                mb, nb = register_block(rows, cols, lanes, target, element_size)
                 assert mb >= 1 and 1 <= nb <= MAX_COLS_PER_ITEM, (rows, cols, lanes, mb, nb)
-                assert fits(mb, nb, target, lanes), (registers, rows, cols, lanes, mb, nb)
+                assert fits(mb, nb, target, lanes, element_size), (registers, rows, cols, lanes)
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
@@ -133,6 +134,8 @@ def test_k_unroll_is_four_unless_the_registers_run_out() -> None:
     assert choose_tiling(32, 32, (16, 1), CPU).k_unroll == 4  # 2 x 4: 8 + 8 registers
     assert choose_tiling(16, 16, (16, 1), CPU).k_unroll == 4
     assert choose_tiling(64, 64, (16, 1), CPU).k_unroll == 2
+    assert choose_tiling(64, 64, (16, 1), PVC).k_unroll == 4  # 128 registers
+    assert choose_tiling(64, 64, (16, 1), PVC, 1, (), 8).k_unroll == 4
     assert Tiling((16, 1), 1, 1).k_unroll == 4
 
 
@@ -345,6 +348,7 @@ def test_the_next_entry_prefetch_takes_the_leading_operands_that_fit() -> None:
     assert prefetch_next(8, (1024, 1024, 1024), CPU, staged_a=True) == 3
     assert prefetch_next(8, (2048, 2048, 2048), CPU) == 3  # f64 n=16: 6 KB per entry
     assert prefetch_next(8, (SEVERAL_ENTRIES_PREFETCH_BYTES - 1,), CPU) == 0
+    assert prefetch_next(8, (SEVERAL_ENTRIES_PREFETCH_BYTES,), CPU) == 1
     assert prefetch_next(1, (16384, 16384, 16384), PVC) == 0
 
 

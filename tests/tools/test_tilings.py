@@ -13,9 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "tilings.py"
 
 
-def run_tilings(*words: str) -> subprocess.CompletedProcess[str]:
+def run_tilings(*words: str, size: str = "--quick") -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    command = [sys.executable, str(SCRIPT), "--quick", "--repeat", "2", *words]
+    command = [sys.executable, str(SCRIPT), size, "--repeat", "2", *words]
     # From the checkout's root, where `python -c` would import the working tree's tinytc in
     # place of the commit's: the tool refuses that.
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
@@ -28,6 +28,14 @@ def test_tilings_and_a_commit_run_against_the_default() -> None:
     assert [r.split()[0] for r in rows] == ["default", "1,3,2,0,1", "@HEAD"]
     assert "1,3,2,0,1; 1,3,2,0,1" in rows[1]  # both gemms of the chain take it
     assert all(float(r.split()[1]) > 0 for r in rows)
+
+
+def test_cache_resident_runs_report_the_bandwidth_their_rounds_saw() -> None:
+    done = run_tilings("f32-8-nn", "1,4,4,0,1", size="--resident")
+    assert done.returncode == 0, done.stderr
+    head = done.stdout.splitlines()[0]
+    assert "add bandwidth" in head and float(head.split("working set ")[1].split()[0]) > 2
+    assert [r.split()[0] for r in done.stdout.splitlines()[2:]] == ["default", "1,4,4,0,1"]
 
 
 def test_bad_tilings_are_reported_with_their_location() -> None:
@@ -46,6 +54,6 @@ def test_another_commits_kernel_is_built_by_that_commits_tinytc(tmp_path: Path) 
         import tilings
     finally:
         sys.path.remove(str(SCRIPT.parent))
-    command = [sys.executable, "-c", tilings.BUILD, str(tmp_path)]
+    command = [sys.executable, "-c", tilings.BUILD_SCRIPT, str(tmp_path)]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, input="", timeout=60)
     assert done.returncode == 1 and "not the checked-out tinytc" in done.stderr

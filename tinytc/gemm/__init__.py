@@ -102,15 +102,17 @@ def register_block(
     unroll keeps their A and B values live (docs/performance-cpu.md lesson 7). On the AMD
     EPYC machine, f32 n=64 strips of 4 columns beat 2 (nn 1.12-1.15x, nt 1.22-1.23x, tn
     1.05x), and 2x8 blocks at n=32 lose (0.90-0.95x). f64 n=32 strips of 4 columns at K
-    step 2 (choose_tiling), against 4 x 2 blocks at K step 4, in one process: with A and B
-    in cache 1.09-1.24x; from DRAM at 75 GB/s nn 1.09x, nt 1.11x, tn 1.02x; at 47 GB/s,
-    where they are memory-bound, 0.96-1.00x. At K step 4 the strip lost 3-5% from DRAM.
+    step 2 (choose_tiling), against 4 x 2 blocks at K step 4, in one process: with half the
+    L3 as working set nn 1.07x, nt 1.16x, tn 1.01x; from DRAM at 75 GB/s nn 1.09x, nt
+    1.11x, tn 1.01-1.05x; at 44-47 GB/s, where they are memory-bound, nn and nt 0.98-1.01x,
+    tn 0.96-0.99x. At K step 4 the strip lost 3-5% from DRAM.
 
     A wide block may fill STRIP_REGISTERS registers at any height. choose_tiling asks for
-    one for a transposed B where the K loops do not prefetch: each K step then reads a
-    longer piece of one of B's columns, and columns are what B^T is stored by. Paired on
-    one core: f64 n=16 nt 2x8 against 2x4 1.37x; where they prefetch, f64 n=32 nt 4x4
-    against 4x2 1.05x, but f32 n=32 nt 2x8 0.86x (and 2x8 without prefetch only 1.05x).
+    one for a transposed B, except where a work-group of one entry prefetches the next: each
+    K step then reads a longer piece of one of B's columns, and columns are what B^T is
+    stored by. Paired on one core: f64 n=16 nt 2x8 against 2x4 1.37x; in work-groups of one
+    entry that prefetch, f64 n=32 nt 4x4 against 4x2 1.05x, but f32 n=32 nt 2x8 0.86x (and
+    2x8 without prefetch only 1.05x).
 
     Values of two registers each (f64 in 16 lanes) take at most MAX_ROW_BLOCKS / 2 blocks
     of rows: each K step then loads 4 registers of A, not 8, and each B value feeds twice the
@@ -149,18 +151,21 @@ def choose_tiling(
     (None: not known at compile time).
 
     K steps 4 deep, or 2 where the A values of 4 steps and the accumulators would take
-    every vector register (the 16-register strips: f32 n=64 4 x 4, f64 n=32 4 x 4 in 8
-    lanes, f64 n=64 2 x 4 in 16 lanes, whose values take two registers each). Measured on
+    every vector register of the target (B's values fold into the fmas as memory operands:
+    docs/performance-cpu.md lesson 8). On the CPU's 32 that is the 16-register strips: f32
+    n=64 4 x 4, f64 n=32 4 x 4 in 8 lanes, f64 n=64 2 x 4 in 16 lanes, whose values take two
+    registers each; GPUs, with 128, keep 4 (not measured there). Measured on
     the f64 n=64 2 x 4 blocks, paired against the 4 x 2 blocks at K unroll 4 that
     register_block chose before: K unroll 2 1.19x, 4 0.67x, 8 1.07x, 1 0.90x (streaming from
     DRAM; with A and B in cache, 4 runs 0.83x of 2); f32 n=64 K step 2 against 4, in one
-    process: 1.01-1.02x nn, nt and tn at either memory speed. Smaller blocks keep 4 (the
+    process: 1.00-1.02x nn, nt and tn at either memory speed. Smaller blocks keep 4 (the
     tutorial chain in f64: 2 x 3 blocks at 2 ran 0.93x).
 
     A transposed B gets a wide block (register_block) except where a work-group of one
     entry prefetches the next one (f32 n=32 nt 2 x 8 then ran 0.86x). In work-groups of
     several entries it stays wide with the prefetch: f64 n=16 nt 2 x 8 against 2 x 4, both
-    prefetching, 1.03-1.05x in one process."""
+    prefetching, 1.00-1.04x in one process, and 1.03-1.04x against 2 x 8 without prefetch.
+    (A transposed A and B, tt, follows nt there; not measured.)"""
     prefetch = prefetch_next(entries_per_group, operand_bytes, target, transposed_a)
     wide = transposed_b and (not prefetch or entries_per_group > 1)
     lanes = work_group[0]
@@ -168,15 +173,16 @@ def choose_tiling(
     if rows is not None:
         mb = max(1, min(mb, math.ceil(rows / lanes)))
     per_value = registers_per_value(lanes, element_size, target)
-    # 4 K steps of A values and the accumulators must leave registers for B's values
+    # 4 K steps of A values and the accumulators must leave a register to spare
     k_unroll = 4 if (4 * mb + mb * nb) * per_value < target.num_registers else 2
     ahead = prefetch_ahead(operand_bytes) if prefetch else 1
     return Tiling(work_group, mb, nb, k_unroll, prefetch, ahead)
 
 
 PREFETCH_MAX_BYTES = 384 * 1024  # next-entry operands fetched ahead: the most measured
-SEVERAL_ENTRIES_PREFETCH_BYTES = 4 * 1024  # the least of an entry that gains where a
-# work-group runs several entries
+# Where a work-group runs several entries, the operands of an entry that make the prefetch
+# pay: a cut between 3 KB (no gain) and 6 KB (1.05-1.07x); sizes between are unmeasured.
+SEVERAL_ENTRIES_PREFETCH_BYTES = 4 * 1024
 
 
 def prefetch_next(
@@ -186,9 +192,10 @@ def prefetch_next(
     staged_a: bool = False,
 ) -> int:
     """How many of the operands (their bytes, in order: A, B, C; None when not static) the K
-    loops prefetch from the next batch entry: where the target prefetches at all, for
-    work-groups of one entry (of several, see below), as many leading operands as take at
-    most PREFETCH_MAX_BYTES together.
+    loops prefetch from the next batch entry: as many leading operands as take at most
+    PREFETCH_MAX_BYTES together, where the target prefetches at all and either the
+    work-group runs one entry, or A is staged, or an entry's operands take at least
+    SEVERAL_ENTRIES_PREFETCH_BYTES.
 
     Each K step fetches a share of the lines (prefetch_rows), so even entries far larger
     than the L1 pay. Paired in one process against no prefetch or fewer operands: f64 n=64
@@ -238,9 +245,8 @@ def prefetch_schedule(steps: int, columns: int) -> tuple[int, int]:
     """(spread, width): K-loop step s = 0 .. steps - 1 prefetches the width columns from
     (s // spread) * width on, so that the steps cover all the columns, spread evenly over
     all the steps. A staged A, which each entry first copies whole, is spread too: fetching
-    it as early as a column per step allows ran f64 n=64 tn 0.83x and f32 n=64 tn 0.95x
-    where numpy's arrays got huge pages, 1.00x with 4 KB pages, the other tn shapes 1.00x
-    (in one process, with the line shares of prefetch_rows)."""
+    it as early as a column per step allows ran f64 n=64 tn 0.83x and f32 n=64 tn 0.96x (in
+    one process, 4 KB pages, 70-76 GB/s, with the line shares of prefetch_rows)."""
     width = max(1, -(-columns // max(steps, 1)))
     spread = max(1, steps // max(columns, 1))
     return spread, width
