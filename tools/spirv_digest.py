@@ -1,0 +1,107 @@
+"""SHA-256 of the SPIR-V that tinytc emits for every test program, bench shape and conv2d bench
+layer, on every target: the check that a restructuring changes no emitted byte.
+
+    python tools/spirv_digest.py --out before.json          (record)
+    python tools/spirv_digest.py --against before.json      (compare; exit 1 on a difference)
+
+A program a target refuses is recorded by its error message, so a change of refusal shows too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pathlib
+import sys
+from collections.abc import Callable, Iterator
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import tinytc  # noqa: E402
+from tinytc.errors import CompilationError  # noqa: E402
+
+TARGETS = ("cpu", "pvc", "dg2")
+
+
+def _bench() -> object:
+    sys.path.insert(0, str(ROOT / "tools"))
+    import bench
+
+    return bench
+
+
+def sources() -> Iterator[tuple[str, tuple[str, ...], Callable[[str], bytes]]]:
+    """(name, targets, compile for a target) of every program of the record."""
+    for path in sorted((ROOT / "tests" / "programs").glob("*.ir")):
+        text = path.read_text()
+        yield f"program/{path.stem}", TARGETS, lambda t, text=text: tinytc.compile(text, t)
+    bench = _bench()
+    for ty in ("f32", "f64"):
+        for n in (8, 16, 32, 64):
+            for trans in ("nn", "tn", "nt", "tt"):
+                text = bench.gemm_source(ty, n, trans[0], trans[1])
+                yield f"gemm/{ty}-{n}-{trans}", ("cpu",), lambda t, s=text: tinytc.compile(s, t)
+        chain = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
+        yield f"chain/{ty}", ("cpu",), lambda t, s=chain: tinytc.compile(s, t)
+    yield from conv_sources()
+
+
+def conv_sources() -> Iterator[tuple[str, tuple[str, ...], Callable[[str], bytes]]]:
+    sys.path.insert(0, str(ROOT / "tools"))
+    import bench_conv
+
+    from tinytc.recipes import conv2d
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))
+    for name in bench_conv.SHAPES:
+        (n, c, k, hw, r, s, p), direction, layout = bench_conv.layer_of(name, quick=False)
+        in_shape = (n, c, hw, hw) if layout == "NCHW" else (n, hw, hw, c)
+        w_shape = (k, c, r, r) if layout == "NCHW" else (k, r, r, c)
+        for dtype, targets in (("f32", ("cpu",)), ("f16", ("pvc",))):
+
+            def build(t: str, dtype: str = dtype) -> bytes:
+                conv = conv2d(
+                    in_shape, w_shape, layout=layout, stride=(s, s), padding=((p, p), (p, p)),
+                    direction=direction, dtype=dtype, target=t,
+                )  # fmt: skip
+                return tinytc.compile(conv.source, t)
+
+            yield f"{name}/{dtype}", targets, build
+
+
+def record() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, targets, build in sources():
+        for t in targets:
+            try:
+                data = build(t)
+            except (CompilationError, ValueError) as err:
+                data = f"refused: {err}".encode()
+            out[f"{name}@{t}"] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=pathlib.Path)
+    ap.add_argument("--against", type=pathlib.Path)
+    args = ap.parse_args()
+    now = record()
+    if args.out:
+        args.out.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
+    if args.against:
+        before = json.loads(args.against.read_text())
+        changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+        for k in changed:
+            print(f"changed: {k}")
+        print(f"{len(now)} modules, {len(changed)} changed")
+        return 1 if changed else 0
+    print(f"{len(now)} modules")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
