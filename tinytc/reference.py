@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import bf16, ir
 from .arguments import BoundMemref, bind, dtype_of
 from .errors import CompilationError
-from .ir import BF16, Function, Inst, MemrefType, Program, Region, ScalarType, Value
+from .ir import BF16, Function, Inst, MemrefType, Program, Region, ScalarType, Value, definition
 
 HANDLERS: dict[type[Inst], Callable[[Frame, Any], Any]] = {}
 
@@ -24,9 +24,20 @@ HANDLERS: dict[type[Inst], Callable[[Frame, Any], Any]] = {}
 def handles(cls: type[Inst]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         HANDLERS[cls] = fn
-        return fn
+        return definition.register("reference", cls)(fn)
 
     return register
+
+
+def handler_of(inst: Inst) -> Callable[[Any, Any], Any]:
+    """The reference of an instruction: its class's ``evaluate`` (tinytc.ir.definition) or a
+    handler registered here."""
+    handler = HANDLERS.get(type(inst))
+    if handler is not None:
+        return handler
+    if hasattr(inst, "evaluate"):
+        return lambda f, inst: inst.evaluate(*(f.get(v) for v in inst.operands))
+    raise NotImplementedError(f"reference: no handler for {type(inst).__name__}")
 
 
 def run(program: Program, kernel: str, args: Sequence[Any], howmany: int) -> None:
@@ -92,10 +103,7 @@ class Frame:
     def region(self, region: Region) -> list[Any]:
         """Run a region; returns the values of its yield (if any)."""
         for inst in region.insts:
-            handler = HANDLERS.get(type(inst))
-            if handler is None:
-                raise NotImplementedError(f"reference: no handler for {type(inst).__name__}")
-            out = handler(self, inst)
+            out = handler_of(inst)(self, inst)
             if isinstance(inst, ir.YieldInst):
                 return out
             if inst.results:
@@ -166,6 +174,8 @@ def arith_value(op: str, a: Any, b: Any, t: ScalarType) -> Any:
             "mul": lambda: a32 * b32,
             "div": lambda: a32 / b32,
             "rem": lambda: np.fmod(a32, b32),
+            "min": lambda: np.fmin(a32, b32),  # OpenCL's fmin: a NaN operand gives the other
+            "max": lambda: np.fmax(a32, b32),
         }[op]()
         return scalar(r, t)
     r = int_arith(op, int(a), int(b), t)
@@ -187,6 +197,8 @@ def int_arith(op: str, x: int, y: int, t: ScalarType) -> int:
         "and": lambda: x & y,
         "or": lambda: x | y,
         "xor": lambda: x ^ y,
+        "min": lambda: min(x, y),
+        "max": lambda: max(x, y),
     }[op]()
     return wrap_int(r, t)
 
@@ -197,9 +209,12 @@ def _arith_unary(f: Frame, inst: ir.ArithUnaryInst) -> Any:
 
 
 def unary_value(op: str, a: Any, t: ScalarType) -> Any:
-    """arith.neg or arith.not of a numpy scalar of type t."""
+    """arith.neg, arith.not or arith.abs of a numpy scalar of type t (abs of an integer's
+    minimum wraps to itself)."""
     if op == "not":
         return np.bool_(not a) if t.is_bool else scalar(~int(a), t)
+    if op == "abs":
+        return scalar(np.abs(a), t) if t.is_float else scalar(abs(int(a)), t)
     return scalar(-a, t) if t.is_float else scalar(-int(a), t)
 
 

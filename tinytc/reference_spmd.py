@@ -46,13 +46,13 @@ import numpy as np
 from . import bf16, ir
 from .arguments import dtype_of
 from .errors import UNKNOWN, CompilationError
-from .ir import BF16, I32, CoopMatrixType, Function, Inst, Region, ScalarType, Value
+from .ir import BF16, I32, CoopMatrixType, Function, Inst, Region, ScalarType, Value, definition
 from .reference import (
-    HANDLERS,
     Frame,
     arith_value,
     as_compute,
     cast_value,
+    handler_of,
     handles,
     loop_range,
     scalar,
@@ -187,6 +187,8 @@ _VECTOR_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "sub": np.subtract,
     "mul": np.multiply,
     "div": np.divide,
+    "min": np.fmin,
+    "max": np.fmax,
 }
 
 
@@ -208,8 +210,9 @@ def vec_arith(op: str, a: np.ndarray, b: np.ndarray, t: ScalarType) -> np.ndarra
     return _map(lambda x, y: arith_value(op, x, y, t), mat_dtype(t), a, b)
 
 
-def vec_neg(a: np.ndarray, t: ScalarType) -> np.ndarray:
-    return np.negative(a).astype(mat_dtype(t))  # exact for floats, wraps for integers
+def vec_unary(op: str, a: np.ndarray, t: ScalarType) -> np.ndarray:
+    """arith.neg or arith.abs: exact for floats, wrapping around for integers."""
+    return (np.abs if op == "abs" else np.negative)(a).astype(mat_dtype(t))
 
 
 def vec_cast(a: np.ndarray, src: ScalarType, to: ScalarType) -> np.ndarray:
@@ -237,7 +240,7 @@ def spmd_handles(*classes: type[Inst]) -> Callable[[SpmdHandler], SpmdHandler]:
     def register(fn: SpmdHandler) -> SpmdHandler:
         for cls in classes:
             SPMD_HANDLERS[cls] = fn
-        return fn
+        return definition.register("reference", *classes)(fn)
 
     return register
 
@@ -282,6 +285,8 @@ class Spmd:
             if isinstance(inst, ir.YieldInst):
                 return [self.lookup(v) for v in inst.operands]
             handler = SPMD_HANDLERS.get(type(inst), Spmd.per_work_item)
+            if hasattr(inst, "evaluate"):
+                handler = Spmd.evaluate
             out = handler(self, inst, mask)
             values = out if isinstance(inst, ir.IfInst | ir.ForInst) else [out]
             for r, val in zip(inst.results, values):
@@ -290,16 +295,13 @@ class Spmd:
 
     def per_work_item(self, inst: Inst, mask: np.ndarray) -> Any:
         """Run a scalar instruction with reference.py's handler for each active work-item."""
-        handler = HANDLERS.get(type(inst))
-        if handler is None:
-            raise NotImplementedError(f"reference: no handler for {type(inst).__name__}")
+        handler = handler_of(inst)
         active = np.flatnonzero(mask)
         if not len(active):
             return Varying([None] * self.num_work_items) if inst.results else None
         operands = [self.lookup(v) for v in inst.operands]
-        if isinstance(inst, UNIFORM_WHEN_OPERANDS_ARE) and not any(
-            isinstance(x, Varying | PerSubgroup) for x in operands
-        ):
+        pure = isinstance(inst, UNIFORM_WHEN_OPERANDS_ARE) or getattr(inst, "pure", False)
+        if pure and not any(isinstance(x, Varying | PerSubgroup) for x in operands):
             self.view.w = int(active[0])
             return handler(self.view, inst)  # type: ignore[arg-type]
         values: list[Any] = [None] * self.num_work_items
@@ -307,6 +309,17 @@ class Spmd:
             self.view.w = int(w)
             values[w] = handler(self.view, inst)  # type: ignore[arg-type]
         return Varying(values) if inst.results else None
+
+    def evaluate(self, inst: Inst, mask: np.ndarray) -> Any:
+        """An instruction defined by its ``evaluate``: per work-item on scalars, on each
+        subgroup's entries on coopmatrix values."""
+        if not isinstance(inst.results[0].type, CoopMatrixType):
+            return self.per_work_item(inst, mask)
+        operands = [self.matrices(inst, i) for i in range(len(inst.operands))]
+        out: list[np.ndarray | None] = [None] * self.nsg
+        for s in self.full_subgroups(inst, mask):
+            out[s] = np.asarray(inst.evaluate(*(m[s] for m in operands)))  # type: ignore[attr-defined, index]
+        return PerSubgroup(out)
 
     # Subgroups
 
@@ -650,7 +663,7 @@ def _coop_arith(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
         if isinstance(inst, ir.CastInst):
             out[s] = vec_cast(ms[0], src.element, t.element)
         elif isinstance(inst, ir.ArithUnaryInst):
-            out[s] = vec_neg(ms[0], t.element)
+            out[s] = vec_unary(inst.op, ms[0], t.element)
         else:
             out[s] = vec_arith(inst.op, ms[0], ms[1], t.element)  # type: ignore[attr-defined]
     return PerSubgroup(out)

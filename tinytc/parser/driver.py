@@ -11,25 +11,21 @@ from typing import Any
 from rply import ParserGenerator
 
 from ..errors import CompilationError, Location
-from .lexer import TOKEN_TYPES, Token
+from ..ir.core import Inst
+from ..ir.definition import GRAMMAR, Action, syntax
+from .lexer import Token, token_types
 
-Action = Callable[[Any, list[Any]], Any]
-GRAMMAR: list[tuple[str, Action]] = []
 
-
-def rule(*productions: str) -> Callable[[Action], Action]:
-    """Register an action for one or more 'lhs : rhs ...' productions."""
-
-    def register(action: Action) -> Action:
-        GRAMMAR.extend((p, action) for p in productions)
-        return action
-
-    return register
+def rule(*productions: str, builds: tuple[type[Inst], ...] = ()) -> Callable[[Action], Action]:
+    """Register a parse action (tinytc.ir.definition.syntax); ``builds`` names the
+    instruction classes it creates."""
+    return syntax(*productions, builds=builds)
 
 
 def generator() -> ParserGenerator:
-    pg = ParserGenerator(TOKEN_TYPES, cache_id="tinytc")
-    for production, action in GRAMMAR:
+    pg = ParserGenerator(token_types(), cache_id="tinytc")
+    # rply starts at the first production's symbol; instruction modules register theirs first
+    for production, action in sorted(GRAMMAR, key=lambda pa: not pa[0].startswith("program ")):
         pg.production(production)(action)
     pg.error(lambda token: None)
     return pg

@@ -200,7 +200,7 @@ def _operand_locs(*refs: Any) -> list[Location]:
     return [r.loc for r in refs]
 
 
-@rule("value_instruction : ALLOCA ARROW memref_type")
+@rule("value_instruction : ALLOCA ARROW memref_type", builds=(AllocaInst,))
 def _alloca(ctx: Ctx, p: P) -> Inst:
     return AllocaInst(p[2], loc=ctx.loc)
 
@@ -208,6 +208,7 @@ def _alloca(ctx: Ctx, p: P) -> Inst:
 @rule(
     "value_instruction : ARITH MODIFIER operand COMMA operand COLON value_type",
     "value_instruction : REV1_ARITH operand COMMA operand COLON value_type",
+    builds=(ArithInst,),
 )
 def _arith(ctx: Ctx, p: P) -> Inst:
     op, (a, b, t) = _arith_op(p, ARITH_BINARY), p[-5::2]
@@ -218,6 +219,7 @@ def _arith(ctx: Ctx, p: P) -> Inst:
 @rule(
     "value_instruction : ARITH MODIFIER operand COLON value_type",
     "value_instruction : REV1_ARITH operand COLON value_type",
+    builds=(ArithUnaryInst,),
 )
 def _arith_unary(ctx: Ctx, p: P) -> Inst:
     op, a, t = _arith_op(p, ARITH_UNARY), p[-3], p[-1]
@@ -235,12 +237,14 @@ def _arith_op(p: P, allowed: tuple[str, ...]) -> str:
     return op
 
 
-@rule("value_instruction : CAST operand COLON value_type ARROW value_type")
+@rule("value_instruction : CAST operand COLON value_type ARROW value_type", builds=(CastInst,))
 def _cast(ctx: Ctx, p: P) -> Inst:
     return CastInst(ctx.value(p[1], p[3]), p[5], loc=ctx.loc, operand_locs=[p[1].loc])
 
 
-@rule("value_instruction : CMP MODIFIER operand COMMA operand COLON value_type")
+@rule(
+    "value_instruction : CMP MODIFIER operand COMMA operand COLON value_type", builds=(CompareInst,)
+)
 def _cmp(ctx: Ctx, p: P) -> Inst:
     cond = p[1].value[1:]
     if cond not in COMPARISONS:
@@ -252,7 +256,10 @@ def _cmp(ctx: Ctx, p: P) -> Inst:
     return CompareInst(cond, *values, loc=ctx.loc, operand_locs=_operand_locs(a, b))
 
 
-@rule("value_instruction : EXPAND operand LBRACKET INTEGER ARROW expand_shape RBRACKET COLON type")
+@rule(
+    "value_instruction : EXPAND operand LBRACKET INTEGER ARROW expand_shape RBRACKET COLON type",
+    builds=(ExpandInst,),
+)
 def _expand(ctx: Ctx, p: P) -> Inst:
     shape = [None if r is None else ctx.value(r, INDEX, check=False) for r in p[5]]
     locs = [p[1].loc] + [r.loc for r in p[5] if r is not None]
@@ -271,18 +278,28 @@ def _expand_entry(ctx: Ctx, p: P) -> Ref | None:
     return Ref(kind, p[0].value, p[0].loc) if kind else None
 
 
-@rule("value_instruction : FUSE operand LBRACKET INTEGER COMMA INTEGER RBRACKET COLON type")
+@rule(
+    "value_instruction : FUSE operand LBRACKET INTEGER COMMA INTEGER RBRACKET COLON type",
+    builds=(FuseInst,),
+)
 def _fuse(ctx: Ctx, p: P) -> Inst:
     src = ctx.value(p[1], p[8])
     return FuseInst(src, parse_int(p[3]), parse_int(p[5]), loc=ctx.loc, operand_locs=[p[1].loc])
 
 
-@rule("value_instruction : GROUP_ID", "value_instruction : GROUP_SIZE")
+@rule(
+    "value_instruction : GROUP_ID",
+    "value_instruction : GROUP_SIZE",
+    builds=(GroupIdInst, GroupSizeInst),
+)
 def _group_query(ctx: Ctx, p: P) -> Inst:
     return (GroupIdInst if p[0].type == "GROUP_ID" else GroupSizeInst)(loc=ctx.loc)
 
 
-@rule("value_instruction : LOAD operand LBRACKET indices RBRACKET COLON located_type")
+@rule(
+    "value_instruction : LOAD operand LBRACKET indices RBRACKET COLON located_type",
+    builds=(LoadInst,),
+)
 def _load(ctx: Ctx, p: P) -> Inst:
     src = ctx.value(p[1], _group_annotation(ctx, p[1], *p[6]))
     indices = [ctx.value(r, INDEX, check=False) for r in p[3]]
@@ -301,13 +318,15 @@ def _group_annotation(ctx: Ctx, ref: Ref, written: Type, loc: Location) -> Type:
     return written
 
 
-@rule("value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type")
+@rule("value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type", builds=(SizeInst,))
 def _size(ctx: Ctx, p: P) -> Inst:
     src = ctx.value(p[1], p[6])
     return SizeInst(src, parse_int(p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
 
 
-@rule("value_instruction : SUBVIEW operand LBRACKET slices RBRACKET COLON type")
+@rule(
+    "value_instruction : SUBVIEW operand LBRACKET slices RBRACKET COLON type", builds=(SubviewInst,)
+)
 def _subview(ctx: Ctx, p: P) -> Inst:
     slices: list[tuple[Value, Any]] = []
     locs = [p[1].loc]
@@ -345,7 +364,10 @@ def _slice(ctx: Ctx, p: P) -> tuple[Ref, Any]:
     return p[0], p[2] if isinstance(p[2], Ref) else "?"
 
 
-@rule("statement : STORE operand COMMA operand LBRACKET indices RBRACKET COLON type")
+@rule(
+    "statement : STORE operand COMMA operand LBRACKET indices RBRACKET COLON type",
+    builds=(StoreInst,),
+)
 def _store(ctx: Ctx, p: P) -> Inst:
     memref_type = p[8]
     if not isinstance(memref_type, MemrefType):
@@ -357,12 +379,12 @@ def _store(ctx: Ctx, p: P) -> Inst:
     return StoreInst(value, target, indices, loc=ctx.loc, operand_locs=locs)
 
 
-@rule("statement : BARRIER")
+@rule("statement : BARRIER", builds=(BarrierInst,))
 def _barrier(ctx: Ctx, p: P) -> Inst:
     return BarrierInst(loc=ctx.loc)
 
 
-@rule("statement : LIFETIME_STOP operand")
+@rule("statement : LIFETIME_STOP operand", builds=(LifetimeStopInst,))
 def _lifetime_stop(ctx: Ctx, p: P) -> Inst:
     if p[1].kind != "local":
         raise CompilationError(p[1].loc, "lifetime_stop needs a local identifier")
@@ -377,7 +399,10 @@ LINALG: dict[str, type[LinalgInst]] = {
 LINALG["hadamard"] = HadamardProductInst  # the spelling of tinytc v0.3
 
 
-@rule(*(f"statement : {name.upper()} modifiers operands COLON types" for name in LINALG))
+@rule(
+    *(f"statement : {name.upper()} modifiers operands COLON types" for name in LINALG),
+    builds=tuple(LINALG.values()),
+)
 def _linalg(ctx: Ctx, p: P) -> Inst:
     name, modifiers, refs, types = p[0].value, p[1], p[2], p[4]
     cls = LINALG[name]
@@ -444,6 +469,7 @@ def _for_statement(ctx: Ctx, p: P) -> Inst:
 @rule(
     "for_header : FOR LOCAL EQUALS operands loop_type carried",
     "foreach_header : FOREACH LOCAL EQUALS operands loop_type",
+    builds=(ForInst, ForeachInst),
 )
 def _loop_header(ctx: Ctx, p: P) -> Inst:
     loop_type, refs = p[4], p[3]
@@ -523,6 +549,7 @@ def _if_then(ctx: Ctx, p: P) -> Inst:
     "if_header : IF operand",
     "if_header : IF operand ARROW LPAREN RPAREN",  # no results, as tinytc v0.3 allows
     "if_header : IF operand ARROW LPAREN types RPAREN",
+    builds=(IfInst,),
 )
 def _if_header(ctx: Ctx, p: P) -> Inst:
     types = p[4] if len(p) == 6 else []
@@ -543,7 +570,7 @@ def _else_header(ctx: Ctx, p: P) -> None:
     ctx.open_region(ctx.last_if.regions[1])
 
 
-@rule("statement : YIELD operands COLON types", "statement : YIELD COLON")
+@rule("statement : YIELD operands COLON types", "statement : YIELD COLON", builds=(YieldInst,))
 def _yield(ctx: Ctx, p: P) -> Inst:
     refs, types = (p[1], p[3]) if len(p) == 4 else ([], [])
     if len(refs) != len(types):
@@ -561,7 +588,7 @@ def _parallel(ctx: Ctx, p: P) -> Inst:
     return p[0]
 
 
-@rule("parallel_header : PARALLEL")
+@rule("parallel_header : PARALLEL", builds=(ParallelInst,))
 def _parallel_header(ctx: Ctx, p: P) -> Inst:
     inst = ParallelInst(loc=ctx.loc)
     ctx.open_region(inst.body)
@@ -576,7 +603,10 @@ SUBGROUP_BUILTIN_TOKENS = {
 }
 
 
-@rule(*(f"value_instruction : {token}" for token in SUBGROUP_BUILTIN_TOKENS))
+@rule(
+    *(f"value_instruction : {token}" for token in SUBGROUP_BUILTIN_TOKENS),
+    builds=tuple(SUBGROUP_BUILTIN_TOKENS.values()),
+)
 def _subgroup_builtin(ctx: Ctx, p: P) -> Inst:
     return SUBGROUP_BUILTIN_TOKENS[p[0].type](loc=ctx.loc)
 
@@ -649,7 +679,8 @@ def _coopmatrix_of(located: tuple[Type, Location], what: str) -> CoopMatrixType:
 
 
 @rule(
-    "value_instruction : COOPERATIVE_MATRIX_LOAD modifiers position COLON type ARROW located_type"
+    "value_instruction : COOPERATIVE_MATRIX_LOAD modifiers position COLON type ARROW located_type",
+    builds=(CoopMatrixLoadInst,),
 )
 def _coopmatrix_load(ctx: Ctx, p: P) -> Inst:
     transpose, checked = _flags(p[0], p[1], [TRANSPOSE, CHECKED])
@@ -665,7 +696,10 @@ def _coopmatrix_load(ctx: Ctx, p: P) -> Inst:
     )
 
 
-@rule("statement : COOPERATIVE_MATRIX_STORE modifiers operand COMMA position COLON type COMMA type")
+@rule(
+    "statement : COOPERATIVE_MATRIX_STORE modifiers operand COMMA position COLON type COMMA type",
+    builds=(CoopMatrixStoreInst,),
+)
 def _coopmatrix_store(ctx: Ctx, p: P) -> Inst:
     transpose, checked, atomic = _flags(p[0], p[1], [TRANSPOSE, CHECKED, ("atomic_add",)])
     value = ctx.value(p[2], p[6])
@@ -683,7 +717,8 @@ def _coopmatrix_store(ctx: Ctx, p: P) -> Inst:
 
 @rule(
     "value_instruction : COOPERATIVE_MATRIX_MUL_ADD operand COMMA operand COMMA operand"
-    " COLON type COMMA type COMMA type"
+    " COLON type COMMA type COMMA type",
+    builds=(CoopMatrixMulAddInst,),
 )
 def _coopmatrix_mul_add(ctx: Ctx, p: P) -> Inst:
     refs, types = p[1:6:2], p[7::2]
@@ -691,14 +726,20 @@ def _coopmatrix_mul_add(ctx: Ctx, p: P) -> Inst:
     return CoopMatrixMulAddInst(*values, loc=ctx.loc, operand_locs=_operand_locs(*refs))
 
 
-@rule("value_instruction : COOPERATIVE_MATRIX_SCALE operand COMMA operand COLON type COMMA type")
+@rule(
+    "value_instruction : COOPERATIVE_MATRIX_SCALE operand COMMA operand COLON type COMMA type",
+    builds=(CoopMatrixScaleInst,),
+)
 def _coopmatrix_scale(ctx: Ctx, p: P) -> Inst:
     refs, types = [p[1], p[3]], [p[5], p[7]]
     values = [ctx.value(r, t) for r, t in zip(refs, types)]
     return CoopMatrixScaleInst(*values, loc=ctx.loc, operand_locs=_operand_locs(*refs))
 
 
-@rule("value_instruction : COOPERATIVE_MATRIX_CONSTRUCT operand COLON located_type")
+@rule(
+    "value_instruction : COOPERATIVE_MATRIX_CONSTRUCT operand COLON located_type",
+    builds=(CoopMatrixConstructInst,),
+)
 def _coopmatrix_construct(ctx: Ctx, p: P) -> Inst:
     t = _coopmatrix_of(p[3], "the type of cooperative_matrix_construct")
     value = ctx.value(p[1], t.element, check=False)
@@ -713,7 +754,8 @@ def _coopmatrix_apply(ctx: Ctx, p: P) -> Inst:
 
 @rule(
     "apply_header : COOPERATIVE_MATRIX_APPLY LPAREN LOCAL COMMA LOCAL COMMA LOCAL RPAREN"
-    " EQUALS operand COLON type"
+    " EQUALS operand COLON type",
+    builds=(CoopMatrixApplyInst,),
 )
 def _coopmatrix_apply_header(ctx: Ctx, p: P) -> Inst:
     names = [p[2], p[4], p[6]]
@@ -729,7 +771,10 @@ def _coopmatrix_apply_header(ctx: Ctx, p: P) -> Inst:
     return inst
 
 
-@rule("value_instruction : COOPERATIVE_MATRIX_EXTRACT operand LBRACKET INTEGER RBRACKET COLON type")
+@rule(
+    "value_instruction : COOPERATIVE_MATRIX_EXTRACT operand LBRACKET INTEGER RBRACKET COLON type",
+    builds=(CoopMatrixExtractInst,),
+)
 def _coopmatrix_extract(ctx: Ctx, p: P) -> Inst:
     matrix = ctx.value(p[1], p[6])
     index = _literal_int(p[3], "the component index")
@@ -738,7 +783,8 @@ def _coopmatrix_extract(ctx: Ctx, p: P) -> Inst:
 
 @rule(
     "value_instruction : COOPERATIVE_MATRIX_INSERT operand COMMA operand LBRACKET INTEGER"
-    " RBRACKET COLON type"
+    " RBRACKET COLON type",
+    builds=(CoopMatrixInsertInst,),
 )
 def _coopmatrix_insert(ctx: Ctx, p: P) -> Inst:
     t = p[8]
@@ -754,7 +800,8 @@ def _coopmatrix_insert(ctx: Ctx, p: P) -> Inst:
     *(
         f"value_instruction : COOPERATIVE_MATRIX_REDUCE_{op.upper()} modifiers operand COLON type"
         for op in ("add", "max", "min")
-    )
+    ),
+    builds=(CoopMatrixReduceInst,),
 )
 def _coopmatrix_reduce(ctx: Ctx, p: P) -> Inst:
     (mode,) = _flags(p[0], p[1], [REDUCE_MODES], required=True)
@@ -765,7 +812,8 @@ def _coopmatrix_reduce(ctx: Ctx, p: P) -> Inst:
 
 @rule(
     "statement : COOPERATIVE_MATRIX_PREFETCH INTEGER COMMA position COMMA INTEGER COMMA INTEGER"
-    " COLON type"
+    " COLON type",
+    builds=(CoopMatrixPrefetchInst,),
 )
 def _coopmatrix_prefetch(ctx: Ctx, p: P) -> Inst:
     level = _literal_int(p[1], "the cache level")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -9,20 +10,10 @@ from dataclasses import dataclass
 from ..errors import CompilationError, Location, Source
 from ..ir.types import MATRIX_USES, SCALAR_TYPES, CoopMatrixType
 
-KEYWORDS = frozenset(
-    "func work_group_size subgroup_size batch_per_group memref strided group offset void true"
-    " false arith cast cmp alloca expand fuse group_id group_size load size subview if else"
-    " axpby barrier for"
-    " foreach lifetime_stop gemm gemv ger hadamard hadamard_product store sum yield init"
-    " parallel subgroup_id subgroup_local_id num_subgroups cooperative_matrix_load"
-    " cooperative_matrix_store cooperative_matrix_mul_add cooperative_matrix_scale"
-    " cooperative_matrix_construct cooperative_matrix_apply cooperative_matrix_extract"
-    " cooperative_matrix_insert cooperative_matrix_reduce_add cooperative_matrix_reduce_max"
-    " cooperative_matrix_reduce_min cooperative_matrix_prefetch".split()
-)
 COOPMATRIX = "coopmatrix"
 INT_LIMIT = 2**63 - 1  # every integer literal of the language fits a signed 64-bit integer
-REV1_ARITH = ("add", "sub", "mul", "div", "rem", "neg")  # rev1 spellings without 'arith.'
+# rev1 spellings without 'arith.', and v0.4's min, max, abs
+REV1_ARITH = ("add", "sub", "mul", "div", "rem", "neg", "min", "max", "abs")
 
 PUNCTUATION = {
     "->": "ARROW",
@@ -46,7 +37,7 @@ _HEX = (
 )
 _DEC = r"[+-]?(?:(?:[0-9]*\.[0-9]+|[0-9]+\.)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
 # A scalar type may be glued to the 'x' of a memref shape (memref<f32x4>), nothing else.
-_TYPE = r"(?:bf16|f16|f32|f64|i1|i8|i16|i32|i64|u8|u16|u32|u64|index|bool)(?![A-Za-wyz0-9_])"
+_TYPE = "(?:{})(?![A-Za-wyz0-9_])".format("|".join(sorted(SCALAR_TYPES, key=lambda n: -len(n))))
 # A name is a number or a letter then letters, digits and '_', all ASCII. A name that runs on
 # into other characters of a word (non-ASCII letters, or a leading '_') is one BAD_NAME token,
 # so that the diagnostic covers the whole would-be identifier.
@@ -89,11 +80,24 @@ class Token:
         return self.value
 
 
-TOKEN_TYPES = sorted(
+FIXED_TOKENS = frozenset(
     {"FLOAT", "INTEGER", "LOCAL", "GLOBAL", "MODIFIER", "TYPE", "X", "REV1_ARITH"}
     | set(PUNCTUATION.values())
-    | {k.upper() for k in KEYWORDS}
 )
+
+
+@functools.cache
+def keywords() -> frozenset[str]:
+    """The words of the language: every terminal of the registered productions that is no
+    other token (tinytc.ir.definition.syntax), so a new instruction needs no entry here."""
+    from ..ir.definition import GRAMMAR
+
+    terminals = {word for production, _ in GRAMMAR for word in production.split()[2:]}
+    return frozenset(w.lower() for w in terminals if w.isupper() and w not in FIXED_TOKENS)
+
+
+def token_types() -> list[str]:
+    return sorted(FIXED_TOKENS | {k.upper() for k in keywords()})
 
 
 RawToken = tuple[str, str, Location]  # kind of the regular expression's group, text, where
@@ -158,7 +162,7 @@ def tokenize(source: Source) -> Iterator[Token]:
         elif kind == "WORD":
             if value in REV1_ARITH:
                 kind = "REV1_ARITH"
-            elif value in KEYWORDS:
+            elif value in keywords():
                 kind = value.upper()
             elif value == COOPMATRIX:
                 yield _coopmatrix_token(source, loc, raw)

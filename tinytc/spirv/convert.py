@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import bf16, ir
 from ..errors import CompilationError
+from ..ir import definition
 from ..ir.core import recursion_for
 from ..target import DPAS_FORMS, CoreInfo, DpasForm
 from ._grammar import (
@@ -42,7 +43,7 @@ def converts(*classes: type[ir.Inst]) -> Callable[[Callable[..., None]], Callabl
     def register(fn: Callable[..., None]) -> Callable[..., None]:
         for cls in classes:
             HANDLERS[cls] = fn
-        return fn
+        return definition.register("lowering", *classes)(fn)
 
     return register
 
@@ -441,16 +442,28 @@ def hidden_argument_count(func: ir.Function) -> int:
     return int(func.batch_per_group > 1)
 
 
+def register_handlers() -> None:
+    """Import every handler module (convert_*.py and coopmatrix/); they register
+    themselves with ``converts``, so a new one needs no entry here."""
+    import importlib
+    import pkgutil
+
+    package = __name__.rpartition(".")[0]
+    for module in sorted(m.name for m in pkgutil.iter_modules(_here())):
+        if module.startswith("convert_") or module == "coopmatrix":
+            importlib.import_module(f"{package}.{module}")
+
+
+def _here() -> list[str]:
+    import pathlib
+
+    return [str(pathlib.Path(__file__).parent)]
+
+
 def lower(program: ir.Program, target: CoreInfo, dpas: DpasForm | None = None) -> Module:
     """The SPIR-V module of a program whose passes have run (sizes and stack assigned);
     ``dpas`` overrides ``target.dpas_form`` (extension, builtin, emulate or off)."""
-    from . import (  # noqa: F401  (the handlers register themselves)
-        convert_control,
-        convert_memory,
-        convert_scalar,
-        coopmatrix,
-    )
-
+    register_handlers()
     lowering = Lowering(target, dpas)
     with recursion_for(program):  # handlers recurse into nested regions
         for func in program.functions:

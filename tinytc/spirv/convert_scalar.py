@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import ir
-from ._grammar import Op
+from ._grammar import Op, OpenCLStd
 from .convert import Lowering, converts
 from .instruction import Id
 
@@ -15,6 +15,11 @@ INT_BINARY = {
     "add": Op.IAdd, "sub": Op.ISub, "mul": Op.IMul, "shl": Op.ShiftLeftLogical,
     "and": Op.BitwiseAnd, "or": Op.BitwiseOr, "xor": Op.BitwiseXor,
 }  # fmt: skip
+MIN_MAX = {  # fmin/fmax give the other operand for a NaN, as numpy's fmin/fmax
+    "float": {"min": OpenCLStd.fmin, "max": OpenCLStd.fmax},
+    "int": {"min": OpenCLStd.s_min, "max": OpenCLStd.s_max},
+    "uint": {"min": OpenCLStd.u_min, "max": OpenCLStd.u_max},
+}
 BOOL_BINARY = {"and": Op.LogicalAnd, "or": Op.LogicalOr, "xor": Op.LogicalNotEqual}
 FLOAT_CMP = {
     "eq": Op.FOrdEqual, "ne": Op.FUnordNotEqual, "gt": Op.FOrdGreaterThan,
@@ -59,6 +64,8 @@ def binary(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
     rt = lo.scalar_type(t)
     if t.is_bool:
         return lo.op(BOOL_BINARY[op], rt, a, b)
+    if op in ("min", "max"):  # exact in every type: bf16 needs no rounding
+        return lo.b.ext_inst(rt, MIN_MAX[t.kind][op], a, b)
     if t.is_float:
         result = lo.op(FLOAT_BINARY[op], rt, a, b)
         return round_bf16(lo, result) if t == ir.BF16 else result
@@ -106,6 +113,10 @@ def unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
         return lo.op(Op.LogicalEqual, rt, a, lo.const(t, 0))
     if op == "not":
         return lo.op(Op.Not, rt, a)
+    if op == "abs":
+        if t.kind == "uint":
+            return a
+        return lo.b.ext_inst(rt, OpenCLStd.fabs if t.is_float else OpenCLStd.s_abs, a)
     return lo.op(Op.FNegate if t.is_float else Op.SNegate, rt, a)
 
 

@@ -40,6 +40,7 @@ from .linalg import (
     LinalgInst,
     SumInst,
 )
+from .math import MATH_UNARY, MathInst
 from .memref import (
     AllocaInst,
     ExpandInst,
@@ -53,6 +54,7 @@ from .memref import (
 
 __all__ = [
     "COOPMATRIX_INSTS",
+    "MATH_UNARY",
     "SUBGROUP_BUILTINS",
     "AllocaInst",
     "ArithInst",
@@ -86,6 +88,7 @@ __all__ = [
     "LifetimeStopInst",
     "LinalgInst",
     "LoadInst",
+    "MathInst",
     "NumSubgroupsInst",
     "ParallelInst",
     "SizeInst",

@@ -10,12 +10,13 @@ from ..types import I1, CoopMatrixType, ScalarType, Type
 if TYPE_CHECKING:
     from ..printer import Printer
 
-ARITH_BINARY = ("add", "sub", "mul", "div", "rem", "shl", "shr", "and", "or", "xor")
-ARITH_UNARY = ("neg", "not")
+ARITH_BINARY = ("add", "sub", "mul", "div", "rem", "shl", "shr", "and", "or", "xor", "min", "max")
+ARITH_UNARY = ("neg", "not", "abs")
 BITWISE = ("and", "or", "xor", "not")  # the only arithmetic defined on i1
 INTEGER_ONLY = ("shl", "shr", *BITWISE)
 COMPARISONS = ("eq", "ne", "gt", "ge", "lt", "le")
-COOPMATRIX_ARITH = ("add", "sub", "mul", "div", "neg")  # component-wise on coopmatrix values
+# component-wise on coopmatrix values
+COOPMATRIX_ARITH = ("add", "sub", "mul", "div", "neg", "min", "max", "abs")
 
 
 def _arith_type(inst: Inst, op: str, i: int, what: str) -> ScalarType | CoopMatrixType:
@@ -62,7 +63,7 @@ class ArithInst(Inst):
 
 
 class ArithUnaryInst(Inst):
-    """``arith.neg a : T`` and ``arith.not a : T``."""
+    """``arith.neg a : T``, ``arith.not a : T`` and ``arith.abs a : T``."""
 
     mnemonic = "arith"
 

@@ -1,0 +1,78 @@
+"""Where the parts of each instruction are found (docs/architecture.md, "Adding an instruction").
+
+An instruction class (tinytc/ir/instructions) declares its operands, result types,
+verification (``infer``) and printing. Its textual syntax registers here with ``syntax``,
+next to the class or in the grammar; its reference semantics are either an ``evaluate``
+method on the class (numpy, element-wise, for scalars and coopmatrix values alike) or a
+handler of tinytc/reference.py. The parts that live in layers above the IR register by class
+too: the SPIR-V lowering (``tinytc.spirv.convert.converts``) and the fuzz generator
+(``tinytc.testing.generator``). tests/test_definitions.py fails when an instruction lacks a
+part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .core import Inst
+
+PARTS = ("syntax", "reference", "lowering", "generator")
+_TABLE: dict[str, dict[type[Inst], object]] = {part: {} for part in PARTS}
+
+Action = Callable[[Any, list[Any]], Any]
+GRAMMAR: list[tuple[str, Action]] = []  # every production of the language, with its action
+
+
+def register(part: str, *classes: type[Inst]) -> Callable[[Any], Any]:
+    """Record ``fn`` (any object) as the ``part`` of each class; returns it unchanged."""
+    if part not in PARTS:
+        raise ValueError(f"unknown part {part!r}")
+
+    def record(fn: Any) -> Any:
+        for cls in classes:
+            _TABLE[part][cls] = fn
+        return fn
+
+    return record
+
+
+def syntax(*productions: str, builds: tuple[type[Inst], ...] = ()) -> Callable[[Action], Action]:
+    """Register a parse action for 'lhs : rhs ...' productions; ``builds`` names the
+    instruction classes the action creates. Terminals are token names: a word written in
+    capitals that is no other token is a keyword, spelt in lower case (tinytc/parser/lexer)."""
+
+    def add(action: Action) -> Action:
+        GRAMMAR.extend((p, action) for p in productions)
+        register("syntax", *builds)(action)
+        return action
+
+    return add
+
+
+def part(name: str, cls: type[Inst]) -> object | None:
+    """The registered part of an instruction class (or of its nearest registered base)."""
+    for base in cls.__mro__:
+        if base in _TABLE[name]:
+            return _TABLE[name][base]
+    if name == "reference" and callable(getattr(cls, "evaluate", None)):
+        return cls.evaluate
+    return None
+
+
+def instruction_classes() -> list[type[Inst]]:
+    """Every concrete instruction class: the leaves of Inst's subclass tree."""
+    out: list[type[Inst]] = []
+    stack = list(Inst.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        subclasses = cls.__subclasses__()
+        stack.extend(subclasses)
+        if not subclasses and cls.__module__.startswith("tinytc.ir.instructions"):
+            out.append(cls)
+    return sorted(out, key=lambda c: c.__name__)
+
+
+def missing_parts() -> list[tuple[type[Inst], str]]:
+    """(class, part) for every part an instruction lacks."""
+    return [(cls, p) for cls in instruction_classes() for p in PARTS if part(p, cls) is None]
