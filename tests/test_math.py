@@ -9,26 +9,26 @@ import numpy as np
 import pytest
 
 import tinytc
-from tinytc import bf16, reference
+from tinytc import reference
 from tinytc.errors import CompilationError
 from tinytc.ir import MATH_UNARY
 from tinytc.spirv.tools import validate
+from tinytc.testing.accuracy import domain_inputs, exact, stored, ulps, values
 
 FLOATS = ("f16", "bf16", "f32", "f64")
-DTYPES = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32, "f64": np.float64}
 N = 64
 # The most ulps of the type between the CPU runtime and numpy (computed in f64, rounded to
-# the type): docs/language.md, "Math functions".
+# the type), measured by tools/math_ulps.py: docs/language.md, "Math functions".
 ULPS = {"f16": 1, "bf16": 1, "f32": 4, "f64": 4}
 NATIVE_ULPS = {"f32": 8192}
 
 
-def scalar_program(op: str, t: str) -> str:
-    return f"""func @k(%x: memref<{t}x{N}>, %y: memref<{t}x{N}>) {{
-  foreach %i = 0, {N} {{
-    %v = load %x[%i] : memref<{t}x{N}>
+def scalar_program(op: str, t: str, n: int = N) -> str:
+    return f"""func @k(%x: memref<{t}x{n}>, %y: memref<{t}x{n}>) {{
+  foreach %i = 0, {n} {{
+    %v = load %x[%i] : memref<{t}x{n}>
     %r = {op} %v : {t}
-    store %r, %y[%i] : memref<{t}x{N}>
+    store %r, %y[%i] : memref<{t}x{n}>
   }}
 }}
 """
@@ -47,45 +47,7 @@ def coopmatrix_program(op: str, t: str) -> str:
 
 
 def inputs(op: str, t: str, count: int) -> np.ndarray:
-    """Arguments across the function's domain (positive for log), as the type stores them."""
-    rng = np.random.default_rng(len(op) * 7 + len(t))
-    name = op.removeprefix("native_")
-    if name.startswith("log"):
-        x = np.exp(rng.uniform(-9, 11, count) if t == "f16" else rng.uniform(-20, 20, count))
-    elif name.startswith("exp"):
-        x = rng.uniform(-10, 10, count)
-    else:
-        x = rng.uniform(-20, 20, count)
-    return stored(x, t)
-
-
-def stored(x: np.ndarray, t: str) -> np.ndarray:
-    return bf16.to_bits(x) if t == "bf16" else x.astype(DTYPES[t])
-
-
-def values(x: np.ndarray, t: str) -> np.ndarray:
-    return bf16.from_bits(x).astype(np.float64) if t == "bf16" else x.astype(np.float64)
-
-
-def ulp(x: np.ndarray, t: str) -> np.ndarray:
-    """The spacing of the type at x (bf16 has 8 significant bits)."""
-    if t == "bf16":
-        return np.spacing(np.abs(x).astype(np.float32)) * 2.0**16
-    return np.spacing(np.abs(x).astype(DTYPES[t])).astype(np.float64)
-
-
-def ulps(got: np.ndarray, want: np.ndarray, t: str) -> float:
-    g, w = values(got, t), want
-    assert np.all(np.isfinite(w))
-    return float(np.max(np.abs(g - w) / ulp(w, t)))
-
-
-def exact(op: str, x: np.ndarray, t: str) -> np.ndarray:
-    """numpy's f64 result rounded to the type (the ideal to measure ulps against)."""
-    fn = {"cos": np.cos, "sin": np.sin, "exp": np.exp, "exp2": np.exp2, "log": np.log}
-    fn["log2"] = np.log2
-    y = fn[op.removeprefix("native_")](values(x, t))
-    return values(stored(y, t), t)
+    return stored(domain_inputs(op, t, count, seed=len(op) * 7 + len(t)), t)
 
 
 @pytest.mark.parametrize("op", MATH_UNARY)
@@ -124,7 +86,7 @@ def test_math_on_the_cpu_runtime(op: str, t: str) -> None:
     native = op.startswith("native_") and t in NATIVE_ULPS
     limit = NATIVE_ULPS[t] if native else ULPS[t]
     assert ulps(y, exact(op, x, t), t) <= limit
-    assert ulps(want, exact(op, x, t), t) <= (1 if t in ("f16", "bf16") else 1)
+    assert ulps(want, exact(op, x, t), t) <= 1
 
 
 @pytest.mark.parametrize("t", FLOATS)

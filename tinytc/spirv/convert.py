@@ -442,6 +442,10 @@ def hidden_argument_count(func: ir.Function) -> int:
     return int(func.batch_per_group > 1)
 
 
+# A yield lowers as its region's result (Lowering.region)
+definition.register("lowering", ir.YieldInst)(Lowering.region)
+
+
 def register_handlers() -> None:
     """Import every handler module (convert_*.py and coopmatrix/); they register
     themselves with ``converts``, so a new one needs no entry here."""

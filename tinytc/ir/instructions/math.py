@@ -60,21 +60,18 @@ class MathInst(Inst):
         p.line(f"{p.lhs(self)}{self.op} {p.name(a)} : {a.type}")
 
     def evaluate(self, a: Any) -> Any:
-        """The reference: numpy's function, in f32 for f16 and bf16 (then rounded to the
-        type), element-wise on arrays."""
+        """The reference: numpy's function computed in f64 and rounded to the type (within
+        half an ulp of the exact result where numpy's f64 is), element-wise on arrays."""
         fn = FUNCTIONS[self.op][0]
         t = self.result.type
         element = t.element if isinstance(t, CoopMatrixType) else t
-        x = np.asarray(a)
         with np.errstate(all="ignore"):
-            if element.bits == 16:
-                y = fn(x.astype(np.float32))
-                if element == BF16:
-                    from ... import bf16
+            y = fn(np.asarray(a, dtype=np.float64))
+            if element == BF16:
+                from ... import bf16
 
-                    return bf16.round_to_bf16(y)
-                return y.astype(np.float16)[()]
-            return fn(x)[()]
+                return bf16.round_to_bf16(y.astype(np.float32))
+            return y.astype({16: np.float16, 32: np.float32, 64: np.float64}[element.bits])[()]
 
     @staticmethod
     def result_range(op: str, lo: float, hi: float) -> tuple[float, float]:

@@ -10,8 +10,15 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ...ir import Builder, Inst, ScalarType
+from ...ir.definition import register
 from .features import ELEMENT_TYPES, Limits, type_feature
 from .model import GroupValue, Scalar, Scope, View
+
+
+def generates(*classes: type[Inst]) -> Callable[[Any], Any]:
+    """Record a generator method as the fuzz generator of instruction classes
+    (tinytc.ir.definition)."""
+    return register("generator", *classes)
 
 
 class GeneratorBase:

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ... import ir
 from ...ir import (
     BF16,
     F16,
@@ -27,6 +28,7 @@ from ...ir import (
     Value,
 )
 from ..intervals import MAG_LIMIT
+from .base import generates
 from .features import ELEMENT_TYPES
 from .model import Ctx, Scalar, View
 from .views import ViewStatements
@@ -39,6 +41,9 @@ Inputs = tuple[list[View], list[bool], int]  # views, transpose flags, length of
 class CollectiveStatements(ViewStatements):
     """Collective instructions: every work-item of the group takes part."""
 
+    @generates(
+        ir.GemmInst, ir.GemvInst, ir.GerInst, ir.HadamardProductInst, ir.AxpbyInst, ir.SumInst
+    )
     def collective(self, ctx: Ctx) -> None:
         """A collective of a kind that is on, unless its float result could grow too large."""
         kind = self.collective_kind()

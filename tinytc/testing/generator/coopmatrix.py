@@ -33,6 +33,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import ir
 from ...ir import (
     BF16,
     F16,
@@ -68,6 +69,7 @@ from ...ir import (
     YieldInst,
 )
 from ..intervals import EPSILON, MAG_LIMIT, float_interval, int_interval, value_range, widen
+from .base import generates
 from .collectives import CollectiveStatements
 from .model import Ctx, Matrix, Scalar, View
 from .scalars import _away_from_zero
@@ -161,6 +163,7 @@ class CoopMatrixStatements(CollectiveStatements):
             self.launch = (w[0], w[1], sgs)
         return wgs, sgs
 
+    @generates(ir.ParallelInst)
     def parallel_statement(self, ctx: Ctx) -> None:
         """A parallel region (where the whole work-group runs) that stores at least once."""
         if self.launch is None or self.par is not None or ctx.spmd:
@@ -185,6 +188,7 @@ class CoopMatrixStatements(CollectiveStatements):
         finally:
             self.par = None
 
+    @generates(ir.NumSubgroupsInst, ir.SubgroupIdInst, ir.SubgroupSizeBuiltinInst)
     def builtins(self, par: Par) -> None:
         """subgroup_id (as index: the stripes of stores), num_subgroups, subgroup_size."""
         if par.nsg > 1 or self.flag(30):
@@ -330,6 +334,7 @@ class CoopMatrixStatements(CollectiveStatements):
 
     # Memory: what may be accessed now, and where
 
+    @generates(ir.BarrierInst)
     def cm_barrier(self) -> None:
         """A barrier at the top level of the region: earlier accesses no longer race."""
         par = self.par
@@ -433,6 +438,7 @@ class CoopMatrixStatements(CollectiveStatements):
             m = self.cast_to(t, ctx, depth)
         return m or self.construct(t)
 
+    @generates(ir.CoopMatrixLoadInst)
     def load_from(
         self, t: CoopMatrixType, v: View, transpose: bool, fixed: dict[int, Scalar] | None = None
     ) -> Matrix | None:
@@ -450,6 +456,7 @@ class CoopMatrixStatements(CollectiveStatements):
         lo, hi = (min(s.lo, 0), max(s.hi, 0)) if checked else (s.lo, s.hi)
         return self.matrix(value, (lo, hi, s.exact, s.bounded, s.mag))
 
+    @generates(ir.CoopMatrixConstructInst)
     def construct(self, t: CoopMatrixType) -> Matrix:
         """cooperative_matrix_construct of a value in scope or a constant."""
         s = self.operand(t.element)
@@ -567,6 +574,7 @@ class CoopMatrixStatements(CollectiveStatements):
             return lo, hi, False, True, hi
         return -math.inf, math.inf, False, False, mag
 
+    @generates(ir.CoopMatrixMulAddInst)
     def mul_add(self, a: Matrix, b: Matrix, c: Matrix, meta: Meta, ctx: Ctx) -> Matrix:
         """Emit cooperative_matrix_mul_add."""
         value = self.emit(CoopMatrixMulAddInst(a.value, b.value, c.value)).result
@@ -638,6 +646,7 @@ class CoopMatrixStatements(CollectiveStatements):
         par.nested -= 1
         self.matrix(inst.results[0], total, d)
 
+    @generates(ir.CoopMatrixScaleInst)
     def cm_scale(self, ctx: Ctx) -> None:
         """alpha * C."""
         m = self.some_matrix()
@@ -718,6 +727,7 @@ class CoopMatrixStatements(CollectiveStatements):
         """Element types of memory in scope and of the kernel."""
         return [self.element] + [v.root.element for v in self.views()]
 
+    @generates(ir.CoopMatrixApplyInst, ir.SubgroupLocalIdInst)
     def cm_apply(self, ctx: Ctx) -> None:
         """cooperative_matrix_apply: a few scalar instructions on the entry, its row and column
         (and loads), per entry."""
@@ -762,6 +772,7 @@ class CoopMatrixStatements(CollectiveStatements):
         y = self.binary(self.pick(["add", "mul"]), entry, self.operand(el), ctx)
         return y or entry
 
+    @generates(ir.CoopMatrixReduceInst)
     def cm_reduce(self, ctx: Ctx) -> None:
         """The sum, maximum or minimum of each row or column."""
         m = self.some_matrix()
@@ -786,6 +797,7 @@ class CoopMatrixStatements(CollectiveStatements):
         value = self.emit(CoopMatrixReduceInst(op, mode, m.value)).result
         self.matrix(value, (lo, hi, exact, bounded, mag), m)
 
+    @generates(ir.CoopMatrixExtractInst, ir.CoopMatrixInsertInst)
     def cm_extract_insert(self, ctx: Ctx) -> None:
         """extract a component, combine it (with the lane's id at times) and insert it into a
         matrix of the same type; the values of lanes stay in a scope of their own."""
@@ -818,6 +830,7 @@ class CoopMatrixStatements(CollectiveStatements):
             m, target, y,
         )  # fmt: skip
 
+    @generates(ir.CoopMatrixStoreInst)
     def cm_store(self, ctx: Ctx, m: Matrix | None = None, force: bool = False) -> bool:
         """A store (plain, or .atomic_add) of a matrix in scope to memory that no other
         subgroup writes (plainly) or anyone read since the last barrier; False if none fits."""
@@ -942,6 +955,7 @@ class CoopMatrixStatements(CollectiveStatements):
             return None
         return mode, position, ("stripe", id(w), mode, step, base)
 
+    @generates(ir.CoopMatrixPrefetchInst)
     def cm_prefetch(self, ctx: Ctx) -> None:
         """A prefetch hint at a position in bounds."""
         views = self.views(lambda v: v.order <= 2)

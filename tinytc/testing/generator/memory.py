@@ -6,8 +6,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ... import ir
 from ...ir import INDEX, BarrierInst, Constant, LoadInst, StoreInst, Value
 from ..intervals import INPUT_INTS, value_range
+from .base import generates
 from .model import Ctx, Foreach, Root, Scalar, View
 from .scalars import ScalarStatements
 
@@ -84,6 +86,7 @@ class MemoryStatements(ScalarStatements):
             for m, e in enumerate(v.shape)
         ]
 
+    @generates(ir.LoadInst)
     def load_statement(self, ctx: Ctx) -> None:
         """A load from a view in scope; in a foreach, only of elements the iterations may read."""
         views = self.views(lambda v: self.readable(v) and 0 not in v.shape)
@@ -122,6 +125,7 @@ class MemoryStatements(ScalarStatements):
             root.mag = max(root.mag, s.mag)
         return s
 
+    @generates(ir.StoreInst)
     def spmd_store(self, ctx: Ctx) -> bool:
         """A store in a foreach, to the elements of its iterations; False if no view fits."""
         fe = ctx.foreach

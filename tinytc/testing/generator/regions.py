@@ -7,8 +7,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ... import ir
 from ...ir import INDEX, BarrierInst, ForeachInst, ForInst, ScalarType, Value, YieldInst
 from ..intervals import value_range
+from .base import generates
 from .coopmatrix import CoopMatrixStatements
 from .features import LOOP_TYPES
 from .model import Ctx, Foreach, Scalar
@@ -83,6 +85,7 @@ class RegionStatements(CoopMatrixStatements):
             return self.pick(pool)
         return self.constant(t, self.int(lo, hi))
 
+    @generates(ir.ForeachInst)
     def foreach_statement(self, ctx: Ctx) -> None:
         """A foreach whose iterations write disjoint elements (and store at least once, where
         stores are on)."""
@@ -130,6 +133,7 @@ class RegionStatements(CoopMatrixStatements):
             return None
         return start, stop
 
+    @generates(ir.ForInst, ir.YieldInst)
     def for_statement(self, ctx: Ctx) -> None:
         """A for loop of at most max_trip iterations, with values carried through it where
         that is on."""
@@ -188,6 +192,7 @@ class RegionStatements(CoopMatrixStatements):
             return Scalar(param, -math.inf, math.inf, False, False, 4 * max(init.mag, 1.0))
         return Scalar(param, *value_range(t))
 
+    @generates(ir.IfInst)
     def if_statement(self, ctx: Ctx) -> None:
         """An if on an exact condition, with results where that is on."""
         conds = self.scalars(lambda s: s.type.is_bool)

@@ -6,11 +6,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from ... import ir
 from ...ir import (
+    F32,
     F64,
     I1,
     I32,
     INDEX,
+    MATH_UNARY,
     ArithInst,
     ArithUnaryInst,
     CastInst,
@@ -18,14 +21,20 @@ from ...ir import (
     Constant,
     GroupIdInst,
     GroupSizeInst,
+    MathInst,
     ScalarType,
     SizeInst,
 )
 from ..intervals import MAG_LIMIT, constant_range, float_interval, int_interval, value_range, widen
-from .base import GeneratorBase
+from .base import GeneratorBase, generates
 from .features import FLOAT_TYPES, INT_TYPES
 from .model import Ctx, Scalar
 
+# the arguments math_instruction gives each function (the result stays small)
+MATH_DOMAINS = {
+    op: (1e-3, 1e3) if op.removeprefix("native_").startswith("log") else (-8.0, 8.0)
+    for op in MATH_UNARY
+}
 EXACT_CONSTANTS = (1.0, 0.5, 2.0, -1.0, 0.0, 0.25, -3.0, 1.75, -0.375)  # in every float type
 FLOAT_CONSTANTS = EXACT_CONSTANTS + (  # these round differently in f16, bf16, f32
     0.1, 0.3333333333333333, 1e-05, -2.718281828459045, 3.0e-08, 100.5,
@@ -100,6 +109,7 @@ class ScalarStatements(GeneratorBase):
                 (casts if a("cast") else 0, self.cast_instruction),
                 (2 if a("cmp") else 0, self.compare),
                 (1 if a("arith") else 0, self.unary),
+                (1 if a("math") else 0, self.math_instruction),
                 (0.5 if a("group_id") else 0, self.group_id_instruction),
                 (0.5 if a("group_size") else 0, self.group_size_instruction),
                 (1 if a("size") else 0, self.size_instruction),
@@ -118,16 +128,19 @@ class ScalarStatements(GeneratorBase):
             source = self.operand(self.scalar_type())
         self.cast(source, self.pick(self.types(INT_TYPES + FLOAT_TYPES + (I1,))))
 
+    @generates(ir.GroupIdInst)
     def group_id_instruction(self) -> None:
         """A group_id of its own (the batch modes share another one)."""
         value = self.emit(GroupIdInst()).result
         self.add_scalar(Scalar(value, 0, self.howmany - 1))
 
+    @generates(ir.GroupSizeInst)
     def group_size_instruction(self) -> None:
         """The number of work-groups: howmany."""
         value = self.emit(GroupSizeInst()).result
         self.add_scalar(Scalar(value, self.howmany, self.howmany))
 
+    @generates(ir.SizeInst)
     def size_instruction(self) -> None:
         """The extent of a mode of a view in scope."""
         views = self.views()
@@ -154,6 +167,7 @@ class ScalarStatements(GeneratorBase):
             b = self.operand(t)
         return self.binary(op, a, b, ctx)
 
+    @generates(ir.ArithInst)
     def binary(self, op: str, a: Scalar, b: Scalar, ctx: Ctx | None = None) -> Scalar | None:
         """Emit arith.OP a, b (unless a float result could overflow) and track the result."""
         t = a.type
@@ -178,6 +192,7 @@ class ScalarStatements(GeneratorBase):
         self.work += ctx.trips if ctx else 1
         return self.add_scalar(Scalar(value, lo, hi, exact, bounded, mag))
 
+    @generates(ir.ArithUnaryInst)
     def unary(self) -> None:
         """A neg or not, with the interval of its result."""
         t = self.scalar_type()
@@ -200,6 +215,39 @@ class ScalarStatements(GeneratorBase):
             lo, hi = lo_t, hi_t
         self.add_scalar(Scalar(value, lo, hi))
 
+    @generates(ir.MathInst)
+    def math_instruction(self) -> None:
+        """A math function of an exact value in its domain, or min, max or abs (exact)."""
+        t = self.pick(self.types(FLOAT_TYPES) or [F64])
+        op = self.pick([*MATH_UNARY, "min", "max", "abs"])
+        a = self.operand(t, lambda s: s.exact and s.bounded)
+        if op in ("min", "max"):
+            b = self.operand(t, lambda s: s.exact and s.bounded)
+            lo, hi = (
+                (min if op == "min" else max)(a.lo, b.lo),
+                (min if op == "min" else max)(a.hi, b.hi),
+            )
+            value = self.emit(ArithInst(op, a.value, b.value)).result
+            self.add_scalar(Scalar(value, lo, hi, True, True, max(abs(lo), abs(hi))))
+            return
+        if op == "abs":
+            lo = 0.0 if a.lo <= 0 <= a.hi else min(abs(a.lo), abs(a.hi))
+            value = self.emit(ArithUnaryInst(op, a.value)).result
+            self.add_scalar(Scalar(value, lo, max(abs(a.lo), abs(a.hi)), True, True, a.mag))
+            return
+        domain_lo, domain_hi = MATH_DOMAINS[op]
+        if not (domain_lo <= a.lo and a.hi <= domain_hi):
+            a = self.constant(t, self.pick([0.5, 1.0, 2.0, 1.75]))
+        lo, hi = MathInst.result_range(op, a.lo, a.hi)
+        lo, hi = widen(lo, hi)
+        if max(abs(lo), abs(hi)) > MAG_LIMIT[t.name]:
+            return
+        value = self.emit(MathInst(op, a.value)).result
+        # a few ulps (tools/math_ulps.py); f32's native forms are much coarser
+        self.work += 4096 if op.startswith("native_") and t == F32 else 4
+        self.add_scalar(Scalar(value, lo, hi, False, True, max(abs(lo), abs(hi))))
+
+    @generates(ir.CastInst)
     def cast(self, a: Scalar, to: ScalarType) -> Scalar | None:
         """A cast of a to type to with the interval of its result, or None where it could be
         undefined (floats out of the range of an integer type) or overflow."""
@@ -229,6 +277,7 @@ class ScalarStatements(GeneratorBase):
         value = self.emit(CastInst(a.value, to)).result
         return self.add_scalar(Scalar(value, lo, hi, exact, bounded, mag, affine))
 
+    @generates(ir.CompareInst)
     def compare(self) -> Scalar:
         """A comparison of exact values (the device and numpy decide alike)."""
         t = self.scalar_type()

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from ... import ir
 from ...ir import (
     INDEX,
     AllocaInst,
@@ -22,6 +23,7 @@ from ...ir import (
     SubviewInst,
     Value,
 )
+from .base import generates
 from .memory import MemoryStatements
 from .model import Ctx, Root, View
 
@@ -61,6 +63,7 @@ class ViewStatements(MemoryStatements):
         member = self.emit(LoadInst(g.value, [idx.value])).result
         self.add_view(View(member, g.root, g.shape, g.stride))
 
+    @generates(ir.SubviewInst)
     def subview(self, v: View) -> View:
         """A subview of v: per mode the whole mode, a slice, an index or the rest from an offset."""
         slices: list[tuple[Value, Any]] = []
@@ -86,6 +89,7 @@ class ViewStatements(MemoryStatements):
         value = self.emit(SubviewInst(v.value, slices)).result
         return self.add_view(View(value, v.root, tuple(shape), tuple(stride)))
 
+    @generates(ir.ExpandInst)
     def expand(self, v: View) -> None:
         """An expand of a mode of v into two or three factors (one of them maybe dynamic)."""
         modes = [m for m, e in enumerate(v.shape) if e >= 1]
@@ -111,6 +115,7 @@ class ViewStatements(MemoryStatements):
         stride = v.stride[:mode] + tuple(strides) + v.stride[mode + 1 :]
         self.add_view(View(value, v.root, shape, stride))
 
+    @generates(ir.FuseInst)
     def fuse(self, v: View) -> None:
         """A fuse of contiguous modes of v, if it has any."""
         pairs = [
@@ -129,6 +134,7 @@ class ViewStatements(MemoryStatements):
 
     # Allocas
 
+    @generates(ir.AllocaInst)
     def alloca(self, element: ScalarType, shape: Sequence[int]) -> View | None:
         """An alloca of this shape (strided sometimes), or None if it is off or would exceed 16 KiB
         per kernel."""
@@ -173,6 +179,7 @@ class ViewStatements(MemoryStatements):
         if v.value is v.root.alloca:
             v.root.init = self.scopes[-1]
 
+    @generates(ir.LifetimeStopInst)
     def lifetime_stop(self, ctx: Ctx) -> None:
         """The end of the lifetime of a live alloca of the current scope."""
         live = [r for r in self.scopes[-1].allocas if r.alive]
