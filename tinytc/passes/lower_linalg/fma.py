@@ -1,0 +1,141 @@
+"""The fma lowering of every collective instruction: the output in tiles of rows_per_tile x
+cols_per_item registers, subgroups sharing the column tiles, each tile's terms summed over K
+in steps of k_unroll (tinytc/gemm/__init__.py chooses the tiling)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...gemm import Tiling
+from ...ir import (
+    INDEX,
+    ArithInst,
+    CastInst,
+    CoopMatrixReduceInst,
+    CoopMatrixType,
+    GemmInst,
+    GemvInst,
+    GerInst,
+    HadamardProductInst,
+    LifetimeStopInst,
+    LinalgInst,
+    ScalarType,
+    SubgroupIdInst,
+    SumInst,
+    Value,
+)
+from .emitter import Operand, Size, Tile, Touch, accumulator, both, checked_rows, col_tiles
+from .lowering import Lowering
+from .prefetch import next_entries, prefetcher
+from .staging import stage
+
+
+def lower_fma(low: Lowering, inst: LinalgInst) -> None:
+    """X := alpha * T + beta * X in register tiles of the instruction's tiling."""
+    e = low.e
+    out = Operand(inst.output)
+    rows, cols = e.size(inst.output, 0), e.size(inst.output, 1)
+    tiling = low.tiling(inst)
+    el = out.type.element
+    acc = accumulator(el)
+    inputs = [Operand(v) for v in inst.operands[1:-2]]
+    if inst.transposes:  # .t transposes matrices; a vector stays a column
+        inputs[0].transpose = inst.trans_a and inputs[0].type.order == 2
+    if isinstance(inst, GemmInst):
+        inputs[1].transpose = inst.trans_b
+    if isinstance(inst, GemmInst | GemvInst):
+        depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
+        if low.staging and inputs[0].transpose:
+            inputs[0] = stage(low, inputs[0])
+    elif isinstance(inst, SumInst):
+        depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
+        if inputs[0].type.order == 1:  # a vector's sum: the column's rows are the terms
+            depth = e.size(inputs[0].value, 0)
+    else:
+        depth = 1
+
+    def compute(t: Tile) -> Value:
+        a_el = inputs[0].type.element
+        per_tile = tiling.cols_per_item
+        touch = prefetcher(low.e, nexts, t.col, per_tile, cols, depth, tiling.k_unroll)
+        if isinstance(inst, GemmInst | GemvInst | GerInst):
+            b_op = inputs[1]
+            if isinstance(inst, GerInst):
+                b_op = Operand(b_op.value, transpose=True)  # b as a row
+            return low.product(t, inputs[0], b_op, depth, tiling.k_unroll, a_el, acc, touch)
+        if isinstance(inst, SumInst):
+            return row_sum(low, t, inputs[0], depth, tiling.k_unroll, acc, touch)
+        mt = CoopMatrixType(a_el, t.rows, t.cols, "matrix_acc")
+        x = low.convert(e.load(inputs[0], t.row, t.col, mt, t.checked), acc)
+        if isinstance(inst, HadamardProductInst):
+            y = low.convert(e.load(inputs[1], t.row, t.col, mt, t.checked), acc)
+            x = e.add(ArithInst("mul", x, y)).result
+        return x
+
+    k_loop = isinstance(inst, GemmInst | GemvInst | SumInst) and not (
+        isinstance(depth, int) and depth < tiling.k_unroll
+    )
+    fetched = inst.accessed[: tiling.prefetch] if k_loop else []
+    nexts = next_entries(low, fetched, tiling.prefetch_ahead)
+    with low.parallel():
+        tiles(low, inst, tiling, rows, cols, lambda t: low.update(inst, out, t, compute(t), acc))
+    for staged in low.staged:
+        e.add(LifetimeStopInst(staged))
+
+
+def tiles(
+    low: Lowering,
+    inst: LinalgInst,
+    tiling: Tiling,
+    rows: Size,
+    cols: Size,
+    body: Callable[[Tile], None],
+) -> None:
+    """Call body for every tile this subgroup owns: subgroups share the column tiles."""
+    e = low.e
+    if isinstance(inst, SumInst) and inst.operands[1].type.order == 1:  # type: ignore[union-attr]
+        cols = 1
+    nb, mt = tiling.cols_per_item, low.sgs * tiling.rows_per_item
+    col_step = nb * low.subgroups
+    first_col: Size = 0
+    if low.subgroups > 1:
+        sg = e.add(SubgroupIdInst()).result
+        sg_index = e.add(CastInst(sg, INDEX)).result
+        first_col = e.arith("mul", sg_index, nb)
+
+    def col_tile(n0: Size) -> list[Value]:
+        tile_cols, col_check = col_tiles(cols, nb)
+        low.row_tiles(rows, mt, lambda m0, r, rc: body(
+            Tile(m0, n0, r, tile_cols, both(rc, col_check))))  # fmt: skip
+        return []
+
+    e.loop(first_col, cols, col_step, [], col_tile)
+
+
+def row_sum(
+    low: Lowering,
+    t: Tile,
+    a: Operand,
+    depth: Size,
+    unroll: int,
+    acc: ScalarType,
+    touch: Touch | None,
+) -> Value:
+    """sum_k op(A)(tile rows, k): chunks of columns reduced along their rows."""
+    e = low.e
+    el = a.type.element
+    vector = a.type.order == 1
+
+    def step(k: Size, ku: int, total: Value) -> list[Value]:
+        if vector:  # the vector's entries k.. as a column, summed down its rows
+            part_t = CoopMatrixType(el, ku, 1, "matrix_acc")
+            part = low.convert(e.load(a, k, 0, part_t, ""), acc)
+            reduced = e.add(CoopMatrixReduceInst("add", "column", part)).result
+        else:
+            part_t = CoopMatrixType(el, t.rows, ku, "matrix_acc")
+            part = low.convert(e.load(a, t.row, k, part_t, checked_rows(t)), acc)
+            reduced = e.add(CoopMatrixReduceInst("add", "row", part)).result
+        return [e.add(ArithInst("add", total, reduced)).result]
+
+    zero = low.zeros(CoopMatrixType(acc, t.rows, 1, "matrix_acc"))
+    return low.sum_over_k(depth, unroll, zero, step, touch)

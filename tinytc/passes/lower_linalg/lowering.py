@@ -1,0 +1,201 @@
+"""The state lower-linalg keeps while it lowers one instruction, and the pieces every lowering
+shares: the checked tiling, the parallel region, row tiles, the K loop of a product and the
+update of the output X := alpha * T + beta * X."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from ...errors import CompilationError
+from ...gemm import Tiling, check_tiling
+from ...ir import (
+    ArithInst,
+    CastInst,
+    CompareInst,
+    Constant,
+    CoopMatrixConstructInst,
+    CoopMatrixMulAddInst,
+    CoopMatrixScaleInst,
+    CoopMatrixStoreInst,
+    CoopMatrixType,
+    Function,
+    IfInst,
+    LinalgInst,
+    ParallelInst,
+    ScalarType,
+    Value,
+    YieldInst,
+)
+from ...target import CoreInfo
+from ..tiling import default_tiling
+from .emitter import Emitter, Operand, Size, Tile, Touch, checked_cols, checked_rows
+
+
+class Lowering:
+    """Emits the coopmatrix code of one instruction into the open parallel region."""
+
+    def __init__(
+        self, e: Emitter, func: Function, target: CoreInfo, staging: bool, top_level: bool
+    ) -> None:
+        self.e, self.func, self.target, self.staging = e, func, target, staging
+        self.top_level = top_level  # the instruction is in the function's body
+        assert func.subgroup_size is not None and func.work_group_size is not None
+        self.sgs = func.subgroup_size
+        self.staged: list[Value] = []  # local copies of operands, freed after the instruction
+        wg0, wg1 = func.work_group_size
+        self.subgroups = wg0 // self.sgs * wg1
+
+    def tiling(self, inst: LinalgInst) -> Tiling:
+        wg = self.func.work_group_size
+        assert wg is not None
+        tiling = inst.tiling or default_tiling(inst, self.func, self.target)
+        problem = check_tiling(tiling, wg, self.sgs)
+        if problem:
+            raise CompilationError(inst.loc, f"bad tiling for {inst.mnemonic}: {problem}")
+        return tiling
+
+    @contextmanager
+    def parallel(self) -> Iterator[None]:
+        par = self.e.add(ParallelInst())
+        with self.e.b.at(par.regions[0]):
+            yield
+
+    def row_tiles(self, rows: Size, mt: int, body: Callable[[Size, int, str], None]) -> None:
+        """Full tiles of mt rows, then (static sizes) one tile of the rows left, or (dynamic
+        sizes) checked tiles."""
+        e = self.e
+        if not isinstance(rows, int):
+            e.loop(0, rows, mt, [], lambda m0: body(m0, mt, "rows") or [])
+            return
+        full = rows - rows % mt
+        if full:
+            e.loop(0, full, mt, [], lambda m0: body(m0, mt, "") or [])
+        if rows % mt:
+            body(full, rows % mt, "")
+
+    def product(
+        self,
+        t: Tile,
+        a: Operand,
+        b: Operand,
+        depth: Size,
+        unroll: int,
+        el: ScalarType,
+        acc: ScalarType,
+        touch: Touch | None = None,
+    ) -> Value:
+        """sum_k op(A)(tile rows, k) op(B)(k, tile cols) in a register tile of type acc."""
+        e = self.e
+        b_el = b.type.element
+
+        def step(k: Size, ku: int, c: Value) -> list[Value]:
+            x = e.load(a, t.row, k, CoopMatrixType(el, t.rows, ku, "matrix_a"), checked_rows(t))
+            y = e.load(b, k, t.col, CoopMatrixType(b_el, ku, t.cols, "matrix_b"), checked_cols(t))
+            return [e.add(CoopMatrixMulAddInst(x, y, c)).result]
+
+        zero = self.zeros(CoopMatrixType(acc, t.rows, t.cols, "matrix_acc"))
+        return self.sum_over_k(depth, unroll, zero, step, touch)
+
+    def sum_over_k(
+        self,
+        depth: Size,
+        unroll: int,
+        init: Value,
+        step: Callable[[Size, int, Value], list[Value]],
+        touch: Touch | None = None,
+    ) -> Value:
+        """init carried through step(k, ku, total) for k = 0, ku, ... < depth: a loop in steps of
+        unroll, then the rest (one static step, or a loop of single steps). touch(i) runs in
+        iteration i of the loop."""
+        e = self.e
+        total = init
+
+        def unrolled(k: Size, c: Value) -> list[Value]:
+            if touch is not None:
+                touch(e.arith("div", k, unroll))
+            return step(k, unroll, c)
+
+        if isinstance(depth, int):
+            main = depth - depth % unroll
+            if main:
+                (total,) = e.loop(0, main, unroll, [total], unrolled)
+            if depth % unroll:
+                (total,) = step(main, depth % unroll, total)
+            return total
+        main = e.arith("sub", depth, e.arith("rem", depth, unroll))
+        (total,) = e.loop(0, main, unroll, [total], unrolled)
+        (total,) = e.loop(main, depth, 1, [total], lambda k, c: step(k, 1, c))
+        return total
+
+    def zeros(self, t: CoopMatrixType) -> Value:
+        zero = self.e.value(0.0 if t.element.is_float else 0, t.element)
+        return self.e.add(CoopMatrixConstructInst(t, zero)).result
+
+    def convert(self, x: Value, to: ScalarType) -> Value:
+        t: CoopMatrixType = x.type  # type: ignore[assignment]
+        if t.element == to:
+            return x
+        return self.e.add(CastInst(x, CoopMatrixType(to, t.rows, t.cols, t.use))).result
+
+    def scalar(self, x: Value, to: ScalarType) -> Value:
+        if x.type == to:
+            return x
+        if x.constant is not None:
+            return Constant(x.constant, to, x.loc)
+        return self.e.add(CastInst(x, to)).result
+
+    def update(
+        self, inst: LinalgInst, out: Operand, t: Tile, total: Value, acc: ScalarType
+    ) -> None:
+        """X := alpha * total + beta * X on one tile (X not read when beta is 0, as in BLAS:
+        no NaN from X)."""
+        e = self.e
+        el = out.type.element
+        alpha, beta = inst.alpha, inst.beta
+        if alpha.constant != 1:
+            total = e.add(CoopMatrixScaleInst(self.scalar(alpha, acc), total)).result
+        check = t.checked
+        if inst.atomic:
+            self.atomic(inst, out, t, total, acc)
+            return
+        if beta.constant != 0:
+
+            def blend() -> Value:
+                old_t = CoopMatrixType(el, t.rows, t.cols, "matrix_acc")
+                old = self.convert(e.load(out, t.row, t.col, old_t, check), acc)
+                if beta.constant != 1:
+                    old = e.add(CoopMatrixScaleInst(self.scalar(beta, acc), old)).result
+                return e.add(ArithInst("add", total, old)).result
+
+            if beta.constant is None:
+                zero = Constant(0.0 if el.is_float else 0, el, inst.loc)
+                is_zero = e.add(CompareInst("eq", beta, zero)).result
+                choice = e.add(IfInst(is_zero, [total.type]))
+                with e.b.at(choice.regions[0]):
+                    e.add(YieldInst([total]))
+                with e.b.at(choice.regions[1]):
+                    e.add(YieldInst([blend()]))
+                total = choice.result
+            else:
+                total = blend()
+        result = self.convert(total, el)
+        e.add(CoopMatrixStoreInst(result, out.value, e.value(t.row), e.value(t.col), False, check))
+
+    def atomic(
+        self, inst: LinalgInst, out: Operand, t: Tile, total: Value, acc: ScalarType
+    ) -> None:
+        e = self.e
+        el = out.type.element
+        beta = inst.beta.constant
+        if beta != 0 and (beta != 1 or el != acc or el.bits not in (32, 64)):
+            shown = "dynamic" if beta is None else beta
+            raise CompilationError(
+                inst.loc,
+                f"{inst.mnemonic}.atomic needs beta 0 or 1 and a 32- or 64-bit element type, "
+                f"got beta {shown} and {el}",
+            )
+        value = self.convert(total, el)
+        e.add(CoopMatrixStoreInst(
+            value, out.value, e.value(t.row), e.value(t.col), False, t.checked, atomic_add=beta == 1
+        ))  # fmt: skip
