@@ -28,6 +28,7 @@ from ...ir import (
     Program,
     Region,
 )
+from ...ir.definition import register
 from ...target import CoreInfo
 from ..work_group_size import require_sizes
 from .dpas import lower_dpas
@@ -103,3 +104,7 @@ def drop_uses(insts: set[Inst]) -> None:
         value.uses = [(user, index) for user, index in value.uses if user not in insts]
     for inst in insts:
         inst.parent = None
+
+
+# The lowering of every collective instruction (tinytc.ir.definition's "lowering" part)
+register("lowering", *LinalgInst.__subclasses__())(LowerLinalgPass)
