@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 
@@ -18,6 +19,22 @@ def format_constant(value: int | float, type: ScalarType) -> str:
     if type.is_bool:
         return "true" if value else "false"
     return str(int(value))
+
+
+def format_attribute(value: object) -> str:
+    """An attribute as the parser reads it back: dictionaries {name=value, ...} (also of a
+    dataclass's fields), arrays [a, b], integers, booleans and strings."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={format_attribute(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(format_attribute(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(int(value))  # type: ignore[call-overload]
 
 
 class Printer:

@@ -51,6 +51,7 @@ _TOKEN_RE = re.compile(
             f"(?P<FLOAT>{_HEX}|{_DEC})",
             r"(?P<INTEGER>[+-]?[0-9]+)",
             r"(?P<PUNCT>->|[(){}\[\]<>,:=?])",
+            r'(?P<STRING>"[ !#-~]*")',
             f"(?P<LOCAL>%{_NAME})",
             f"(?P<GLOBAL>@{_NAME})",
             f"(?P<BAD_NAME>[%@]{_WORDISH}*)",
@@ -81,7 +82,7 @@ class Token:
 
 
 FIXED_TOKENS = frozenset(
-    {"FLOAT", "INTEGER", "LOCAL", "GLOBAL", "MODIFIER", "TYPE", "X", "REV1_ARITH"}
+    {"FLOAT", "INTEGER", "LOCAL", "GLOBAL", "MODIFIER", "TYPE", "X", "REV1_ARITH", "STRING"}
     | set(PUNCTUATION.values())
 )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core import Inst, Value
+from ..printer import format_attribute
 from ..types import BF16, F16, F32, F64, I8, I32, Dim, ScalarType, Type
 
 if TYPE_CHECKING:
@@ -111,7 +112,8 @@ class LinalgInst(Inst):
     def print(self, p: Printer) -> None:
         values = ", ".join(p.name(v) for v in self.operands)
         types = ", ".join(str(v.type) for v in self.operands)
-        p.line(f"{self.mnemonic}{self.modifiers} {values} : {types}")
+        tiling = f" attributes{{tiling={format_attribute(self.tiling)}}}" if self.tiling else ""
+        p.line(f"{self.mnemonic}{self.modifiers} {values} : {types}{tiling}")
 
 
 class GemmInst(LinalgInst):

@@ -1,0 +1,25 @@
+"""What every module of the grammar shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import Location
+from ..context import ParseContext
+
+Ctx = ParseContext
+P = list[Any]
+# names an attribute dictionary takes unquoted (any other is written as a string)
+ATTRIBUTE_KEYS = (
+    "TILING",
+    "WORK_GROUP",
+    "ROWS_PER_ITEM",
+    "COLS_PER_ITEM",
+    "K_UNROLL",
+    "PREFETCH",
+    "PREFETCH_AHEAD",
+)
+
+
+def operand_locs(*refs: Any) -> list[Location]:
+    return [r.loc for r in refs]

@@ -1,0 +1,136 @@
+"""Programs, functions, their attributes and the instruction list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import CompilationError, Location
+from ...ir import (
+    CompareInst,
+    Constant,
+    Function,
+    Type,
+    Value,
+)
+from ...ir.types import I1, I8
+from ..context import parse_int
+from ..driver import rule
+from ..lexer import Token
+from .base import Ctx, P
+
+# Program and functions
+
+
+@rule("program : functions")
+def _program(ctx: Ctx, p: P) -> Any:
+    return ctx.builder.program
+
+
+@rule("functions : function", "functions : functions function")
+def _functions(ctx: Ctx, p: P) -> None:
+    return None
+
+
+@rule("function : function_header body")
+def _function(ctx: Ctx, p: P) -> None:
+    ctx.close_region()
+
+
+@rule("function_header : FUNC GLOBAL LPAREN params RPAREN attributes")
+def _function_header(ctx: Ctx, p: P) -> None:
+    # A bool parameter is passed as an 8-bit integer, true when it is not 0 (tinytc v0.3
+    # accepts bool parameters; kernels cannot take i1 arguments).
+    params = [Value(I8 if t == I1 else t, tok.value[1:], tok.loc) for tok, t in p[3]]
+    attrs: dict[str, Any] = {}
+    for name, value, loc in p[5]:
+        if name in attrs:
+            raise CompilationError(loc, f"{name} is given twice")
+        attrs[name] = value
+    func = Function(p[1].value[1:], params, loc=ctx.loc, **attrs)
+    func.attribute_locs = {name: loc for name, _, loc in p[5]}
+    ctx.builder.program.functions.append(func)
+    ctx.scopes, ctx.left_scope = [], {}
+    ctx.open_region(func.body)
+    for param, (tok, t) in zip(params, p[3]):
+        if t == I1:
+            zero = Constant(0, I8, tok.loc)
+            test = CompareInst("ne", param, zero, loc=tok.loc, operand_locs=[tok.loc, tok.loc])
+            ctx.builder.add(test)
+            ctx.scopes[-1][param.name] = test.result  # the body sees the bool
+
+
+@rule("params : ", "params : param_list")
+def _params(ctx: Ctx, p: P) -> list[Any]:
+    return p[0] if p else []
+
+
+@rule("param_list : param", "param_list : param_list COMMA param")
+def _param_list(ctx: Ctx, p: P) -> list[Any]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[2]]
+
+
+@rule("param : LOCAL COLON type")
+def _param(ctx: Ctx, p: P) -> tuple[Token, Type]:
+    return p[0], p[2]
+
+
+@rule("attributes : ", "attributes : attributes attribute")
+def _attributes(ctx: Ctx, p: P) -> list[Any]:
+    return p[0] + [p[1]] if p else []
+
+
+@rule("attribute : WORK_GROUP_SIZE LPAREN INTEGER COMMA INTEGER RPAREN")
+def _work_group_size(ctx: Ctx, p: P) -> tuple[str, Any, Location]:
+    return "work_group_size", (parse_int(p[2]), parse_int(p[4])), ctx.loc
+
+
+@rule("attribute : SUBGROUP_SIZE LPAREN INTEGER RPAREN")
+def _subgroup_size(ctx: Ctx, p: P) -> tuple[str, Any, Location]:
+    return "subgroup_size", parse_int(p[2]), ctx.loc
+
+
+@rule("attribute : BATCH_PER_GROUP LPAREN INTEGER RPAREN")
+def _batch_per_group(ctx: Ctx, p: P) -> tuple[str, Any, Location]:
+    return "batch_per_group", parse_int(p[2]), ctx.loc
+
+
+@rule("body : LBRACE instructions RBRACE")
+def _body(ctx: Ctx, p: P) -> None:
+    return None
+
+
+@rule("instructions : ", "instructions : instructions instruction")
+def _instructions(ctx: Ctx, p: P) -> None:
+    return None
+
+
+# Instructions
+
+
+@rule(
+    "instruction : results EQUALS value_instruction",
+    "instruction : results EQUALS if",
+    "instruction : results EQUALS for",
+)
+def _named_instruction(ctx: Ctx, p: P) -> None:
+    names, inst = p[0], p[2]
+    if len(names) != len(inst.results):
+        loc = names[0].loc.to(names[-1].loc)
+        raise CompilationError(
+            loc, f"{len(names)} names for {inst.mnemonic}, which has {len(inst.results)} results"
+        )
+    for token, value in zip(names, inst.results):
+        value.name, value.loc = token.value[1:], token.loc
+        ctx.define(value)
+    ctx.builder.add(inst)
+
+
+@rule("instruction : if", "instruction : statement")
+def _instruction(ctx: Ctx, p: P) -> None:
+    if p[0] is not None:
+        ctx.builder.add(p[0])
+
+
+@rule("results : LOCAL", "results : results COMMA LOCAL")
+def _results(ctx: Ctx, p: P) -> list[Token]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[2]]
