@@ -297,8 +297,9 @@ class Spmd:
             if not _same(val, vals[0]):
                 raise CompilationError(
                     inst.loc,
-                    f"{_name(inst)}: {operand_name(inst, i)} is not uniform across the subgroup: "
-                    f"in subgroup {s}, lane 0 has {_show(vals[0])} and lane {lane} has {_show(val)}",
+                    f"{_name(inst)}: {operand_name(inst, i)} is not uniform across the subgroup:"
+                    f" in subgroup {s}, lane 0 has {_show(vals[0])} and lane {lane} has"
+                    f" {_show(val)}",
                 )
         return vals[0]
 
