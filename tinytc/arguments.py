@@ -21,8 +21,7 @@ def dtype_of(t: ScalarType) -> np.dtype:
         return np.dtype(np.uint16)
     if t.is_bool:
         return np.dtype(np.bool_)
-    prefix = {"int": "int", "uint": "uint", "float": "float"}[t.kind]
-    return np.dtype(f"{prefix}{t.bits}")
+    return np.dtype(f"{t.family.numpy_prefix}{t.bits}")
 
 
 @dataclass(frozen=True)

@@ -8,27 +8,66 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
 DYNAMIC = None
 Dim = int | None
 
 
 @dataclass(frozen=True)
-class ScalarType:
-    """A scalar type; ``kind`` is 'int' (signless), 'uint' (rev1 unsigned) or 'float'."""
+class ScalarKind:
+    """A family of scalar types and what its values are. A new kind (complex numbers, say)
+    is one entry of ``SCALAR_KINDS``, plus its entries in the tables that give each kind its
+    semantics: the SPIR-V lowering (tinytc/spirv/convert_scalar.py), the reference
+    (tinytc/reference.py) and numpy's storage (``numpy_prefix``); the code that asks
+    ``is_float`` or ``is_integer`` then leaves it alone (docs/architecture.md)."""
 
     name: str
-    kind: Literal["int", "uint", "float"]
+    integer: bool = False  # values are integers (two's complement)
+    signed: bool = False  # integers compare, divide, widen and shift as signed numbers
+    floating: bool = False  # values are real IEEE floating-point numbers
+    numpy_prefix: str = ""  # numpy's dtype name is prefix + bits
+
+
+SCALAR_KINDS: dict[str, ScalarKind] = {
+    k.name: k
+    for k in (
+        ScalarKind("int", integer=True, signed=True, numpy_prefix="int"),  # signless
+        ScalarKind("uint", integer=True, numpy_prefix="uint"),  # rev1's unsigned types
+        ScalarKind("float", floating=True, numpy_prefix="float"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A scalar type of a kind of SCALAR_KINDS ('int': signless, 'uint': rev1 unsigned,
+    'float')."""
+
+    name: str
+    kind: str
     bits: int
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCALAR_KINDS:
+            raise ValueError(f"unknown scalar kind {self.kind!r}")
+
+    @property
+    def family(self) -> ScalarKind:
+        return SCALAR_KINDS[self.kind]
 
     @property
     def is_float(self) -> bool:
-        return self.kind == "float"
+        """A real floating-point type."""
+        return self.family.floating
 
     @property
     def is_integer(self) -> bool:
-        return self.kind != "float"
+        """An integer type (i1 included)."""
+        return self.family.integer
+
+    @property
+    def is_signed(self) -> bool:
+        return self.family.signed
 
     @property
     def is_bool(self) -> bool:
@@ -41,7 +80,7 @@ class ScalarType:
 
     def int_range(self) -> tuple[int, int]:
         """Accepted constant range: signless integers take signed and unsigned spellings."""
-        if self.kind == "uint":
+        if not self.is_signed:
             return 0, 2**self.bits - 1
         if self.bits == 64:
             return -(2**63) + 1, 2**63 - 1  # the language's own limit for any constant
@@ -67,10 +106,18 @@ F32 = ScalarType("f32", "float", 32)
 F64 = ScalarType("f64", "float", 64)
 BOOL = I1
 
+# Every scalar type by its name in the language (the lexer's type names come from here).
 SCALAR_TYPES: dict[str, ScalarType] = {
     t.name: t for t in (I1, I8, I16, I32, I64, U8, U16, U32, U64, INDEX, F16, BF16, F32, F64)
 }
 SCALAR_TYPES["bool"] = BOOL  # rev1 spelling
+
+
+def register_scalar_type(t: ScalarType, *names: str) -> ScalarType:
+    """Add a scalar type to the language under its name (and other spellings)."""
+    for name in (t.name, *names):
+        SCALAR_TYPES[name] = t
+    return t
 
 # Largest finite value of each floating type, for range checks of constants.
 FLOAT_MAX = {

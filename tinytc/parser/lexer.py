@@ -36,34 +36,40 @@ _HEX = (
     r"|[0-9a-fA-F]+[pP][+-]?[0-9]+)"
 )
 _DEC = r"[+-]?(?:(?:[0-9]*\.[0-9]+|[0-9]+\.)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
-# A scalar type may be glued to the 'x' of a memref shape (memref<f32x4>), nothing else.
-_TYPE = "(?:{})(?![A-Za-wyz0-9_])".format("|".join(sorted(SCALAR_TYPES, key=lambda n: -len(n))))
 # A name is a number or a letter then letters, digits and '_', all ASCII. A name that runs on
 # into other characters of a word (non-ASCII letters, or a leading '_') is one BAD_NAME token,
 # so that the diagnostic covers the whole would-be identifier.
 _NAME = r"(?>[0-9]+|[A-Za-z][A-Za-z0-9_]*)(?![^\W_A-Za-z]|[^\x00-\x7f\s])"
 _WORDISH = r"(?:\w|[^\x00-\x7f\s])"
 
-_TOKEN_RE = re.compile(
-    "|".join(
-        [
-            r"(?P<SKIP>[ \t\r\n]+|;[^\n]*)",
-            f"(?P<FLOAT>{_HEX}|{_DEC})",
-            r"(?P<INTEGER>[+-]?[0-9]+)",
-            r"(?P<PUNCT>->|[(){}\[\]<>,:=?])",
-            r'(?P<STRING>"[ !#-~]*")',
-            f"(?P<LOCAL>%{_NAME})",
-            f"(?P<GLOBAL>@{_NAME})",
-            f"(?P<BAD_NAME>[%@]{_WORDISH}*)",
-            r"(?P<MODIFIER>\.[A-Za-z_][A-Za-z0-9_]*)",
-            f"(?P<TYPE>{_TYPE})",
-            r"(?P<X>x)",
-            r"(?P<WORD>[A-Za-z_][A-Za-z0-9_]*)",
-            r"(?P<ERROR>.)",
-        ]
-    ),
-    re.DOTALL,
-)
+
+@functools.cache
+def token_re() -> re.Pattern[str]:
+    """The combined expression of every token; the scalar type names are those of
+    SCALAR_TYPES when the first text is tokenized (register_scalar_type adds to it)."""
+    # A scalar type may be glued to the 'x' of a memref shape (memref<f32x4>), nothing else.
+    names = "|".join(sorted(SCALAR_TYPES, key=lambda n: -len(n)))
+    scalar_type = f"(?:{names})(?![A-Za-wyz0-9_])"
+    return re.compile(
+        "|".join(
+            [
+                r"(?P<SKIP>[ \t\r\n]+|;[^\n]*)",
+                f"(?P<FLOAT>{_HEX}|{_DEC})",
+                r"(?P<INTEGER>[+-]?[0-9]+)",
+                r"(?P<PUNCT>->|[(){}\[\]<>,:=?])",
+                r'(?P<STRING>"[ !#-~]*")',
+                f"(?P<LOCAL>%{_NAME})",
+                f"(?P<GLOBAL>@{_NAME})",
+                f"(?P<BAD_NAME>[%@]{_WORDISH}*)",
+                r"(?P<MODIFIER>\.[A-Za-z_][A-Za-z0-9_]*)",
+                f"(?P<TYPE>{scalar_type})",
+                r"(?P<X>x)",
+                r"(?P<WORD>[A-Za-z_][A-Za-z0-9_]*)",
+                r"(?P<ERROR>.)",
+            ]
+        ),
+        re.DOTALL,
+    )
 
 
 @dataclass(slots=True)
@@ -105,7 +111,7 @@ RawToken = tuple[str, str, Location]  # kind of the regular expression's group, 
 
 
 def _raw_tokens(source: Source) -> Iterator[RawToken]:
-    for m in _TOKEN_RE.finditer(source.text):
+    for m in token_re().finditer(source.text):
         kind = m.lastgroup
         assert kind is not None
         if kind == "SKIP":

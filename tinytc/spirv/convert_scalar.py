@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import ir
+from ..ir.types import SCALAR_KINDS
 from ._grammar import Op, OpenCLStd
 from .convert import Lowering, converts
 from .instruction import Id
@@ -60,22 +61,29 @@ def componentwise(lo: Lowering, t: ir.Type, fn: Callable[..., Id], *values: Any)
 
 
 def binary(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
-    """a op b with the language's semantics for scalar type t."""
+    """a op b with the language's semantics for scalar type t (by its kind: BINARY)."""
     rt = lo.scalar_type(t)
     if t.is_bool:
         return lo.op(BOOL_BINARY[op], rt, a, b)
     if op in ("min", "max"):  # exact in every type: bf16 needs no rounding
         return lo.b.ext_inst(rt, MIN_MAX[t.kind][op], a, b)
-    if t.is_float:
-        result = lo.op(FLOAT_BINARY[op], rt, a, b)
-        return round_bf16(lo, result) if t == ir.BF16 else result
+    return BINARY[t.kind](lo, op, t, a, b)
+
+
+def _float_binary(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
+    result = lo.op(FLOAT_BINARY[op], lo.scalar_type(t), a, b)
+    return round_bf16(lo, result) if t == ir.BF16 else result
+
+
+def _integer_binary(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
+    rt = lo.scalar_type(t)
     if op in ("div", "rem"):
         return _safe_division(lo, op, t, a, b)
     if op in ("shl", "shr"):
         amount = lo.op(Op.BitwiseAnd, rt, b, lo.const(t, t.bits - 1))  # as OpenCL C does
         shift = Op.ShiftLeftLogical
         if op == "shr":
-            shift = Op.ShiftRightLogical if t.kind == "uint" else Op.ShiftRightArithmetic
+            shift = Op.ShiftRightArithmetic if t.is_signed else Op.ShiftRightLogical
         return lo.op(shift, rt, a, amount)
     return lo.op(INT_BINARY[op], rt, a, b)
 
@@ -86,13 +94,13 @@ def _safe_division(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
     rt, boolean = lo.scalar_type(t), lo.m.type_bool()
     zero = lo.op(Op.IEqual, boolean, b, lo.const(t, 0))
     bad = zero
-    if t.kind == "int":
+    if t.is_signed:
         is_min = lo.op(Op.IEqual, boolean, a, lo.const(t, -(2 ** (t.bits - 1))))
         minus_one = lo.op(Op.IEqual, boolean, b, lo.const(t, -1))
         overflow = lo.op(Op.LogicalAnd, boolean, is_min, minus_one)
         bad = lo.op(Op.LogicalOr, boolean, zero, overflow)
     divisor = lo.op(Op.Select, rt, bad, lo.const(t, 1), b)
-    signed = t.kind == "int"
+    signed = t.is_signed
     opcode = {"div": Op.SDiv if signed else Op.UDiv, "rem": Op.SRem if signed else Op.UMod}[op]
     quotient = lo.op(opcode, rt, a, divisor)
     return lo.op(Op.Select, rt, zero, lo.const(t, 0), quotient)
@@ -107,17 +115,28 @@ def _arith_unary(lo: Lowering, inst: ir.ArithUnaryInst) -> None:
 
 
 def unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
+    """neg, not or abs of a value of scalar type t (by its kind: UNARY)."""
     rt = lo.scalar_type(t)
     if op == "not" and t.is_bool:
         # not a == (a == false); OpLogicalNot crashes Debian's IGC 1.0.12504 (ocloc)
         return lo.op(Op.LogicalEqual, rt, a, lo.const(t, 0))
     if op == "not":
         return lo.op(Op.Not, rt, a)
+    return UNARY[t.kind](lo, op, t, a)
+
+
+def _float_unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
+    rt = lo.scalar_type(t)
     if op == "abs":
-        if t.kind == "uint":
-            return a
-        return lo.b.ext_inst(rt, OpenCLStd.fabs if t.is_float else OpenCLStd.s_abs, a)
-    return lo.op(Op.FNegate if t.is_float else Op.SNegate, rt, a)
+        return lo.b.ext_inst(rt, OpenCLStd.fabs, a)
+    return lo.op(Op.FNegate, rt, a)
+
+
+def _integer_unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
+    rt = lo.scalar_type(t)
+    if op == "abs":
+        return lo.b.ext_inst(rt, OpenCLStd.s_abs, a) if t.is_signed else a
+    return lo.op(Op.SNegate, rt, a)
 
 
 @converts(ir.CastInst)
@@ -133,7 +152,8 @@ def _cast(lo: Lowering, inst: ir.CastInst) -> None:
 
 
 def convert(lo: Lowering, a: Id, src: ir.ScalarType, to: ir.ScalarType) -> Id:
-    """Convert a value between scalar types with the language's cast semantics."""
+    """Convert a value between scalar types with the language's cast semantics (by the two
+    kinds: CONVERT)."""
     rt = lo.scalar_type(to)
     if to.is_bool:
         zero = lo.const(src, 0)
@@ -142,19 +162,31 @@ def convert(lo: Lowering, a: Id, src: ir.ScalarType, to: ir.ScalarType) -> Id:
         return lo.op(Op.FUnordNotEqual if src.is_float else Op.INotEqual, rt, a, zero)
     if src.is_bool:
         return lo.op(Op.Select, rt, a, lo.const(to, 1), lo.const(to, 0))
-    if src.is_float and to.is_float:
-        if lo.scalar_type(src) is not rt:
-            a = lo.op(Op.FConvert, rt, a)
-        return round_bf16(lo, a) if to == ir.BF16 and src != ir.BF16 else a
-    if src.is_float:
-        return lo.op(Op.ConvertFToU if to.kind == "uint" else Op.ConvertFToS, rt, a)
-    if to.is_float:
-        result = lo.op(Op.ConvertUToF if src.kind == "uint" else Op.ConvertSToF, rt, a)
-        return round_bf16(lo, result) if to == ir.BF16 else result
+    return CONVERT[src.kind, to.kind](lo, a, src, to)
+
+
+def _float_to_float(lo: Lowering, a: Id, src: ir.ScalarType, to: ir.ScalarType) -> Id:
+    rt = lo.scalar_type(to)
+    if lo.scalar_type(src) is not rt:
+        a = lo.op(Op.FConvert, rt, a)
+    return round_bf16(lo, a) if to == ir.BF16 and src != ir.BF16 else a
+
+
+def _float_to_integer(lo: Lowering, a: Id, src: ir.ScalarType, to: ir.ScalarType) -> Id:
+    return lo.op(Op.ConvertFToS if to.is_signed else Op.ConvertFToU, lo.scalar_type(to), a)
+
+
+def _integer_to_float(lo: Lowering, a: Id, src: ir.ScalarType, to: ir.ScalarType) -> Id:
+    opcode = Op.ConvertSToF if src.is_signed else Op.ConvertUToF
+    result = lo.op(opcode, lo.scalar_type(to), a)
+    return round_bf16(lo, result) if to == ir.BF16 else result
+
+
+def _integer_to_integer(lo: Lowering, a: Id, src: ir.ScalarType, to: ir.ScalarType) -> Id:
     if src.bits == to.bits:
         return a
-    widen = Op.UConvert if src.kind == "uint" else Op.SConvert
-    return lo.op(widen if to.bits > src.bits else Op.UConvert, rt, a)
+    widen = Op.SConvert if src.is_signed else Op.UConvert
+    return lo.op(widen if to.bits > src.bits else Op.UConvert, lo.scalar_type(to), a)
 
 
 @converts(ir.CompareInst)
@@ -165,5 +197,22 @@ def _cmp(lo: Lowering, inst: ir.CompareInst) -> None:
     if t.is_bool:  # compare as unsigned 0/1
         a, b = (convert(lo, v, t, ir.U8) for v in (a, b))
         t = ir.U8
-    table = FLOAT_CMP if t.is_float else UNSIGNED_CMP if t.kind == "uint" else SIGNED_CMP
+    table = COMPARE[t.kind]
     lo.values[inst.result] = lo.op(table[inst.cond], boolean, a, b)
+
+
+# The semantics of each scalar kind (tinytc.ir.types.SCALAR_KINDS): a new kind adds its entries
+BINARY = {"float": _float_binary, "int": _integer_binary, "uint": _integer_binary}
+UNARY = {"float": _float_unary, "int": _integer_unary, "uint": _integer_unary}
+COMPARE = {"float": FLOAT_CMP, "int": SIGNED_CMP, "uint": UNSIGNED_CMP}
+_BY_FLOATING = {
+    (True, True): _float_to_float,
+    (True, False): _float_to_integer,
+    (False, True): _integer_to_float,
+    (False, False): _integer_to_integer,
+}
+CONVERT = {  # (source kind, target kind) -> conversion
+    (s.name, d.name): _BY_FLOATING[s.floating, d.floating]
+    for s in SCALAR_KINDS.values()
+    for d in SCALAR_KINDS.values()
+}
