@@ -5,6 +5,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from tune_support import GEMM, SMALL
 
 import tinytc
 from tinytc import reference
@@ -16,29 +17,7 @@ from tinytc.recipes.tiling import check_conv_tiling
 from tinytc.runtime.device import core_info_from_device
 from tinytc.target import get_target
 from tinytc.tune import cli, measure, search
-from tinytc.tune.store import stored_program_tilings
-
-GEMM = """func @gemm(%a: memref<f32x24x8x?>, %b: memref<f32x8x6>, %c: memref<f32x24x6x?>) {
-  %g = group_id
-  %ag = subview %a[:,:,%g] : memref<f32x24x8x?>
-  %cg = subview %c[:,:,%g] : memref<f32x24x6x?>
-  gemm.n.n 1.0, %ag, %b, 1.0, %cg : f32, memref<f32x24x8>, memref<f32x8x6>, f32, memref<f32x24x6>
-}
-"""
-SMALL = dict(budget=20.0, repeat=1)  # the candidates are capped by limit or given
-
-
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    """Every test stores its tunings (and binaries) in a cache directory of its own."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-
-
-@pytest.fixture
-def device():
-    from tinytc.runtime import default_device
-
-    return default_device()
+from tinytc.tune.store import TuningWarning, stored_program_tilings
 
 
 def _corrupt_all_but(kept):
@@ -190,7 +169,9 @@ def test_invalid_arguments_are_errors():
 def test_a_corrupt_store_is_searched_again(device, capsys):
     first = tinytc.tune(GEMM, howmany=2, limit=1, **SMALL)
     first.path.write_text("{not json")
-    assert stored_program_tilings(GEMM, device, 2) is None
+    with pytest.warns(TuningWarning, match="deleted the damaged tuning record"):
+        assert stored_program_tilings(GEMM, device, 2) is None
+    assert not first.path.exists()
     assert tinytc.tune(GEMM, howmany=2, limit=1, progress=True, **SMALL).searched
     assert "tuning done: " in capsys.readouterr().err  # the progress, off a terminal
 

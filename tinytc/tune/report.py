@@ -107,7 +107,10 @@ def report(result: TuneResult, top: int = 10, file: TextIO | None = None) -> Non
             file=out,
         )
     if good:
-        print(f"  best candidates (time relative to the default tiling's, top {top}):", file=out)
+        print(
+            f"  best candidates (search time relative to the default tiling's, top {top}):",
+            file=out,
+        )
     for t in good[:top]:
         where = f"{t.where:>14}  " if t.where else ""
         note = f"\n      {t.note}" if t.note else ""
@@ -161,7 +164,9 @@ def plot(result: TuneResult, path: str | Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(range(len(ratios)), ratios, "o", markersize=3, label="candidates (correct results)")
     ax.axhline(1.0, color="red", label="default tiling")
-    ax.axhline(measure.MARGIN, color="gray", linestyle=":", label="needed to replace it")
+    ax.axhline(
+        measure.MARGIN, color="gray", linestyle=":", label="margin (then confirmed in pairs)"
+    )
     ax.set_xlabel("candidate (fastest first)")
     ax.set_ylabel("median time / default tiling's")
     ax.set_title(f"tinytc-tune: {result.kind}")

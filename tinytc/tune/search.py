@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -72,7 +73,7 @@ def tune(
     is an error. ``limit`` caps the candidates tried per instruction or recipe.
     Bad arguments raise ArgumentError naming the parameter.
     """
-    if isinstance(budget, bool) or not isinstance(budget, int | float) or not budget >= 0:
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not budget >= 0:
         raise ArgumentError(f"budget must be a number of seconds >= 0, got {budget!r}")
     if math.isinf(budget):
         raise ArgumentError("budget must be finite (use limit to try every candidate)")
