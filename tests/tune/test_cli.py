@@ -17,6 +17,7 @@ import pytest
 from tune_support import GEMM
 
 import tinytc
+from tinytc.recipes import conv2d
 from tinytc.tune import cli, measure, search
 from tinytc.tune.report import Progress, summary
 
@@ -186,3 +187,20 @@ def test_the_entry_point_and_the_plot_extra():
         env=os.environ | {"PYTHONWARNINGS": "error"}, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0 and "--json FILE" in done.stdout and "--plot FILE" in done.stdout
+
+
+def test_conv2d_options_take_one_value_for_both_directions(monkeypatch, capsys):
+    asked = []
+
+    def no_search(recipe, **options):
+        asked.append(recipe.problem)
+        raise tinytc.ArgumentError("not searched")
+
+    monkeypatch.setattr(cli, "tune", no_search)
+    shapes = ["--input", "1,4,9,9", "--filter", "4,4,3,3"]
+    for options in (["--stride", "2", "--padding", "1"], ["--stride", "2,2", "--padding", "1,1"]):
+        assert cli.main(["conv2d", *shapes, *options]) == 1
+    want = conv2d((1, 4, 9, 9), (4, 4, 3, 3), stride=(2, 2), padding=((1, 1), (1, 1)))
+    assert asked == [want.problem] * 2
+    assert cli.main(["conv2d", *shapes, "--stride", "1,2,3"]) == 1
+    assert "--stride takes 1 or 2 integers, got 3" in capsys.readouterr().err

@@ -57,6 +57,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _pair(option: str, values: tuple[int, ...]) -> tuple[int, ...]:
+    """One integer for both directions (as PyTorch takes it), else (height, width)."""
+    if len(values) not in (1, 2):
+        raise ArgumentError(f"--{option} takes 1 or 2 integers, got {len(values)}")
+    return values * 2 if len(values) == 1 else values
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="tinytc-tune",
@@ -71,9 +78,11 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--input", type=_ints, help="conv2d input shape, e.g. 8,64,56,56")
     ap.add_argument("--filter", type=_ints, help="conv2d filter shape, e.g. 64,64,3,3")
     ap.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
-    ap.add_argument("--stride", type=_ints, default=(1, 1))
-    ap.add_argument("--dilation", type=_ints, default=(1, 1))
-    ap.add_argument("--padding", type=_ints, default=(0, 0, 0, 0), help="top,bottom,left,right")
+    ap.add_argument("--stride", type=_ints, default=(1, 1), help="S or SH,SW")
+    ap.add_argument("--dilation", type=_ints, default=(1, 1), help="D or DH,DW")
+    ap.add_argument(
+        "--padding", type=_ints, default=(0,), help="P (all sides), PH,PW or top,bottom,left,right"
+    )
     ap.add_argument("--dtype", default="f32", choices=["f32", "f64", "f16", "bf16"])
     ap.add_argument("--direction", default="forward", choices=["forward", "backward_data"])
     ap.add_argument("--budget", type=_seconds, default=30.0, help="seconds (default 30)")
@@ -159,12 +168,15 @@ def _tune(args: argparse.Namespace) -> Any:
 
         if args.input is None or args.filter is None:
             raise ArgumentError("conv2d needs --input and --filter")
-        if len(args.padding) != 4:
-            raise ArgumentError(f"--padding takes 4 integers, got {len(args.padding)}")
+        stride, dilation = (_pair(o, getattr(args, o)) for o in ("stride", "dilation"))
+        if len(args.padding) not in (1, 2, 4):
+            raise ArgumentError(f"--padding takes 1, 2 or 4 integers, got {len(args.padding)}")
+        pad = {1: args.padding * 4, 2: args.padding[:1] * 2 + args.padding[1:] * 2}
+        padding = pad.get(len(args.padding), args.padding)
         recipe = conv2d(
-            args.input, args.filter, layout=args.layout, stride=args.stride,
-            dilation=args.dilation, padding=(args.padding[:2], args.padding[2:]),
-            dtype=args.dtype, direction=args.direction, tiling=None,
+            args.input, args.filter, layout=args.layout, stride=stride, dilation=dilation,
+            padding=(padding[:2], padding[2:]), dtype=args.dtype, direction=args.direction,
+            tiling=None,
         )  # fmt: skip
         return tune(recipe, **common)  # type: ignore[arg-type]
     except RuntimeUnavailableError as err:
