@@ -204,3 +204,12 @@ def test_conv2d_options_take_one_value_for_both_directions(monkeypatch, capsys):
     assert asked == [want.problem] * 2
     assert cli.main(["conv2d", *shapes, "--stride", "1,2,3"]) == 1
     assert "--stride takes 1 or 2 integers, got 3" in capsys.readouterr().err
+
+
+def test_a_closed_standard_output_is_a_message(gemm_file):
+    command = [sys.executable, "-m", "tinytc.tune", gemm_file, "--howmany", "2", "--limit", "0"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    proc.stdout.close()  # a reader that went away: `tinytc-tune ... | head -c0`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert "cannot write to standard output" in err and "Traceback" not in err

@@ -8,6 +8,7 @@ traceback. Progress goes to stderr, the result to stdout.
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import sys
 import warnings
@@ -15,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..arguments import ArgumentError
+from ..cli import UsageError, bounded, write_output
 from ..errors import CompilationError
-from .report import plot, plot_formats, report, summary, write_json
+from .report import plot, plot_formats, report, result_json, summary
 from .search import MAX_COUNT, tune
 
 INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
@@ -29,22 +31,6 @@ def _ints(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated integers, got {text!r}"
         ) from None
-
-
-def _count(least: int, most: int | None = None) -> Any:
-    """An argparse type: an integer in [least, most]."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < least or (most is not None and value > most):
-            bounds = f">= {least}" if most is None else f"from {least} to {most}"
-            raise argparse.ArgumentTypeError(f"expected an integer {bounds}, got {text}")
-        return value
-
-    return parse
 
 
 def _seconds(text: str) -> float:
@@ -72,8 +58,8 @@ def _parser() -> argparse.ArgumentParser:
         "on the live device; the best is stored and used by tinytc.jit and the recipes.",
     )
     ap.add_argument("file", help="tensor language source, or 'conv2d'")
-    ap.add_argument("--howmany", type=_count(1, MAX_COUNT), help="work-groups per launch")
-    ap.add_argument("--size", type=_count(1, MAX_COUNT), help="every '?' size (default: howmany)")
+    ap.add_argument("--howmany", type=bounded(1, MAX_COUNT), help="work-groups per launch")
+    ap.add_argument("--size", type=bounded(1, MAX_COUNT), help="every '?' size (default: howmany)")
     ap.add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
     ap.add_argument("--input", type=_ints, help="conv2d input shape, e.g. 8,64,56,56")
     ap.add_argument("--filter", type=_ints, help="conv2d filter shape, e.g. 64,64,3,3")
@@ -86,8 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--dtype", default="f32", choices=["f32", "f64", "f16", "bf16"])
     ap.add_argument("--direction", default="forward", choices=["forward", "backward_data"])
     ap.add_argument("--budget", type=_seconds, default=30.0, help="seconds (default 30)")
-    ap.add_argument("--repeat", type=_count(1), default=5, help="timed runs per candidate")
-    ap.add_argument("--limit", type=_count(0), help="candidates per instruction or recipe")
+    ap.add_argument("--repeat", type=bounded(1, MAX_COUNT), default=5, help="timed runs each")
+    ap.add_argument("--limit", type=bounded(0, MAX_COUNT), help="candidates per instruction")
     ap.add_argument("--force", action="store_true", help="search even if a result is stored")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
     ap.add_argument("--report", action="store_true", help="print the best candidates and why")
@@ -117,21 +103,25 @@ def _run(args: argparse.Namespace) -> int:
     try:
         _check_outputs(args)  # before the search, not after it
         result = _tune(args)
+        out = io.StringIO()  # written at once, so that a closed stdout is one message
         if args.report:
-            report(result)
-        if args.json is not None:
-            write_json(result, args.json)
+            report(result, file=out)
+        if args.json == "-":
+            out.write(result_json(result))
+        elif args.json is not None:
+            Path(args.json).write_text(result_json(result))
         if args.plot is not None:
             plot(result, args.plot)
             print(f"plot written to {args.plot}", file=sys.stderr)
+        if args.json != "-":  # standard output holds the JSON alone
+            print(summary(result), file=out)
+        write_output(out.getvalue())
     except CompilationError as err:
         print(err, file=sys.stderr)
         return 1
-    except (ArgumentError, ImportError, OSError, UnicodeDecodeError) as err:
+    except (ArgumentError, ImportError, OSError, UnicodeDecodeError, UsageError) as err:
         print(f"tinytc-tune: {err}", file=sys.stderr)
         return 1
-    if args.json != "-":  # standard output holds the JSON alone
-        print(summary(result))
     return 0
 
 

@@ -122,24 +122,15 @@ def report(result: TuneResult, top: int = 10, file: TextIO | None = None) -> Non
         print(f"  rejected: {wrong} wrong results, {len(bad) - wrong} errors", file=out)
 
 
-def result_json(result: TuneResult) -> dict[str, Any]:
-    """The result as JSON: the record the store holds, with where it is and whether it was
-    searched now."""
+def result_json(result: TuneResult) -> str:
+    """The result as JSON text: the record the store holds, with where it is and whether it
+    was searched now."""
     from .store import encode_tilings, result_record
 
     encode = encode_tilings if result.kind == "program" else dataclasses.asdict
-    record = result_record(result, encode)
     path = str(result.path) if result.stored else None
-    return record | {"searched": result.searched, "stored_in": path}
-
-
-def write_json(result: TuneResult, path: str) -> None:
-    """Write ``result_json`` to a file, or to standard output for '-'."""
-    text = json.dumps(result_json(result), indent=1) + "\n"
-    if path == "-":
-        sys.stdout.write(text)
-    else:
-        Path(path).write_text(text)
+    record = result_record(result, encode) | {"searched": result.searched, "stored_in": path}
+    return json.dumps(record, indent=1) + "\n"
 
 
 def plot_formats() -> dict[str, str]:
