@@ -19,7 +19,7 @@ from tune_support import GEMM
 import tinytc
 from tinytc.recipes import conv2d
 from tinytc.tune import cli, measure, search
-from tinytc.tune.report import Progress, summary
+from tinytc.tune.show import Progress, summary
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -106,8 +106,8 @@ def tune_conv2d(
     """Tune the ConvTiling of a conv2d recipe (or its Conv2dProblem); see ``tune``."""
     from ..runtime.device import core_info_from_device, default_queue
     from ..tune import measure, store
-    from ..tune.report import Progress
     from ..tune.result import Trial, TuneResult
+    from ..tune.show import Progress
     from .conv2d import Conv2d, default_tiling
 
     problem = getattr(recipe, "problem", recipe)

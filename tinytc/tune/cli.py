@@ -18,8 +18,8 @@ from typing import Any
 from ..arguments import ArgumentError
 from ..cli import UsageError, bounded, write_output
 from ..errors import CompilationError
-from .report import plot, plot_formats, report, result_json, summary
 from .search import MAX_COUNT, tune
+from .show import plot, plot_formats, report, result_json, summary
 
 INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
 

@@ -28,8 +28,8 @@ from ..ir import LinalgInst, MemrefType, Program
 from ..passes import DEFAULT_PIPELINE
 from . import measure
 from .measure import Output
-from .report import Progress
 from .result import Trial, TuneResult
+from .show import Progress
 from .store import (
     decode_tilings,
     encode_tilings,
