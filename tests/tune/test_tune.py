@@ -110,6 +110,7 @@ def test_conv2d_tuning_stores_reuses_and_rejects(monkeypatch):
     result = tinytc.tune(recipe, candidates=[spoilt, good], **SMALL)
     assert [t.status for t in result.trials] == ["wrong", "ok"]
     assert result.best == good  # MARGIN makes any correct one win; the spoilt one is not kept
+    assert result.trials[1].note.startswith("confirmed: ") and not result.trials[0].note
     # the recipe now takes the stored tiling, and computes the convolution
     again = conv2d(*shapes, padding=((1, 1), (1, 0)))
     assert again.tiling == good
