@@ -321,7 +321,7 @@ def bench_tuned(name: str, args: argparse.Namespace) -> dict:
     in alternating pairs: each one's median and the median of the pairs' time ratios."""
     from tinytc.recipes.conv2d import default_tiling
     from tinytc.target import get_target
-    from tinytc.tune import paired
+    from tinytc.tune.measure import paired
 
     base = make_conv_case(name, args.quick, with_others=False)
     default = default_tiling(base.conv.problem, get_target("cpu"))

@@ -2,10 +2,10 @@
 jit and the conv2d recipe use what it stored; invalid tilings and arguments are errors."""
 
 import dataclasses
-import importlib
 
 import numpy as np
 import pytest
+from tune_support import GEMM, SMALL
 
 import tinytc
 from tinytc import reference
@@ -16,30 +16,8 @@ from tinytc.recipes.conv2d_tune import conv_candidates
 from tinytc.recipes.tiling import check_conv_tiling
 from tinytc.runtime.device import core_info_from_device
 from tinytc.target import get_target
-
-tune_module = importlib.import_module("tinytc.tune")  # tinytc.tune is the function
-
-GEMM = """func @gemm(%a: memref<f32x24x8x?>, %b: memref<f32x8x6>, %c: memref<f32x24x6x?>) {
-  %g = group_id
-  %ag = subview %a[:,:,%g] : memref<f32x24x8x?>
-  %cg = subview %c[:,:,%g] : memref<f32x24x6x?>
-  gemm.n.n 1.0, %ag, %b, 1.0, %cg : f32, memref<f32x24x8>, memref<f32x8x6>, f32, memref<f32x24x6>
-}
-"""
-SMALL = dict(budget=20.0, repeat=1)  # the candidates are capped by limit or given
-
-
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    """Every test stores its tunings (and binaries) in a cache directory of its own."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-
-
-@pytest.fixture
-def device():
-    from tinytc.runtime import default_device
-
-    return default_device()
+from tinytc.tune import cli, measure, search
+from tinytc.tune.store import TuningWarning, stored_program_tilings
 
 
 def _corrupt_all_but(kept):
@@ -57,19 +35,19 @@ def test_program_tuning_stores_and_reuses(device, monkeypatch):
     assert result.searched and result.path.is_file()
     assert len(result.trials) == 3 and all(t.status == "ok" for t in result.trials)
     assert [t.where for t in result.trials] == ["gemm:0"] * 3
-    assert tune_module.stored_program_tilings(GEMM, device, 2) == result.best
+    assert stored_program_tilings(GEMM, device, 2) == result.best
 
     def no_search(*args):
         raise AssertionError("a stored result must be reused")
 
-    monkeypatch.setattr(tune_module, "_program_trial", no_search)
+    monkeypatch.setattr(search, "_program_trial", no_search)
     again = tinytc.tune(tinytc.parse(GEMM), howmany=3, limit=3, **SMALL)
     assert not again.searched and again.best == result.best
     assert len(again.trials) == 3
 
 
 def test_jit_uses_the_stored_tiling(device, monkeypatch):
-    monkeypatch.setattr(tune_module, "MARGIN", 1e9)  # any correct candidate wins
+    monkeypatch.setattr(measure, "MARGIN", 1e9)  # any correct candidate wins
     wanted = dict(rows_per_item=1, cols_per_item=1, k_unroll=1, prefetch=0)
     result = tinytc.tune(GEMM, howmany=3, candidates=[wanted], **SMALL)
     (tiling,) = result.best["gemm"]
@@ -89,7 +67,7 @@ def test_jit_uses_the_stored_tiling(device, monkeypatch):
 
 
 def test_gemm_recipes_take_their_tuned_program(device, monkeypatch):
-    monkeypatch.setattr(tune_module, "MARGIN", 1e9)
+    monkeypatch.setattr(measure, "MARGIN", 1e9)
     recipe = small_gemm_batched(7, 5, 6, transA="t")
     wanted = dict(rows_per_item=1, cols_per_item=2, k_unroll=2)
     result = tinytc.tune(recipe, howmany=3, candidates=[wanted], **SMALL)
@@ -107,31 +85,32 @@ def test_gemm_recipes_take_their_tuned_program(device, monkeypatch):
 
 
 def test_wrong_program_candidates_are_never_kept(monkeypatch):
-    monkeypatch.setattr(tune_module, "MARGIN", 1e9)  # only the check can reject them
+    monkeypatch.setattr(measure, "MARGIN", 1e9)  # only the check can reject them
     defaults = []
-    original = tune_module._site_space
+    original = search._site_space
 
     def space(site, *args):
         defaults.append(site.default)
         return original(site, *args)
 
-    monkeypatch.setattr(tune_module, "_site_space", space)
-    monkeypatch.setattr(tune_module, "candidate_ran", _corrupt_all_but(defaults))
+    monkeypatch.setattr(search, "_site_space", space)
+    monkeypatch.setattr(measure, "candidate_ran", _corrupt_all_but(defaults))
     result = tinytc.tune(GEMM, howmany=3, limit=3, **SMALL)
     assert [t.status for t in result.trials] == ["wrong"] * 3
     assert result.best == result.default
 
 
 def test_conv2d_tuning_stores_reuses_and_rejects(monkeypatch):
-    monkeypatch.setattr(tune_module, "MARGIN", 1e9)
+    monkeypatch.setattr(measure, "MARGIN", 1e9)
     shapes = ((1, 4, 6, 5), (4, 4, 3, 3))
     recipe = conv2d(*shapes, padding=((1, 1), (1, 0)))
     spoilt, good = ConvTiling(16, 1, 2, 2), ConvTiling(8, 1, 4, 4)
     hook = _corrupt_all_but([recipe.tiling, good])
-    monkeypatch.setattr(tune_module, "candidate_ran", hook)
+    monkeypatch.setattr(measure, "candidate_ran", hook)
     result = tinytc.tune(recipe, candidates=[spoilt, good], **SMALL)
     assert [t.status for t in result.trials] == ["wrong", "ok"]
     assert result.best == good  # MARGIN makes any correct one win; the spoilt one is not kept
+    assert result.trials[1].note.startswith("confirmed: ") and not result.trials[0].note
     # the recipe now takes the stored tiling, and computes the convolution
     again = conv2d(*shapes, padding=((1, 1), (1, 0)))
     assert again.tiling == good
@@ -146,7 +125,7 @@ def test_conv2d_tuning_stores_reuses_and_rejects(monkeypatch):
 def test_candidate_spaces_are_valid():
     cpu = get_target("cpu")
     default = Tiling((16, 1), 2, 3, 4, 1)
-    space = tune_module.program_candidates(default, 40, 6, 16, prefetch=2)
+    space = search.program_candidates(default, 40, 6, 16, prefetch=2)
     assert space[0] == default and len(set(space)) == len(space) > 50
     assert {t.prefetch for t in space} == {0, 1, 2}
     assert {t.prefetch_ahead for t in space if t.prefetch} == {1, 2, 4, 8}
@@ -191,28 +170,28 @@ def test_invalid_arguments_are_errors():
 def test_a_corrupt_store_is_searched_again(device, capsys):
     first = tinytc.tune(GEMM, howmany=2, limit=1, **SMALL)
     first.path.write_text("{not json")
-    assert tune_module.stored_program_tilings(GEMM, device, 2) is None
+    with pytest.warns(TuningWarning, match="deleted the damaged tuning record"):
+        assert stored_program_tilings(GEMM, device, 2) is None
+    assert not first.path.exists()
     assert tinytc.tune(GEMM, howmany=2, limit=1, progress=True, **SMALL).searched
-    assert "tuning [" in capsys.readouterr().err  # the progress bar
+    assert "tuning done: " in capsys.readouterr().err  # the progress, off a terminal
 
 
 def test_command_line(tmp_path, capsys):
     source = tmp_path / "gemm.ir"
     source.write_text(GEMM)
-    plot = tmp_path / "tune.png"
     args = [str(source), "--howmany", "2", "--limit", "2", "--repeat", "1", "--report"]
-    assert tune_module.main([*args, "--plot", str(plot)]) == 0
+    assert cli.main(args) == 0
     out = capsys.readouterr().out
     assert "program: 2 candidates tried" in out and "best candidates" in out
     assert "gemm:0" in out
-    assert plot.is_file() or "matplotlib is not installed" in out
-    assert tune_module.main([str(source), "--howmany", "2"]) == 0
+    assert cli.main([str(source), "--howmany", "2"]) == 0
     assert "stored in" in capsys.readouterr().out
-    assert tune_module.main([str(source)]) == 1
+    assert cli.main([str(source)]) == 1
     assert "--howmany" in capsys.readouterr().err
-    assert tune_module.main(["conv2d", "--input", "1,4,6,5"]) == 1
+    assert cli.main(["conv2d", "--input", "1,4,6,5"]) == 1
     assert "--input and --filter" in capsys.readouterr().err
     source.write_text(GEMM.replace("%b, 1.0", "%x, 1.0"))
-    assert tune_module.main([str(source), "--howmany", "2"]) == 1
+    assert cli.main([str(source), "--howmany", "2"]) == 1
     err = capsys.readouterr().err
     assert "gemm.ir:5." in err and "%x is not defined" in err

@@ -1,13 +1,11 @@
 """tinytc.tune for the conv2d recipe: the valid ConvTilings of a problem, the search, and the
-stored result that ``conv2d`` takes (the shared machinery is in tinytc/tune.py)."""
+stored result that ``conv2d`` takes (the shared machinery is in tinytc/tune/)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -15,6 +13,7 @@ import numpy as np
 from .. import bf16
 from ..arguments import ArgumentError
 from ..errors import CompilationError
+from ..target import CoreInfo
 from .conv2d_problem import Conv2dProblem
 from .tiling import MAX_ROWS_PER_ITEM, ConvTiling, check_conv_tiling
 
@@ -22,22 +21,34 @@ CONV_K_CHUNKS = (1, 2, 4, 8, 16)
 MAX_CONV_COLS = 32
 
 
-def _tuning() -> ModuleType:
-    """tinytc/tune.py, read at call time (``tinytc.tune`` is its function of that name, and
-    tests replace its hook and margin)."""
-    return importlib.import_module("tinytc.tune")
-
-
 def stored_conv_tiling(problem: Conv2dProblem, device: Any) -> ConvTiling | None:
     """The stored ConvTiling of a conv2d problem on a device, or None."""
-    t = _tuning()
-    if not t.tunings_dir().is_dir():
+    from ..runtime.device import core_info_from_device
+    from ..tune import store
+
+    if not store.tunings_dir().is_dir():
         return None
-    record = t.load_record(t.tuning_path("conv2d", repr(problem), device))
-    try:
-        return None if record is None else ConvTiling(**record["best"])
-    except TypeError:
-        return None
+    path = store.tuning_path("conv2d", repr(problem), device)
+    found = store.load_record(path, _decoder(problem, core_info_from_device(device)))
+    return None if found is None else found[1]
+
+
+def _decoder(problem: Conv2dProblem, target: CoreInfo) -> Any:
+    """Reads a stored 'best' as a ConvTiling that runs the problem on the target."""
+    from ..tune.store import DamagedRecord
+
+    def decode(data: Any) -> ConvTiling:
+        if not isinstance(data, dict):
+            raise DamagedRecord(f"best is {data!r}")
+        try:
+            tiling = check_conv_tiling(data, target)
+        except ArgumentError as err:
+            raise DamagedRecord(str(err)) from None
+        if tiling.kernel == "rows" and problem.stride[1] != 1:
+            raise DamagedRecord("kernel 'rows' needs stride_w 1")
+        return tiling
+
+    return decode
 
 
 def conv_candidates(problem: Conv2dProblem, default: ConvTiling, target: Any) -> list[ConvTiling]:
@@ -63,12 +74,12 @@ def conv_candidates(problem: Conv2dProblem, default: ConvTiling, target: Any) ->
                         with contextlib.suppress(ArgumentError):
                             space.append(check_conv_tiling(tiling, target))
     names = ("subgroup_size", "rows_per_item", "cols_per_tile", "k_chunk")
-    t = _tuning()
+    from ..tune.search import log_distance, nearest_first
 
     def distance(a: ConvTiling, b: ConvTiling) -> float:
-        return t.log_distance(a, b, names) + 0.5 * (a.kernel != b.kernel)
+        return log_distance(a, b, names) + 0.5 * (a.kernel != b.kernel)
 
-    return t.nearest_first(default, space, distance)
+    return nearest_first(default, space, distance)
 
 
 def _conv_arrays(conv: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -94,17 +105,19 @@ def tune_conv2d(
 ) -> Any:
     """Tune the ConvTiling of a conv2d recipe (or its Conv2dProblem); see ``tune``."""
     from ..runtime.device import core_info_from_device, default_queue
+    from ..tune import measure, store
+    from ..tune.result import Trial, TuneResult
+    from ..tune.show import Progress
     from .conv2d import Conv2d, default_tiling
 
     problem = getattr(recipe, "problem", recipe)
     queue = queue if queue is not None else getattr(recipe, "queue", None) or default_queue()
     target = core_info_from_device(queue.device)
-    t = _tuning()
-    path = t.tuning_path("conv2d", repr(problem), queue.device)
+    path = store.tuning_path("conv2d", repr(problem), queue.device)
     default = default_tiling(problem, target)
-    record = None if force else t.load_record(path)
-    if record is not None:
-        return t.reused_result("conv2d", ConvTiling(**record["best"]), default, record, path)
+    found = None if force else store.load_record(path, _decoder(problem, target))
+    if found is not None:
+        return store.reused_result("conv2d", found[1], default, found[0], path)
     if candidates is None:
         space = conv_candidates(problem, default, target)
     else:
@@ -112,13 +125,13 @@ def tune_conv2d(
         if any(c.kernel == "rows" and problem.stride[1] != 1 for c in space):
             raise ArgumentError(f"tiling: kernel 'rows' needs stride_w 1, got {problem.stride[1]}")
     space = space if limit is None else space[: limit + 1]
-    clock = t.Progress(budget, progress)
+    clock = Progress(budget, progress)
     base = Conv2d(problem, default, queue)
     a, w = _conv_arrays(base)
     element = problem.dtype
     expected = [(base(a, w), element)]
     out = np.empty_like(expected[0][0])
-    default_seconds = best_seconds = t.median_seconds(lambda: base(a, w, out=out), repeat)
+    default_seconds = best_seconds = measure.median_seconds(lambda: base(a, w, out=out), repeat)
     trials: list[Any] = []
     fastest: list[tuple[float, int, Any]] = []  # (seconds, trial number, the compiled recipe)
     for tiling in space[1:]:
@@ -128,28 +141,38 @@ def tune_conv2d(
             conv = Conv2d(problem, tiling, queue)
             got = [(conv(a, w), element)]
         except (CompilationError, ArgumentError) as err:
-            trials.append(t.Trial(tiling, None, f"error: {err}"))
+            trials.append(Trial(tiling, None, f"error: {err}"))
             continue
-        t.candidate_ran(tiling, got)
-        if not t.matches(got, expected):
-            trials.append(t.Trial(tiling, None, "wrong"))
+        measure.candidate_ran(tiling, got)
+        if not measure.matches(got, expected):
+            trials.append(Trial(tiling, None, "wrong"))
             continue
-        seconds = t.median_seconds(lambda c=conv: c(a, w, out=out), repeat)
-        trials.append(t.Trial(tiling, seconds, "ok", relative=seconds / default_seconds))
+        seconds = measure.median_seconds(lambda c=conv: c(a, w, out=out), repeat)
+        trial = Trial(tiling, seconds, "ok", relative=seconds / default_seconds)
+        trial.note = f"not among the {measure.CONFIRMED} fastest, which alone are confirmed"
+        trials.append(trial)
         fastest = sorted([*fastest, (seconds, len(trials), conv)], key=lambda f: f[:2])
-        fastest = fastest[: t.CONFIRMED]  # kept compiled for the confirmation
+        fastest = fastest[: measure.CONFIRMED]  # kept compiled for the confirmation
         clock.show(len(trials), min(seconds, best_seconds))
         best_seconds = min(seconds, best_seconds)
-    clock.done()
-    best, best_seconds, least = default, default_seconds, t.MARGIN
-    for _, _, conv in fastest:
+    best, best_seconds, least, chosen = default, default_seconds, measure.MARGIN, None
+    for _, number, conv in fastest:
         other = np.empty_like(out)
-        confirmation = t.confirmed(
+        confirmation = measure.confirm(
             lambda: base(a, w, out=out), lambda c=conv, o=other: c(a, w, out=o), repeat
         )
-        if confirmation is not None and confirmation[0] < least:  # times from the same pairs
-            least, default_seconds, best_seconds = confirmation
-            best = conv.tiling
-    result = t.TuneResult("conv2d", best, default, best_seconds, default_seconds, trials, path)
-    t.store_record(path, t.result_record(result, dataclasses.asdict, repr(problem)))
+        trials[number - 1].note = confirmation.note()
+        if confirmation.passed and confirmation.ratio < least:  # times from the same pairs
+            if chosen is not None:
+                chosen.note += "; another was faster"
+            chosen = trials[number - 1]
+            least, default_seconds = confirmation.ratio, confirmation.default_seconds
+            best, best_seconds = conv.tiling, confirmation.candidate_seconds
+        elif confirmation.passed:
+            trials[number - 1].note += "; another was faster"
+    result = TuneResult(
+        "conv2d", best, default, best_seconds, default_seconds, trials, path, repr(problem)
+    )
+    clock.done(len(trials), result)
+    result.stored = store.store_record(path, store.result_record(result, dataclasses.asdict))
     return result

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from .. import bf16
 from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, dtype_of
 from ..compiler import run_pipeline
+from ..gemm import Tiling
 from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
 from ..param_access import batch_requirements, written_params
 from ..passes import DEFAULT_PIPELINE
@@ -23,7 +25,6 @@ from ..passes.check_bounds import bounds_check_of, with_bounds_checks
 from ..spirv.convert import lower
 from ..spirv.tools import validate
 from ..target import CoreInfo, DpasForm, configure
-from ..tune import stored_program_tilings
 from .bounds import CheckedKernel
 from .cache import load_program
 from .device import _pyopencl, core_info_from_device, default_queue
@@ -39,6 +40,7 @@ def jit(
     dpas: DpasForm | None = None,
     tf32: bool = False,
     check_bounds: bool = False,
+    tilings: Mapping[str, Sequence[Tiling]] | None = None,
 ) -> Kernels:
     """Compile for the queue's device (default: the SPIR-V capable default device) and load.
 
@@ -47,10 +49,11 @@ def jit(
     and register budget instead of the device's: with ``dpas="emulate"`` a pvc or dg2 DPAS
     module runs on the CPU (docs/dpas.md). With ``check_bounds`` every access checks its
     indices at run time, and a call raises BoundsError for the first violation
-    (docs/bounds-checking.md).
+    (docs/bounds-checking.md). ``tilings`` (kernel name -> one Tiling per collective
+    instruction, as ``compiler.run_pipeline`` takes them) replace tile-linalg's choices;
+    ``tinytc.jit`` passes those the tuner stored.
     """
     queue = queue if queue is not None else default_queue()
-    tuned = target is None and dpas is None and not tf32  # as tinytc.tune compiles
     target = configure(target or core_info_from_device(queue.device), dpas, tf32)
     if target.dpas is not None and target.dpas_form in NATIVE_DPAS_FORMS:
         device = core_info_from_device(queue.device)
@@ -60,7 +63,6 @@ def jit(
                 f"{target.name}: ask for the emulate form (dpas='emulate', --dpas emulate) or off"
             )
     passes = with_bounds_checks(DEFAULT_PIPELINE) if check_bounds else DEFAULT_PIPELINE
-    tilings = stored_program_tilings(source_or_program, queue.device, opt_level) if tuned else None
     program = run_pipeline(source_or_program, target, opt_level, passes, tilings)
     binary = lower(program, target).assemble()
     return _bounds_checked(Kernels(program, binary, queue))

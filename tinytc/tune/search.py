@@ -1,0 +1,362 @@
+"""Searching the tilings of a program: every collective instruction, one after the other
+with the others at their best so far.
+
+Candidates come from the valid space only (each passes the check the compiler applies),
+nearest the default first. Each runs on random data; its result must match the default
+tiling's, or it is rejected ('wrong'); its time is the median of ``repeat`` runs. The search
+stops at the time budget; each kernel's best is then confirmed against its default in pairs
+(measure.py). The conv2d recipe's search is in recipes/conv2d_tune.py and shares these parts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..arguments import ArgumentError
+from ..compiler import as_program, run_pipeline
+from ..errors import CompilationError
+from ..gemm import MAX_COLS_PER_ITEM, MAX_ROW_BLOCKS, Tiling, check_tiling
+from ..ir import LinalgInst, MemrefType, Program
+from ..passes import DEFAULT_PIPELINE
+from . import measure
+from .measure import Output
+from .result import Trial, TuneResult
+from .show import Progress
+from .store import (
+    decode_tilings,
+    encode_tilings,
+    load_record,
+    result_record,
+    reused_result,
+    store_record,
+    tuning_path,
+)
+
+K_UNROLLS = (1, 2, 4, 8)
+PREFETCH_AHEADS = (1, 2, 4, 8)
+MAX_COUNT = 2**31 - 1  # howmany, size: far beyond what a launch repeated hundreds of times is
+
+
+def tune(
+    what: Any,
+    howmany: int | None = None,
+    *,
+    budget: float = 30.0,
+    queue: Any = None,
+    repeat: int = 5,
+    limit: int | None = None,
+    candidates: Sequence[Any] | None = None,
+    force: bool = False,
+    progress: bool = False,
+    opt_level: int = 2,
+    size: int | None = None,
+) -> TuneResult:
+    """Find the fastest correct tiling of ``what`` on the queue's device (default: the
+    default device) within ``budget`` seconds, store it, and return a TuneResult.
+
+    ``what`` is a conv2d recipe (``tinytc.recipes.conv2d(...)`` or its problem), or a
+    program (text, Program, or a gemm recipe, whose ``.source`` is one) whose kernels run
+    ``howmany`` work-groups on random data (every '?' size is ``size``, default
+    ``howmany``). A stored result is reused unless ``force``; afterwards ``tinytc.jit``
+    and the recipes use it. With ``progress`` the search reports on stderr (a bar on a
+    terminal, else a line every few seconds).
+    ``candidates`` replaces the search space: ConvTilings (or dicts) for conv2d, dicts of
+    Tiling fields (applied to every collective instruction) for programs; an invalid one
+    is an error. ``limit`` caps the candidates tried per instruction or recipe.
+    Bad arguments raise ArgumentError naming the parameter.
+    """
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not budget >= 0:
+        raise ArgumentError(f"budget must be a number of seconds >= 0, got {budget!r}")
+    if math.isinf(budget):
+        raise ArgumentError("budget must be finite (use limit to try every candidate)")
+    repeat = integer("repeat", repeat, 1)
+    limit = None if limit is None else integer("limit", limit, 0)
+    if candidates is not None and not isinstance(candidates, list | tuple):
+        raise ArgumentError(f"candidates must be a list, got {type(candidates).__name__}")
+    common = dict(budget=float(budget), queue=queue, repeat=repeat, limit=limit,
+                  candidates=candidates, force=force, progress=progress)  # fmt: skip
+    if hasattr(what, "problem") or type(what).__name__ == "Conv2dProblem":
+        from ..recipes.conv2d_tune import tune_conv2d
+
+        return tune_conv2d(what, **common)  # type: ignore[arg-type]
+    source = what if isinstance(what, str | Program) else getattr(what, "source", what)
+    if not isinstance(source, str | Program):
+        raise ArgumentError(f"tune takes a program or a recipe, got {type(what).__name__}")
+    if howmany is None:
+        raise ArgumentError("tuning a program needs howmany (work-groups per launch)")
+    howmany = integer("howmany", howmany, 1, MAX_COUNT)
+    size = None if size is None else integer("size", size, 1, MAX_COUNT)
+    if opt_level not in (0, 1, 2) or isinstance(opt_level, bool):
+        raise ArgumentError(f"opt_level must be 0, 1 or 2, got {opt_level!r}")
+    return tune_program(source, howmany, opt_level=opt_level, size=size, **common)  # type: ignore[arg-type]
+
+
+def integer(name: str, value: Any, least: int = 0, most: int | None = None) -> int:
+    """``value`` as an int (any integer type, not a bool) in [least, most], else an
+    ArgumentError naming ``name``."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = operator.index(value)
+    except TypeError:
+        raise ArgumentError(f"{name} must be an integer, got {value!r}") from None
+    if number < least or (most is not None and number > most):
+        bounds = f">= {least}" if most is None else f"in [{least}, {most}]"
+        raise ArgumentError(f"{name} must be {bounds}, got {number}")
+    return number
+
+
+def nearest_first(default: Any, space: list[Any], distance: Callable[[Any, Any], float]) -> list:
+    """The default, then the space ordered by distance from it (ties in the space's order)."""
+    rest = [c for c in space if c != default]
+    return [default, *sorted(rest, key=lambda c: distance(default, c))]
+
+
+def log_distance(a: Any, b: Any, names: Sequence[str]) -> float:
+    return sum(abs(math.log2(getattr(a, n) / getattr(b, n))) for n in names)
+
+
+# -- programs -------------------------------------------------------------------------------
+
+
+def program_candidates(
+    default: Tiling, rows: int | None, cols: int | None, sgs: int, prefetch: int
+) -> list[Tiling]:
+    """Valid tilings of one instruction (check_tiling accepts each), nearest the default
+    first: row blocks up to the output's rows, columns per item up to its columns, K unrolls,
+    and, where the target prefetches, 0 to ``prefetch`` prefetched operands (of the
+    instruction's operands in memory) of the entry 1, 2, 4 or 8 ahead."""
+    wg = default.work_group
+    row_blocks = MAX_ROW_BLOCKS if rows is None else max(1, min(MAX_ROW_BLOCKS, -(-rows // wg[0])))
+    col_items = MAX_COLS_PER_ITEM if not cols else min(MAX_COLS_PER_ITEM, cols)
+    space = [
+        Tiling(wg, r, c, k, p, ahead)
+        for r in range(1, max(row_blocks, default.rows_per_item) + 1)
+        for c in range(1, max(col_items, default.cols_per_item) + 1)
+        for k in K_UNROLLS
+        for p in sorted({*range(prefetch + 1), default.prefetch})
+        for ahead in (sorted({*PREFETCH_AHEADS, default.prefetch_ahead}) if p else [1])
+    ]
+    space = [t for t in space if not check_tiling(t, wg, sgs)]
+    names = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch_ahead")
+
+    def distance(a: Tiling, b: Tiling) -> float:
+        return log_distance(a, b, names) + abs(a.prefetch - b.prefetch)
+
+    return nearest_first(default, space, distance)
+
+
+@dataclass
+class _Site:
+    """One collective instruction: where it is and its tile-linalg tiling."""
+
+    kernel: str
+    index: int
+    default: Tiling
+    rows: int | None
+    cols: int | None
+    sgs: int
+    accessed: int  # operands in memory, which its K loops may prefetch
+    loc: Any
+
+
+def _sites(program: Program) -> list[_Site]:
+    sites = []
+    for func in program.functions:
+        linalg = [i for i in func.walk() if isinstance(i, LinalgInst)]
+        for index, inst in enumerate(linalg):
+            out: MemrefType = inst.output.type  # type: ignore[assignment]
+            rows, cols = (*out.shape, 1, 1)[:2]
+            assert inst.tiling is not None and func.subgroup_size is not None
+            site = _Site(
+                func.name, index, inst.tiling, rows, cols, func.subgroup_size, len(inst.accessed),
+                inst.loc,
+            )  # fmt: skip
+            sites.append(site)
+    return sites
+
+
+class _ProgramRunner:
+    """Compiles a program with given tilings and runs one kernel on fixed random inputs."""
+
+    def __init__(self, program: Program, howmany: int, size: int | None, queue: Any) -> None:
+        from ..runtime.device import core_info_from_device
+        from ..testing.inputs import InputTooLarge, random_arguments
+
+        self.program, self.howmany, self.queue = program, howmany, queue
+        self.target = core_info_from_device(queue.device)
+        rng = np.random.default_rng(0)
+        try:
+            self.inputs = {
+                f.name: random_arguments(f, howmany, rng, size) for f in program.functions
+            }
+        except InputTooLarge as err:
+            sizes = f"howmany {howmany}" + ("" if size is None else f" and size {size}")
+            raise ArgumentError(f"{sizes}: {err} (at most 1 GiB per array)") from None
+
+    def compile(self, kernel: str, tilings: list[Tiling], opt_level: int) -> Any:
+        """The kernel alone (a program of one function builds faster), with these tilings."""
+        from ..runtime.jit import Kernels
+        from ..spirv.convert import lower
+
+        alone = Program([self.program.function(kernel)])
+        program = run_pipeline(alone, self.target, opt_level, tilings={kernel: tilings})
+        return Kernels(program, lower(program, self.target).assemble(), self.queue)
+
+    def outputs(self, kernels: Any, kernel: str) -> list[Output]:
+        """The kernel's arrays after one run on fresh copies of the inputs."""
+        from ..testing.inputs import clone_arguments, outputs
+
+        args = clone_arguments(self.inputs[kernel])
+        getattr(kernels, kernel)(*args, howmany=self.howmany)
+        return [(a.copy(), el.name) for a, el in outputs(self.program.function(kernel), args)]
+
+    def runner(self, kernels: Any, kernel: str) -> Callable[[], None]:
+        """A call of the kernel on copies of its inputs (the same copies every time)."""
+        from ..testing.inputs import clone_arguments
+
+        args = clone_arguments(self.inputs[kernel])
+        return lambda: getattr(kernels, kernel)(*args, howmany=self.howmany)
+
+    def seconds(self, kernels: Any, kernel: str, repeat: int) -> float:
+        return measure.median_seconds(self.runner(kernels, kernel), repeat)
+
+
+def tune_program(
+    source_or_program: str | Program,
+    howmany: int,
+    *,
+    budget: float = 30.0,
+    queue: Any = None,
+    opt_level: int = 2,
+    size: int | None = None,
+    repeat: int = 5,
+    limit: int | None = None,
+    candidates: Sequence[dict[str, Any]] | None = None,
+    force: bool = False,
+    progress: bool = False,
+) -> TuneResult:
+    """Tune every collective instruction of a program; see ``tinytc.tune``."""
+    from ..runtime.device import core_info_from_device, default_queue
+
+    queue = queue if queue is not None else default_queue()
+    program = as_program(source_or_program)
+    text = str(program)
+    path = tuning_path("program", text, queue.device, opt_level)
+    cut = DEFAULT_PIPELINE.index("tile-linalg") + 1
+    target = core_info_from_device(queue.device)
+    sites = _sites(run_pipeline(program, target, opt_level, DEFAULT_PIPELINE[:cut]))
+    defaults: dict[str, list[Tiling]] = {f.name: [] for f in program.functions}
+    for s in sites:
+        defaults[s.kernel].append(s.default)
+    found = None if force else load_record(path, decode_tilings)
+    if found is not None:
+        return reused_result("program", found[1], defaults, found[0], path)
+    runner = _ProgramRunner(program, howmany, size, queue)
+    spaces = [_site_space(s, runner, candidates, limit) for s in sites]
+    clock = Progress(budget, progress)
+    kernels = list(dict.fromkeys(s.kernel for s in sites))
+    baseline = {k: runner.compile(k, defaults[k], opt_level) for k in kernels}
+    expected = {k: runner.outputs(baseline[k], k) for k in kernels}
+    default_seconds = {k: runner.seconds(baseline[k], k, repeat) for k in kernels}
+    seconds = dict(default_seconds)  # each kernel's best so far
+    best = {k: list(v) for k, v in defaults.items()}
+    chosen: dict[int, Trial] = {}  # per site, the trial of its best tiling so far
+    trials: list[Trial] = []
+    for i, (site, space) in enumerate(zip(sites, spaces)):
+        share = (budget - clock.elapsed()) / (len(sites) - i)  # the time left, shared evenly
+        stop = clock.elapsed() + share
+        for tiling in space[1:]:
+            if clock.elapsed() >= stop:
+                break
+            tilings = best | {site.kernel: list(best[site.kernel])}
+            tilings[site.kernel][site.index] = tiling
+            trial = _program_trial(runner, tilings, site, tiling, expected, opt_level, repeat)
+            trials.append(trial)
+            if trial.seconds is None:
+                continue
+            trial.relative = trial.seconds / default_seconds[site.kernel]
+            if trial.seconds < measure.MARGIN * seconds[site.kernel]:
+                if i in chosen:
+                    chosen[i].note = "replaced by a faster candidate for the same instruction"
+                best, seconds[site.kernel], chosen[i] = tilings, trial.seconds, trial
+            else:
+                trial.note = (
+                    f"not faster than the best so far by {1 - measure.MARGIN:.0%}"
+                    f" ({seconds[site.kernel] * 1e3:.3f} ms)"
+                )
+            clock.show(len(trials), sum(seconds.values()))
+    for kernel in kernels:
+        if best[kernel] == defaults[kernel]:
+            continue
+        tuned = runner.compile(kernel, best[kernel], opt_level)
+        run = runner.runner(tuned, kernel)
+        confirmation = measure.confirm(runner.runner(baseline[kernel], kernel), run, repeat)
+        for i, trial in chosen.items():
+            if sites[i].kernel == kernel:
+                trial.note = confirmation.note()
+        if confirmation.passed:  # both times from the same pairs
+            default_seconds[kernel] = confirmation.default_seconds
+            seconds[kernel] = confirmation.candidate_seconds
+        else:
+            best[kernel], seconds[kernel] = defaults[kernel], default_seconds[kernel]
+    result = TuneResult(
+        "program", best, defaults, sum(seconds.values()), sum(default_seconds.values()), trials,
+        path, text,
+    )  # fmt: skip
+    clock.done(len(trials), result)
+    result.stored = store_record(path, result_record(result, encode_tilings))
+    return result
+
+
+def _site_space(
+    site: _Site, runner: _ProgramRunner, candidates: Sequence[dict] | None, limit: int | None
+) -> list[Tiling]:
+    """The candidates of one instruction: the given ones (checked) or the valid space."""
+    if candidates is None:
+        prefetch = site.accessed if runner.target.prefetch_intrinsic else 0
+        space = program_candidates(site.default, site.rows, site.cols, site.sgs, prefetch)
+    else:
+        space = [site.default]
+        for fields in candidates:
+            if not isinstance(fields, dict) or "work_group" in fields:
+                raise ArgumentError(f"a candidate is a dict of Tiling sizes, got {fields!r}")
+            sizes = {k: integer(f"candidate {fields!r}: {k}", v) for k, v in fields.items()}
+            try:
+                tiling = dataclasses.replace(site.default, **sizes)
+            except TypeError as err:
+                raise ArgumentError(f"candidate {fields!r}: {err}") from None
+            problem = check_tiling(tiling, site.default.work_group, site.sgs)
+            if problem:
+                raise CompilationError(site.loc, f"bad tiling candidate: {problem}")
+            space.append(tiling)
+    return space if limit is None else space[: limit + 1]
+
+
+def _program_trial(
+    runner: _ProgramRunner,
+    tilings: dict[str, list[Tiling]],
+    site: _Site,
+    tiling: Tiling,
+    expected: dict[str, list[Output]],
+    opt_level: int,
+    repeat: int,
+) -> Trial:
+    where = f"{site.kernel}:{site.index}"
+    try:
+        kernels = runner.compile(site.kernel, tilings[site.kernel], opt_level)
+        got = runner.outputs(kernels, site.kernel)
+    except (CompilationError, ArgumentError) as err:
+        return Trial(tiling, None, f"error: {err}", where)
+    measure.candidate_ran(tiling, got)
+    if not measure.matches(got, expected[site.kernel]):
+        return Trial(tiling, None, "wrong", where)
+    return Trial(tiling, runner.seconds(kernels, site.kernel, repeat), "ok", where)
