@@ -165,21 +165,28 @@ def _arith(f: Frame, inst: ir.ArithInst) -> Any:
 
 
 def arith_value(op: str, a: Any, b: Any, t: ScalarType) -> Any:
-    """arith.OP of two numpy scalars of type t."""
-    if t.is_float:
-        a32, b32 = (np.float32(a), np.float32(b)) if t == BF16 else (a, b)
-        r = {
-            "add": lambda: a32 + b32,
-            "sub": lambda: a32 - b32,
-            "mul": lambda: a32 * b32,
-            "div": lambda: a32 / b32,
-            "rem": lambda: np.fmod(a32, b32),
-            "min": lambda: np.fmin(a32, b32),  # OpenCL's fmin: a NaN operand gives the other
-            "max": lambda: np.fmax(a32, b32),
-        }[op]()
-        return scalar(r, t)
-    r = int_arith(op, int(a), int(b), t)
-    return np.bool_(r) if t.is_bool else scalar(r, t)
+    """arith.OP of two numpy scalars of type t (by its kind: ARITH)."""
+    if t.is_bool:
+        return np.bool_(int_arith(op, int(a), int(b), t))
+    return ARITH[t.kind](op, a, b, t)
+
+
+def _float_arith(op: str, a: Any, b: Any, t: ScalarType) -> Any:
+    a32, b32 = (np.float32(a), np.float32(b)) if t == BF16 else (a, b)
+    r = {
+        "add": lambda: a32 + b32,
+        "sub": lambda: a32 - b32,
+        "mul": lambda: a32 * b32,
+        "div": lambda: a32 / b32,
+        "rem": lambda: np.fmod(a32, b32),
+        "min": lambda: np.fmin(a32, b32),  # OpenCL's fmin: a NaN operand gives the other
+        "max": lambda: np.fmax(a32, b32),
+    }[op]()
+    return scalar(r, t)
+
+
+def _integer_arith(op: str, a: Any, b: Any, t: ScalarType) -> Any:
+    return scalar(int_arith(op, int(a), int(b), t), t)
 
 
 def int_arith(op: str, x: int, y: int, t: ScalarType) -> int:
@@ -209,13 +216,19 @@ def _arith_unary(f: Frame, inst: ir.ArithUnaryInst) -> Any:
 
 
 def unary_value(op: str, a: Any, t: ScalarType) -> Any:
-    """arith.neg, arith.not or arith.abs of a numpy scalar of type t (abs of an integer's
-    minimum wraps to itself)."""
+    """arith.neg, arith.not or arith.abs of a numpy scalar of type t (by its kind: UNARY;
+    abs of an integer's minimum wraps to itself)."""
     if op == "not":
         return np.bool_(not a) if t.is_bool else scalar(~int(a), t)
-    if op == "abs":
-        return scalar(np.abs(a), t) if t.is_float else scalar(abs(int(a)), t)
-    return scalar(-a, t) if t.is_float else scalar(-int(a), t)
+    return UNARY[t.kind](op, a, t)
+
+
+def _float_unary(op: str, a: Any, t: ScalarType) -> Any:
+    return scalar(np.abs(a) if op == "abs" else -a, t)
+
+
+def _integer_unary(op: str, a: Any, t: ScalarType) -> Any:
+    return scalar(abs(int(a)) if op == "abs" else -int(a), t)
 
 
 @handles(ir.CastInst)
@@ -224,14 +237,26 @@ def _cast(f: Frame, inst: ir.CastInst) -> Any:
 
 
 def cast_value(a: Any, src: ScalarType, to: ScalarType) -> Any:
-    """A numpy scalar of type src converted to type to."""
+    """A numpy scalar of type src converted to type to (by the target's kind: CAST)."""
     if to.is_bool:
         return np.bool_(a != 0)
-    if to.is_integer and src.is_float:
+    return CAST[to.kind](a, src, to)
+
+
+def _to_integer(a: Any, src: ScalarType, to: ScalarType) -> Any:
+    if src.is_float:
         a = math.trunc(float(a)) if math.isfinite(float(a)) else 0  # out of range: undefined
-    if to.is_integer:
-        return scalar(int(a), to)
+    return scalar(int(a), to)
+
+
+def _to_float(a: Any, src: ScalarType, to: ScalarType) -> Any:
     return scalar(a, to)
+
+
+# The semantics of each scalar kind (tinytc.ir.types.SCALAR_KINDS): a new kind adds its entries
+ARITH = {"float": _float_arith, "int": _integer_arith, "uint": _integer_arith}
+UNARY = {"float": _float_unary, "int": _integer_unary, "uint": _integer_unary}
+CAST = {"float": _to_float, "int": _to_integer, "uint": _to_integer}
 
 
 @handles(ir.CompareInst)
