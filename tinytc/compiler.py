@@ -40,7 +40,7 @@ def run_pipeline(
     with recursion_for(source):
         program = source.clone()
         if tilings and "tile-linalg" in passes:
-            cut = list(passes).index("tile-linalg") + 1
+            cut = list(passes).index("tile-linalg") + 1  # a tuner's tilings replace its choice
             run_passes(program, passes[:cut], core, opt_level)
             set_tilings(program, tilings)
             passes = passes[cut:]
@@ -48,6 +48,33 @@ def run_pipeline(
     for func in program.functions:
         check_argument_count(func)
     return program
+
+
+def compile_to_module(
+    source_or_program: str | Program,
+    target: str | CoreInfo = "cpu",
+    opt_level: int = 2,
+    passes: Sequence[str] = DEFAULT_PIPELINE,
+    tilings: Mapping[str, Sequence[Tiling]] | None = None,
+    dpas: DpasForm | None = None,
+) -> tuple[Program, bytes]:
+    """The program after the passes and its SPIR-V module: the one path from IR to a module,
+    for compile, jit, the tuner, the fuzzer and the tools (arguments as run_pipeline's;
+    ``dpas`` overrides the target's DPAS form)."""
+    core = get_target(target) if isinstance(target, str) else target
+    program = run_pipeline(source_or_program, core, opt_level, passes, tilings)
+    return program, lower(program, core, dpas).assemble()
+
+
+def tiled(source_or_program: str | Program, target: str | CoreInfo, opt_level: int = 2) -> Program:
+    """A copy of the program after tile-linalg, whose collective instructions carry the
+    tilings a tuner or a test may replace; ``compile_to_module(program, passes=AFTER_TILING)``
+    finishes it."""
+    return run_pipeline(source_or_program, target, opt_level, UP_TO_TILING)
+
+
+UP_TO_TILING = DEFAULT_PIPELINE[: DEFAULT_PIPELINE.index("tile-linalg") + 1]
+AFTER_TILING = DEFAULT_PIPELINE[len(UP_TO_TILING) :]
 
 
 def check_argument_count(func: Function) -> None:
@@ -87,4 +114,4 @@ def compile(
     targets with DPAS, ``dpas`` picks its form (extension, the default; builtin; emulate;
     off) and ``tf32`` lets f32 gemms round to tf32 on it (docs/dpas.md)."""
     core = configure(target, dpas, tf32)
-    return lower(run_pipeline(source_or_program, core, opt_level), core).assemble()
+    return compile_to_module(source_or_program, core, opt_level)[1]

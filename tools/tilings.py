@@ -28,14 +28,12 @@ from typing import Any
 
 import bench  # first: it sets OpenBLAS's thread timeout before numpy is imported
 
-from tinytc.compiler import run_pipeline
+from tinytc.compiler import compile_to_module, tiled
 from tinytc.errors import CompilationError
 from tinytc.gemm import Tiling
 from tinytc.ir import LinalgInst
-from tinytc.passes import DEFAULT_PIPELINE
 from tinytc.runtime.device import core_info_from_device, default_queue
 from tinytc.runtime.jit import Kernels
-from tinytc.spirv.convert import lower
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -102,19 +100,17 @@ def main(argv: list[str] | None = None) -> int:
     queue = default_queue()
     target = core_info_from_device(queue.device)
     source, kernel = source_of(args.shape)
-    cut = DEFAULT_PIPELINE.index("tile-linalg") + 1
-    tiled = run_pipeline(source, target, 2, DEFAULT_PIPELINE[:cut])
-    defaults = [i.tiling for i in tiled.function(kernel).walk() if isinstance(i, LinalgInst)]
+    program = tiled(source, target, 2)
+    defaults = [i.tiling for i in program.function(kernel).walk() if isinstance(i, LinalgInst)]
     case = bench.make_case(args.shape, working_set, with_numpy=False)
     variants: dict[str, Any] = {}
     for spec in ["default", *args.tilings]:
         fixed = spec == "default" or spec.startswith("@")
         tilings = [t if fixed else tiling_of(spec, t) for t in defaults]
         try:
-            program = run_pipeline(source, target, tilings={kernel: tilings})
+            program, binary = compile_to_module(source, target, tilings={kernel: tilings})
         except CompilationError as err:
             raise SystemExit(f"tilings: {spec}: {err}") from None
-        binary = lower(program, target).assemble()
         if spec.startswith("@"):
             binary, tilings = binary_of(spec[1:], source), []
         kernels = Kernels(program, binary, queue)

@@ -21,11 +21,10 @@ from typing import Any
 import numpy as np
 
 from ..arguments import ArgumentError
-from ..compiler import as_program, run_pipeline
+from ..compiler import as_program, compile_to_module, tiled
 from ..errors import CompilationError
 from ..gemm import MAX_COLS_PER_ITEM, MAX_ROW_BLOCKS, Tiling, check_tiling
 from ..ir import LinalgInst, MemrefType, Program
-from ..passes import DEFAULT_PIPELINE
 from . import measure
 from .measure import Output
 from .result import Trial, TuneResult
@@ -205,11 +204,12 @@ class _ProgramRunner:
     def compile(self, kernel: str, tilings: list[Tiling], opt_level: int) -> Any:
         """The kernel alone (a program of one function builds faster), with these tilings."""
         from ..runtime.jit import Kernels
-        from ..spirv.convert import lower
 
         alone = Program([self.program.function(kernel)])
-        program = run_pipeline(alone, self.target, opt_level, tilings={kernel: tilings})
-        return Kernels(program, lower(program, self.target).assemble(), self.queue)
+        program, binary = compile_to_module(
+            alone, self.target, opt_level, tilings={kernel: tilings}
+        )
+        return Kernels(program, binary, self.queue)
 
     def outputs(self, kernels: Any, kernel: str) -> list[Output]:
         """The kernel's arrays after one run on fresh copies of the inputs."""
@@ -251,9 +251,8 @@ def tune_program(
     program = as_program(source_or_program)
     text = str(program)
     path = tuning_path("program", text, queue.device, opt_level)
-    cut = DEFAULT_PIPELINE.index("tile-linalg") + 1
     target = core_info_from_device(queue.device)
-    sites = _sites(run_pipeline(program, target, opt_level, DEFAULT_PIPELINE[:cut]))
+    sites = _sites(tiled(program, target, opt_level))
     defaults: dict[str, list[Tiling]] = {f.name: [] for f in program.functions}
     for s in sites:
         defaults[s.kernel].append(s.default)
