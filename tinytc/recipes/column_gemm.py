@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 
-from ..transforms import Emitter, Merge, sym
 from .implicit_gemm import GemmSpec, Tap, Writer, memref_type
 from .tiling import ConvTiling
+from .transforms import Emitter, Merge, sym
 
 GROUP_WORK = 512  # reduction channels x taps a work-group should walk at least
 MAX_TILES_PER_GROUP = 8

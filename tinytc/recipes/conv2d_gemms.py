@@ -23,7 +23,11 @@ from __future__ import annotations
 
 import math
 
-from ..transforms import (
+from .conv2d_problem import DTYPES, LAYOUTS, Conv2dProblem
+from .implicit_gemm import GemmSpec, Tap
+from .segment_gemm import SegmentSpec, SegmentTap
+from .tiling import ConvTiling
+from .transforms import (
     Embed,
     Expr,
     Merge,
@@ -35,10 +39,6 @@ from ..transforms import (
     linear_offset,
     sym,
 )
-from .conv2d_problem import DTYPES, LAYOUTS, Conv2dProblem
-from .implicit_gemm import GemmSpec, Tap
-from .segment_gemm import SegmentSpec, SegmentTap
-from .tiling import ConvTiling
 
 
 def _filter_index(p: Conv2dProblem, y: int, x: int) -> tuple[str, ...]:

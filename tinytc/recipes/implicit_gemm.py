@@ -5,9 +5,9 @@ points (pixels), o output channels, r reduction channels and taps the filter pos
 feed a row. S is never formed: each lane gathers its rows of an A tile straight from the
 flat source tensor, at ``src_offset(m, tap) + r * red_stride`` where the tap's validity
 predicate holds (padding and edges read 0). F[tap] is a 2-D subview of the filter, read as
-the B tile. The coordinate arithmetic comes from ``tinytc.transforms``: everything that
-depends on the row only (divisions included) is computed once per tile before the reduction
-loop, so that the loop body holds loads, adds and multiply-adds only.
+the B tile. The coordinate arithmetic comes from ``tinytc.recipes.transforms``: everything
+that depends on the row only (divisions included) is computed once per tile before the
+reduction loop, so that the loop body holds loads, adds and multiply-adds only.
 
 ``staged`` (DPAS targets, docs/conv2d.md): the lanes store their gathered values into a
 work-group local A tile and the subgroup loads it as a cooperative matrix, and the sums go
@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..transforms import Emitter, Expr, InRange, Merge, sym
 from .tiling import ConvTiling
+from .transforms import Emitter, Expr, InRange, Merge, sym
 
 
 @dataclass(frozen=True)
