@@ -44,3 +44,28 @@ def conv2d_backward_data_nchw(dy, w, input_hw, stride, dilation, padding):
             hs, ws = _window(ky, kx, i, j, stride, dilation, ho, wo)
             dxp[:, :, hs, ws] += np.einsum("nkhw,kc->nchw", dy, w[:, :, i, j])
     return dxp[:, :, padding[0][0] : padding[0][0] + h, padding[1][0] : padding[1][0] + wd]
+
+
+def conv2d_backward_weight_nchw(x, dy, filter_yx, stride, dilation, padding):
+    """dw[k, c, i, j] = sum over (n, ho, wo) of dy[n, k, ho, wo] x_padded[n, c, ho*sh + i*dh,
+    wo*sw + j*dw] (the definition)."""
+    ky, kx = filter_yx
+    ho, wo = dy.shape[2:]
+    xp = np.pad(x, ((0, 0), (0, 0), padding[0], padding[1]))
+    dw = np.zeros((dy.shape[1], x.shape[1], ky, kx))
+    for i in range(ky):
+        for j in range(kx):
+            hs, ws = _window(ky, kx, i, j, stride, dilation, ho, wo)
+            dw[:, :, i, j] = np.einsum("nkhw,nchw->kc", dy, xp[:, :, hs, ws])
+    return dw
+
+
+def grouped(function, groups, first, second, *args):
+    """A convolution function applied group by group: ``first`` and ``second`` are split
+    along axis 1 (channels) into ``groups`` parts, results concatenated along axis 1; a
+    filter argument (KCYX) is split along axis 0 instead where marked by the caller."""
+    parts = [
+        function(f, s, *args)
+        for f, s in zip(np.split(first, groups, axis=1), np.split(second, groups, axis=0))
+    ]
+    return np.concatenate(parts, axis=1)
