@@ -60,12 +60,16 @@ def conv2d_backward_weight_nchw(x, dy, filter_yx, stride, dilation, padding):
     return dw
 
 
-def grouped(function, groups, first, second, *args):
-    """A convolution function applied group by group: ``first`` and ``second`` are split
-    along axis 1 (channels) into ``groups`` parts, results concatenated along axis 1; a
-    filter argument (KCYX) is split along axis 0 instead where marked by the caller."""
-    parts = [
-        function(f, s, *args)
-        for f, s in zip(np.split(first, groups, axis=1), np.split(second, groups, axis=0))
-    ]
-    return np.concatenate(parts, axis=1)
+def grouped_reference(direction, a, b, groups, filter_yx, input_hw, stride, dilation, padding):
+    """The NCHW reference of a grouped convolution, group by group: forward (x, w),
+    backward_data (dy, w) or backward_weight (x, dy)."""
+    split_b = 0 if direction != "backward_weight" else 1
+    parts = []
+    for ag, bg in zip(np.split(a, groups, axis=1), np.split(b, groups, axis=split_b)):
+        if direction == "forward":
+            parts.append(conv2d_nchw(ag, bg, stride, dilation, padding))
+        elif direction == "backward_data":
+            parts.append(conv2d_backward_data_nchw(ag, bg, input_hw, stride, dilation, padding))
+        else:
+            parts.append(conv2d_backward_weight_nchw(ag, bg, filter_yx, stride, dilation, padding))
+    return np.concatenate(parts, axis=0 if direction == "backward_weight" else 1)

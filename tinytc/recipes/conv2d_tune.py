@@ -47,12 +47,16 @@ def conv_candidates(problem: Conv2dProblem, default: ConvTiling, target: Any) ->
     and the default's) and reduction steps. The other kernels with the default's sizes come
     first: the kernel is the largest lever (0.5-0.9x the time between them on the layers of
     tools/bench.py)."""
-    out = problem.k if problem.direction == "forward" else problem.c
+    out = problem.cg if problem.direction == "backward_data" else problem.kg
     columns = {d for d in range(1, min(out, MAX_CONV_COLS) + 1) if out % d == 0}
     columns |= {1 << i for i in range(6)} | {default.cols_per_tile}
     lanes = [s for s in target.subgroup_sizes if default.subgroup_size // 2 <= s]
     lanes = [s for s in lanes if s <= 2 * default.subgroup_size]
-    kernels = ("columns", "gather", "rows") if problem.stride[1] == 1 else ("columns", "gather")
+    kernels: tuple[str, ...] = ("columns", "gather")
+    if problem.stride[1] == 1 and problem.groups == 1:
+        kernels += ("rows",)
+    if problem.direction == "backward_weight":  # its one kernel takes the columns' shape
+        kernels = ("columns",)
     space = []
     for kernel in kernels:
         for sgs in lanes:
@@ -71,14 +75,18 @@ def conv_candidates(problem: Conv2dProblem, default: ConvTiling, target: Any) ->
     return t.nearest_first(default, space, distance)
 
 
-def _conv_arrays(conv: Any) -> tuple[np.ndarray, np.ndarray]:
+def _conv_arrays(conv: Any) -> tuple[np.ndarray, ...]:
+    """Random arguments of the recipe's call (with the bias vector where it takes one)."""
     rng = np.random.default_rng(0)
     arrays = []
-    for shape in (conv.argument_shape, conv.problem.filter_shape):
+    shapes = [conv.argument_shape, conv.second_shape]
+    if conv.problem.bias:
+        shapes.append((conv.problem.k,))
+    for shape in shapes:
         values = rng.standard_normal(shape).astype(np.float32)
         dtype = conv.problem.dtype
         arrays.append(bf16.to_bits(values) if dtype == "bf16" else values.astype(conv.dtype))
-    return arrays[0], arrays[1]
+    return tuple(arrays)
 
 
 def tune_conv2d(
@@ -94,7 +102,7 @@ def tune_conv2d(
 ) -> Any:
     """Tune the ConvTiling of a conv2d recipe (or its Conv2dProblem); see ``tune``."""
     from ..runtime.device import core_info_from_device, default_queue
-    from .conv2d import Conv2d, default_tiling
+    from .conv2d import Conv2d, check_kernel, default_tiling
 
     problem = getattr(recipe, "problem", recipe)
     queue = queue if queue is not None else getattr(recipe, "queue", None) or default_queue()
@@ -109,16 +117,16 @@ def tune_conv2d(
         space = conv_candidates(problem, default, target)
     else:
         space = [default] + [check_conv_tiling(c, target) for c in candidates]
-        if any(c.kernel == "rows" and problem.stride[1] != 1 for c in space):
-            raise ArgumentError(f"tiling: kernel 'rows' needs stride_w 1, got {problem.stride[1]}")
+        for c in space:
+            check_kernel(problem, c)
     space = space if limit is None else space[: limit + 1]
     clock = t.Progress(budget, progress)
     base = Conv2d(problem, default, queue)
-    a, w = _conv_arrays(base)
+    args = _conv_arrays(base)
     element = problem.dtype
-    expected = [(base(a, w), element)]
+    expected = [(base(*args), element)]
     out = np.empty_like(expected[0][0])
-    default_seconds = best_seconds = t.median_seconds(lambda: base(a, w, out=out), repeat)
+    default_seconds = best_seconds = t.median_seconds(lambda: base(*args, out=out), repeat)
     trials: list[Any] = []
     fastest: list[tuple[float, int, Any]] = []  # (seconds, trial number, the compiled recipe)
     for tiling in space[1:]:
@@ -126,7 +134,7 @@ def tune_conv2d(
             break
         try:
             conv = Conv2d(problem, tiling, queue)
-            got = [(conv(a, w), element)]
+            got = [(conv(*args), element)]
         except (CompilationError, ArgumentError) as err:
             trials.append(t.Trial(tiling, None, f"error: {err}"))
             continue
@@ -134,7 +142,7 @@ def tune_conv2d(
         if not t.matches(got, expected):
             trials.append(t.Trial(tiling, None, "wrong"))
             continue
-        seconds = t.median_seconds(lambda c=conv: c(a, w, out=out), repeat)
+        seconds = t.median_seconds(lambda c=conv: c(*args, out=out), repeat)
         trials.append(t.Trial(tiling, seconds, "ok", relative=seconds / default_seconds))
         fastest = sorted([*fastest, (seconds, len(trials), conv)], key=lambda f: f[:2])
         fastest = fastest[: t.CONFIRMED]  # kept compiled for the confirmation
@@ -145,7 +153,7 @@ def tune_conv2d(
     for _, _, conv in fastest:
         other = np.empty_like(out)
         confirmation = t.confirmed(
-            lambda: base(a, w, out=out), lambda c=conv, o=other: c(a, w, out=o), repeat
+            lambda: base(*args, out=out), lambda c=conv, o=other: c(*args, out=o), repeat
         )
         if confirmation is not None and confirmation[0] < least:  # times from the same pairs
             least, default_seconds, best_seconds = confirmation
