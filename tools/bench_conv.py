@@ -1,6 +1,9 @@
 """The conv2d part of tools/bench.py (issue 12): the f32 layers, forward and backward-data,
 NCHW and NHWC, with tinytc.recipes.conv2d against numpy (im2col + np.matmul; backward-data
-np.matmul + col2im) and PyTorch on the CPU (F.conv2d, F.conv_transpose2d) when it imports.
+np.matmul + col2im) and PyTorch on the CPU (F.conv2d, F.conv_transpose2d) when it imports;
+and (issue 24) a depthwise layer of MobileNetV2 (forward, backward-data, backward-weight:
+numpy tap by tap) and backward-weight of two ResNet layers (numpy: dy^T @ im2col; PyTorch:
+torch.nn.grad.conv2d_weight).
 
 Shape names are ``conv-LAYER-DIRECTION-LAYOUT``, e.g. ``conv-64x56-3x3-fwd-nchw``, so that
 ``--shapes 'conv-*'`` or ``'conv-*-bwd-nhwc'`` select them. Every shape runs in rounds of
@@ -32,11 +35,14 @@ LAYERS = {
     "256to64x56-1x1": (8, 256, 64, 56, 1, 1, 0),
     "128x56-3x3s2": (8, 128, 128, 56, 3, 2, 1),
 }
+DEPTHWISE = {"dw144x56-3x3": (8, 144, 144, 56, 3, 1, 1)}  # groups = channels
 QUICK_SIZES = (2, 8, 8, 10)  # --quick: N, C, K, H=W of every layer
-DIRECTIONS = {"fwd": "forward", "bwd": "backward_data"}
+DIRECTIONS = {"fwd": "forward", "bwd": "backward_data", "bwdw": "backward_weight"}
 LAYOUTS = ("nchw", "nhwc")
 SHAPES = [
-    f"conv-{layer}-{d}-{layout}" for layer in LAYERS for d in DIRECTIONS for layout in LAYOUTS
+    *(f"conv-{layer}-{d}-{lay}" for layer in LAYERS for d in ("fwd", "bwd") for lay in LAYOUTS),
+    *(f"conv-{layer}-{d}-{lay}" for layer in DEPTHWISE for d in DIRECTIONS for lay in LAYOUTS),
+    *(f"conv-{layer}-bwdw-{lay}" for layer in ("64x56-3x3", "256to64x56-1x1") for lay in LAYOUTS),
 ]
 TOLERANCE = 1e-5  # relative to the largest expected element (the reference is f64)
 
@@ -135,79 +141,146 @@ def layer_of(name: str, quick: bool) -> tuple[tuple, str, str]:
     """(sizes, direction, layout) of a shape name; --quick keeps the filter, stride and
     padding but shrinks the rest."""
     *_, d, layout = name.split("-")
-    sizes = LAYERS[name.removeprefix("conv-").removesuffix(f"-{d}-{layout}")]
+    layer = name.removeprefix("conv-").removesuffix(f"-{d}-{layout}")
+    sizes = LAYERS[layer] if layer in LAYERS else DEPTHWISE[layer]
     if quick:
         sizes = QUICK_SIZES + sizes[4:]
     return sizes, DIRECTIONS[d], layout.upper()
 
 
+def groups_of(name: str, quick: bool = False) -> int:
+    """The layer's groups: its channels for the depthwise layers, else 1."""
+    return layer_of(name, quick)[0][1] if name.startswith("conv-dw") else 1
+
+
+def recipe_of(name: str, quick: bool = False, **kwargs: Any) -> Any:
+    """The conv2d recipe of a shape (keyword arguments go to conv2d: tiling, dtype, target)."""
+    from tinytc.recipes import conv2d
+
+    (n, c, k, hw, r, s, p), direction, layout = layer_of(name, quick)
+    groups = groups_of(name, quick)
+    in_shape = (n, c, hw, hw) if layout == "NCHW" else (n, hw, hw, c)
+    w_shape = (k, c // groups, r, r) if layout == "NCHW" else (k, r, r, c // groups)
+    return conv2d(
+        in_shape, w_shape, layout=layout, stride=s, padding=p, groups=groups,
+        direction=direction, **kwargs,
+    )  # fmt: skip
+
+
+def _windows(r: int, s: int, ho: int, wo: int) -> Any:
+    """(i, j, rows, columns) of every tap: the slices of the padded input it meets."""
+    for i in range(r):
+        for j in range(r):
+            yield i, j, slice(i, i + s * (ho - 1) + 1, s), slice(j, j + s * (wo - 1) + 1, s)
+
+
+def numpy_depthwise(direction: str, a: np.ndarray, b: np.ndarray, r: int, s: int, p: int) -> Any:
+    """Depthwise (one channel per group), NCHW, tap by tap: forward (x, w), backward_data
+    (dy, w) or backward_weight (x, dy)."""
+    if direction == "backward_data":
+        dy, w = a, b
+        n, c, ho, wo = dy.shape
+        hw = (ho - 1) * s + r - 2 * p  # the input size (as the layers' divide evenly)
+        dx = np.zeros((n, c, hw + 2 * p, hw + 2 * p), dy.dtype)
+        for i, j, rows, cols in _windows(r, s, ho, wo):
+            dx[:, :, rows, cols] += dy * w[None, :, 0, i, j, None, None]
+        return dx[:, :, p : p + hw, p : p + hw]
+    x = np.pad(a, ((0, 0), (0, 0), (p, p), (p, p)))
+    ho = (x.shape[2] - r) // s + 1
+    if direction == "forward":
+        y = np.zeros((x.shape[0], x.shape[1], ho, ho), x.dtype)
+        for i, j, rows, cols in _windows(r, s, ho, ho):
+            y += x[:, :, rows, cols] * b[None, :, 0, i, j, None, None]
+        return y
+    dw = np.zeros((x.shape[1], 1, r, r), x.dtype)
+    for i, j, rows, cols in _windows(r, s, ho, ho):
+        dw[:, 0, i, j] = np.einsum("nchw,nchw->c", x[:, :, rows, cols], b)
+    return dw
+
+
+def numpy_backward_weight(
+    layout: str, x: np.ndarray, dy: np.ndarray, r: int, s: int, p: int
+) -> np.ndarray:
+    """dy^T (K x points) @ im2col (points x patch): the patch order is the filter's."""
+    k = dy.shape[1] if layout == "NCHW" else dy.shape[3]
+    rows = dy.transpose(0, 2, 3, 1) if layout == "NCHW" else dy
+    cols = im2col(x, layout, r, s, p)
+    dw = rows.reshape(-1, k).T @ cols.reshape(-1, cols.shape[-1])
+    c = cols.shape[-1] // (r * r)
+    return dw.reshape(k, c, r, r) if layout == "NCHW" else dw.reshape(k, r, r, c)
+
+
 def make_conv_case(
     name: str, quick: bool = False, with_others: bool = True, tiling: Any = None
 ) -> ConvCase:
-    from tinytc.recipes import conv2d  # here: bench.py's --compare loads old trees without it
-
-    (n, c, k, hw, r, s, p), direction, layout = layer_of(name, quick)
-    in_shape = (n, c, hw, hw) if layout == "NCHW" else (n, hw, hw, c)
-    w_shape = (k, c, r, r) if layout == "NCHW" else (k, r, r, c)
-    conv = conv2d(
-        in_shape,
-        w_shape,
-        layout=layout,
-        stride=(s, s),
-        padding=((p, p), (p, p)),
-        direction=direction,
-        tiling=tiling,
-    )
+    (_, _, _, _, r, s, p), direction, layout = layer_of(name, quick)
+    groups = groups_of(name, quick)
+    conv = recipe_of(name, quick, tiling=tiling)
     rng = np.random.default_rng(0)
-    w = rng.standard_normal(w_shape).astype(np.float32)
     a = rng.standard_normal(conv.argument_shape).astype(np.float32)
-    one = (1, *in_shape[1:])
-    forward = direction == "forward"
-    if forward:
+    b = rng.standard_normal(conv.second_shape).astype(np.float32)
+    to_nchw = (0, 3, 1, 2) if layout == "NHWC" else (0, 1, 2, 3)
+    from_nchw = tuple(np.argsort(to_nchw))
 
-        def reference() -> np.ndarray:
-            return numpy_forward(layout, a[:1].astype(np.float64), w.astype(np.float64), r, s, p)
+    def numpy_result(a: np.ndarray, b: np.ndarray) -> Any:
+        if groups > 1:
+            nchw = numpy_depthwise(direction, a.transpose(to_nchw), b.transpose(to_nchw), r, s, p)
+            return nchw.transpose(from_nchw)
+        if direction == "forward":
+            return numpy_forward(layout, a, b, r, s, p)
+        if direction == "backward_weight":
+            return numpy_backward_weight(layout, a, b, r, s, p)
+        return numpy_backward_data(layout, a, b, (a.shape[0], *conv.result_shape[1:]), r, s, p)
 
-        def run_numpy() -> Any:
-            return numpy_forward(layout, a, w, r, s, p)
-    else:
-
-        def reference() -> np.ndarray:
-            a64, w64 = a[:1].astype(np.float64), w.astype(np.float64)
-            return numpy_backward_data(layout, a64, w64, one, r, s, p)
-
-        def run_numpy() -> Any:
-            return numpy_backward_data(layout, a, w, in_shape, r, s, p)
+    def reference() -> np.ndarray:
+        """The first image of the result (of the filter gradient, which every image feeds:
+        its first output channel), in f64."""
+        first = a if direction == "backward_weight" else a[:1]
+        return numpy_result(first.astype(np.float64), b.astype(np.float64))[:1]
 
     torch = torch_module() if with_others else None
     run_torch = None
     if torch is not None:
-        import torch.nn.functional as F
-
-        to_nchw = (0, 3, 1, 2) if layout == "NHWC" else (0, 1, 2, 3)
-        fmt = torch.channels_last if layout == "NHWC" else torch.contiguous_format
-        at = torch.from_numpy(np.ascontiguousarray(a.transpose(to_nchw))).contiguous(
-            memory_format=fmt
-        )
-        wt = torch.from_numpy(np.ascontiguousarray(w.transpose(to_nchw))).contiguous(
-            memory_format=fmt
-        )
-        if forward:
-            run_torch = lambda: F.conv2d(at, wt, stride=s, padding=p)  # noqa: E731
-        else:
-            extra = (hw + 2 * p - r) % s  # rows the strided forward pass skipped
-            run_torch = lambda: F.conv_transpose2d(  # noqa: E731
-                at, wt, stride=s, padding=p, output_padding=extra
-            )
+        run_torch = _torch_run(torch, direction, layout, a, b, conv, (r, s, p, groups))
     return ConvCase(
         name=name,
         conv=conv,
-        args=(a, w),
+        args=(a, b),
         out=np.empty(conv.result_shape, np.float32),
         flops=float(conv.problem.flops()),
-        run_numpy=run_numpy if with_others else None,
+        run_numpy=(lambda: numpy_result(a, b)) if with_others else None,
         run_torch=run_torch,
         reference=reference,
+    )
+
+
+def _torch_run(
+    torch: Any, direction: str, layout: str, a: np.ndarray, b: np.ndarray, conv: Any,
+    params: tuple[int, int, int, int],
+) -> Callable[[], Any]:  # fmt: skip
+    """PyTorch's call for the case: F.conv2d, F.conv_transpose2d (backward-data) or
+    torch.nn.grad.conv2d_weight, channels_last for NHWC."""
+    import torch.nn.functional as F
+
+    r, s, p, groups = params
+    to_nchw = (0, 3, 1, 2) if layout == "NHWC" else (0, 1, 2, 3)
+    fmt = torch.channels_last if layout == "NHWC" else torch.contiguous_format
+
+    def tensor(v: np.ndarray) -> Any:
+        return torch.from_numpy(np.ascontiguousarray(v.transpose(to_nchw))).contiguous(
+            memory_format=fmt
+        )
+
+    at, bt = tensor(a), tensor(b)
+    if direction == "forward":
+        return lambda: F.conv2d(at, bt, stride=s, padding=p, groups=groups)
+    if direction == "backward_weight":
+        size = tuple(conv.problem.filter_shape[i] for i in to_nchw)
+        return lambda: torch.nn.grad.conv2d_weight(at, size, bt, stride=s, padding=p, groups=groups)
+    hw = conv.problem.h
+    extra = (hw + 2 * p - r) % s  # rows the strided forward pass skipped
+    return lambda: F.conv_transpose2d(
+        at, bt, stride=s, padding=p, output_padding=extra, groups=groups
     )
 
 

@@ -44,3 +44,32 @@ def conv2d_backward_data_nchw(dy, w, input_hw, stride, dilation, padding):
             hs, ws = _window(ky, kx, i, j, stride, dilation, ho, wo)
             dxp[:, :, hs, ws] += np.einsum("nkhw,kc->nchw", dy, w[:, :, i, j])
     return dxp[:, :, padding[0][0] : padding[0][0] + h, padding[1][0] : padding[1][0] + wd]
+
+
+def conv2d_backward_weight_nchw(x, dy, filter_yx, stride, dilation, padding):
+    """dw[k, c, i, j] = sum over (n, ho, wo) of dy[n, k, ho, wo] x_padded[n, c, ho*sh + i*dh,
+    wo*sw + j*dw] (the definition)."""
+    ky, kx = filter_yx
+    ho, wo = dy.shape[2:]
+    xp = np.pad(x, ((0, 0), (0, 0), padding[0], padding[1]))
+    dw = np.zeros((dy.shape[1], x.shape[1], ky, kx))
+    for i in range(ky):
+        for j in range(kx):
+            hs, ws = _window(ky, kx, i, j, stride, dilation, ho, wo)
+            dw[:, :, i, j] = np.einsum("nkhw,nchw->kc", dy, xp[:, :, hs, ws])
+    return dw
+
+
+def grouped_reference(direction, a, b, groups, filter_yx, input_hw, stride, dilation, padding):
+    """The NCHW reference of a grouped convolution, group by group: forward (x, w),
+    backward_data (dy, w) or backward_weight (x, dy)."""
+    split_b = 0 if direction != "backward_weight" else 1
+    parts = []
+    for ag, bg in zip(np.split(a, groups, axis=1), np.split(b, groups, axis=split_b)):
+        if direction == "forward":
+            parts.append(conv2d_nchw(ag, bg, stride, dilation, padding))
+        elif direction == "backward_data":
+            parts.append(conv2d_backward_data_nchw(ag, bg, input_hw, stride, dilation, padding))
+        else:
+            parts.append(conv2d_backward_weight_nchw(ag, bg, filter_yx, stride, dilation, padding))
+    return np.concatenate(parts, axis=0 if direction == "backward_weight" else 1)

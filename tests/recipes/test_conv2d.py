@@ -225,11 +225,21 @@ def test_bad_tilings_are_errors(tiling, message):
 BAD_CALLS = [
     (dict(layout="CHWN"), "layout"),
     (dict(dtype="i32"), "dtype"),
-    (dict(direction="backward_weight"), "direction"),
+    (dict(dtype=np.uint16), "dtype"),
+    (dict(dtype=None), "dtype"),
+    (dict(direction="backward_input"), "direction"),
     (dict(stride=(0, 1)), "stride"),
-    (dict(dilation=2), "dilation"),
-    (dict(padding=(1, 1)), "padding"),
+    (dict(stride=(1, 2, 3)), "stride"),
+    (dict(dilation=2.0), "dilation"),
+    (dict(padding=(1, 1, 1)), "padding"),
+    (dict(padding="full"), "padding"),
+    (dict(padding="same", stride=2), "stride 1"),
+    (dict(padding=-1), "padding"),
     (dict(dilation=(5, 1)), "does not fit"),
+    (dict(groups=3), "groups"),
+    (dict(groups=0), "groups"),
+    (dict(bias=1), "bias"),
+    (dict(bias=True, direction="backward_data"), "bias needs direction"),
 ]
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 
-from ..transforms import Emitter, Merge, sym
-from .implicit_gemm import GemmSpec, Tap, Writer, memref_type
+from .implicit_gemm import GemmSpec, Tap, Writer, bias_value, group_offsets, memref_type
 from .tiling import ConvTiling
+from .transforms import Emitter, Expr, Merge, sym
 
 GROUP_WORK = 512  # reduction channels x taps a work-group should walk at least
 MAX_TILES_PER_GROUP = 8
@@ -41,7 +41,8 @@ def tiles_per_group(spec: GemmSpec) -> int:
 
 
 def column_launches(spec: GemmSpec, tiling: ConvTiling) -> int:
-    return math.ceil(math.prod(column_tiles(spec, tiling)) / tiles_per_group(spec))
+    tiles = spec.groups * math.prod(column_tiles(spec, tiling))
+    return math.ceil(tiles / tiles_per_group(spec))
 
 
 def column_filter_index(spec: GemmSpec, y: int, x: int) -> tuple[str, ...]:
@@ -56,7 +57,9 @@ def column_filter_shape(spec: GemmSpec, y: int, x: int) -> tuple[int, ...]:
     """The filter memref as the host passes it (column-major): forward (K, C, X, Y),
     backward-data (C, X, Y, K)."""
     out, red = spec.out_channels, spec.red_channels
-    return (out, x, y, red) if spec.filter_transposed else (out, red, x, y)
+    if spec.filter_transposed:
+        return (out, x, y, red * spec.groups)
+    return (out * spec.groups, red, x, y)
 
 
 def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, int]) -> str:
@@ -91,7 +94,7 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
     w("%lane = cast %lane32 : i32 -> index")
     w(f"%zero = cooperative_matrix_construct 0.0 : {acc_type}")
     point_tiles, channel_tiles = column_tiles(spec, tiling)
-    tiles, per_group = point_tiles * channel_tiles, tiles_per_group(spec)
+    tiles, per_group = spec.groups * point_tiles * channel_tiles, tiles_per_group(spec)
     gid, closing = "%group", 0
     if per_group > 1:
         w(f"%first = arith.mul %group, {per_group} : index")
@@ -106,8 +109,22 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
             closing += 1
     em.push()
     em.bind("gid", gid)
-    pt, ot = Merge().lower([sym("gid", tiles)], [point_tiles, channel_tiles]).coords
+    g = Expr()
+    if spec.groups > 1:  # group g takes tiles g * point_tiles * channel_tiles ...
+        extents = [spec.groups, point_tiles, channel_tiles]
+        g, pt, ot = Merge().lower([sym("gid", tiles)], extents).coords
+    else:
+        pt, ot = Merge().lower([sym("gid", tiles)], [point_tiles, channel_tiles]).coords
     o0, m0 = em.value(ot * outs), em.value(pt * cols)
+    og, rg = group_offsets(spec, em, g)
+    tap_views = views
+    if spec.groups > 1 and not spec.filter_transposed:  # the group's output channels
+        tap_views = []
+        for view, tap_t in views:
+            cut = em.fresh("f")
+            w(f"{cut} = subview {view}[{og}:{spec.out_channels},:] : {tap_t}")
+            shape = tap_t.split("x", 2)
+            tap_views.append((cut, f"{shape[0]}x{spec.out_channels}x{shape[2]}"))
     # Per point j: where each tap's source row segment starts in %sv (row, column), and
     # where its results go.
     where: list[list[tuple[str, str, str]]] = []
@@ -130,18 +147,24 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
         init = ", ".join(f"{c} = %zero" for c in carried)
         w(f"{', '.join(results)} = for %r0 = 0, {main}, {chunk} init({init}) -> ({types}) {{")
         w.indent += 1
-        new = _step(w, em, spec, tiling, views, where, o0, "%r0", chunk, carried, acc_type)
+        at = (o0, rg)
+        new = _step(w, em, spec, tiling, tap_views, where, at, "%r0", chunk, carried, acc_type)
         w(f"yield {', '.join(new)} : {types}")
         w.indent -= 1
         w("}")
         accs = results
     if spec.taps and spec.red_channels % chunk:
         tail = spec.red_channels % chunk
-        accs = _step(w, em, spec, tiling, views, where, o0, str(main), tail, accs, acc_type)
+        at = (o0, rg)
+        accs = _step(w, em, spec, tiling, tap_views, where, at, str(main), tail, accs, acc_type)
     # Each lane stores its output channels of every point.
     ragged = spec.out_channels % outs != 0
+    first = o0
+    if og != "0":
+        first = em.fresh("o")
+        w(f"{first} = arith.add {o0}, {og} : index")
     os = em.fresh("os")
-    w(f"{os} = arith.mul {o0}, {spec.dst_stride} : index")
+    w(f"{os} = arith.mul {first}, {spec.dst_stride} : index")
     for b in range(blocks):
         channel_ok = None
         ob = em.fresh("o")
@@ -151,6 +174,11 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
             channel_ok = em.fresh("ok")
             w(f"{oc} = arith.add {o0}, {ob} : index")
             w(f"{channel_ok} = cmp.lt {oc}, {spec.out_channels} : index")
+        bias = None
+        if spec.bias:
+            channel = em.fresh("o")
+            w(f"{channel} = arith.add {first}, {ob} : index")
+            bias = bias_value(w, em, spec, channel, channel_ok)
         lane_offset = em.fresh("i")
         w(f"{lane_offset} = arith.mul {ob}, {spec.dst_stride} : index")
         w(f"{lane_offset}b = arith.add {lane_offset}, {os} : index")
@@ -159,6 +187,10 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
                 continue
             v = em.fresh("d")
             w(f"{v} = cooperative_matrix_extract {accs[j]}[{b}] : {acc_type}")
+            if bias is not None:
+                biased = em.fresh("d")
+                w(f"{biased} = arith.add {v}, {bias} : {acc_t}")
+                v = biased
             if acc_t != e:
                 cv = em.fresh("d")
                 w(f"{cv} = cast {v} : {acc_t} -> {e}")
@@ -171,7 +203,8 @@ def generate_columns(spec: GemmSpec, tiling: ConvTiling, filter_yx: tuple[int, i
     for _ in range(closing + 1):  # the tile loop and its guard, then parallel
         w.indent -= 1
         w("}")
-    return w.kernel(spec.name, src_t, filter_t, dst_t, sg)
+    bias_t = memref_type(e, (spec.out_channels * spec.groups,)) if spec.bias else ""
+    return w.kernel(spec.name, src_t, filter_t, dst_t, sg, bias_t)
 
 
 def _segment_start(w: Writer, em: Emitter, tap: Tap, red_stride: int) -> tuple[str, str, str]:
@@ -205,7 +238,7 @@ def _step(
     tiling: ConvTiling,
     views: list[tuple[str, str]],
     where: list[list[tuple[str, str, str]]],
-    o0: str,
+    at: tuple[str, str],
     r0: str,
     chunk: int,
     accs: list[str],
@@ -219,9 +252,15 @@ def _step(
     view_t = memref_type(e, (spec.red_stride, spec.src_size // spec.red_stride))
     check_a = ".rows_checked" if spec.out_channels % outs else ""
     accs = list(accs)
+    o0, rg = at  # the tile's first output channel in the group; the group's first channel
+    rr = r0  # the reduction channel in the source
+    if rg != "0":
+        rr = em.fresh("r")
+        w(f"{rr} = arith.add {r0}, {rg} : index")
+    ra = rr if spec.filter_transposed else r0  # ... and in the filter
     for t, (view, tap_t) in enumerate(views):
         a = em.fresh("A")
-        w(f"{a} = cooperative_matrix_load.n{check_a} {view}[{o0}, {r0}] : {tap_t} -> {a_type}")
+        w(f"{a} = cooperative_matrix_load.n{check_a} {view}[{o0}, {ra}] : {tap_t} -> {a_type}")
         for j, starts in enumerate(where):
             row, col, ok = starts[t]
             if ok == "false":
@@ -231,7 +270,7 @@ def _step(
                 w(f"{nxt} = if {ok} -> ({acc_type}) {{")
                 w.indent += 1
             c = em.fresh("c")
-            w(f"{c} = arith.add {col}, {r0} : index")
+            w(f"{c} = arith.add {col}, {rr} : index")
             b = em.fresh("B")
             load = f"cooperative_matrix_load.t %sv[{row}, {c}]"
             w(f"{b} = {load} : {view_t} -> {b_type}")

@@ -12,8 +12,10 @@ y*dh = r (mod sh) meet an integer ho, and for them ho = q + (hf + top - y*dh) / 
 h = hf + q*sh enumerates the class: every gather offset is a constant plus the row's
 coordinates, so no tap is tried and rejected (the direct form would waste
 1 - 1/(sh*sw) of its work on stride 2 and more), and no two sub-GEMMs write the same dx
-element, so none needs an atomic add. A class that no tap reaches (its residue is not a
-multiple of gcd(sh, dh), or the filter is too small) stores zeros.
+element, so none needs an atomic add. The classes that no tap reaches (their residue is not
+a multiple of gcd(sh, dh), or the stride exceeds the dilated filter) get no kernel: a zero
+fill of dx runs first (``zero_fill``). Only the classes that exist are visited, so a stride
+far larger than the image costs no more than a small one.
 
 The rows kernel (``segment_specs``, stride_w 1 only) reads whole input rows, so it needs
 the residue classes of h only: one sub-GEMM per residue of h + top modulo stride_h.
@@ -23,7 +25,11 @@ from __future__ import annotations
 
 import math
 
-from ..transforms import (
+from .conv2d_problem import DTYPES, LAYOUTS, Conv2dProblem
+from .implicit_gemm import GemmSpec, Tap
+from .segment_gemm import SegmentSpec, SegmentTap
+from .tiling import ConvTiling
+from .transforms import (
     Embed,
     Expr,
     Merge,
@@ -35,10 +41,6 @@ from ..transforms import (
     linear_offset,
     sym,
 )
-from .conv2d_problem import DTYPES, LAYOUTS, Conv2dProblem
-from .implicit_gemm import GemmSpec, Tap
-from .segment_gemm import SegmentSpec, SegmentTap
-from .tiling import ConvTiling
 
 
 def _filter_index(p: Conv2dProblem, y: int, x: int) -> tuple[str, ...]:
@@ -103,31 +105,114 @@ def forward_spec(p: Conv2dProblem, tiling: ConvTiling) -> GemmSpec:
         dst_size=p.n * p.k * p.ho * p.wo,
         filter_shape=tuple(reversed(p.filter_shape)),
         rows=rows,
-        out_channels=p.k,
-        red_channels=p.c,
+        out_channels=p.kg,
+        red_channels=p.cg,
         red_stride=src_strides["c"],
         dst_offset=linear_offset(out.coords, [dst_strides[d] for d in "nchw"]),
         dst_valid=row_ok,
         dst_stride=dst_strides["c"],
         taps=tuple(taps),
         filter_transposed=False,
+        groups=p.groups,
+        bias=p.bias,
     )
 
 
+def residue_classes(
+    size: int, stride: int, before: int, taps: int, dilation: int
+) -> tuple[list[tuple[int, int, int]], bool]:
+    """The residue classes of ``h + before`` modulo the stride that some tap reaches and
+    that hold an h of the input, as (residue, first h, count), by residue; and whether a
+    class that holds an h meets no tap (its dx is 0). Proportional to the taps and the
+    classes that exist, never to the stride: a class exists only for its first h below the
+    stride and the size, and a tap reaches only the class of its own y * dilation."""
+    reached = sorted({(y * dilation) % stride for y in range(taps)})
+    classes = []
+    for residue in reached:
+        first = (residue - before) % stride
+        if first < size:
+            classes.append((residue, first, len(range(first, size, stride))))
+    return classes, len(classes) < min(stride, size)
+
+
 def backward_data_specs(p: Conv2dProblem, tiling: ConvTiling) -> list[GemmSpec]:
-    """One sub-GEMM per residue class (rh, rw) of (h + top, w + left) modulo the stride."""
-    sh, sw = p.stride
+    """One sub-GEMM per residue class (rh, rw) of (h + top, w + left) modulo the stride
+    that some tap reaches; the others are zeroed beforehand (``zero_fill_needed``)."""
+    (sh, sw), (dh, dw) = p.stride, p.dilation
     top, left = p.padding[0][0], p.padding[1][0]
-    specs = []
-    for rh in range(sh):
-        hf = (rh - top) % sh  # the first h of the class
-        qh = len(range(hf, p.h, sh))
-        for rw in range(sw):
-            wf = (rw - left) % sw
-            qw = len(range(wf, p.w, sw))
-            if qh and qw:
-                specs.append(_backward_class(p, tiling, (rh, rw), (hf, wf), (qh, qw)))
-    return specs
+    rows, _ = residue_classes(p.h, sh, top, p.y, dh)
+    cols, _ = residue_classes(p.w, sw, left, p.x, dw)
+    return [
+        _backward_class(p, tiling, (rh, rw), (hf, wf), (qh, qw))
+        for rh, hf, qh in rows
+        for rw, wf, qw in cols
+    ]
+
+
+def zero_fill_needed(p: Conv2dProblem, rows_only: bool = False) -> bool:
+    """Whether backward-data leaves some dx element unwritten (a class no tap reaches)."""
+    (sh, sw), (dh, dw) = p.stride, p.dilation
+    _, rows_missed = residue_classes(p.h, sh, p.padding[0][0], p.y, dh)
+    _, cols_missed = residue_classes(p.w, sw, p.padding[1][0], p.x, dw)
+    return rows_missed or (cols_missed and not rows_only)
+
+
+ZERO_CHUNK = 64  # elements per lane of the element-wise kernels
+
+
+def _each_element(name: str, params: str, size: int, sg: int, body: list[str]) -> tuple[str, int]:
+    """A kernel whose lanes run ``body`` for every element index %i < size, and its
+    work-group count."""
+    per_group = sg * ZERO_CHUNK
+    lines = [
+        f"func @{name}({params}) work_group_size({sg},1) subgroup_size({sg}) {{",
+        "  %gid = group_id",
+        "  parallel {",
+        "    %lane32 = subgroup_local_id",
+        "    %lane = cast %lane32 : i32 -> index",
+        f"    %base = arith.mul %gid, {per_group} : index",
+        "    %start = arith.add %base, %lane : index",
+        f"    %stop = arith.add %base, {per_group} : index",
+        f"    %over = cmp.gt %stop, {size} : index",
+        "    %end = if %over -> (index) {",
+        f"      yield {size} : index",
+        "    } else {",
+        "      yield %stop : index",
+        "    }",
+        f"    for %i = %start, %end, {sg} {{",
+        *(f"      {line}" for line in body),
+        "    }",
+        "  }",
+        "}",
+    ]
+    return "\n".join(lines), -(-size // per_group)
+
+
+def zero_fill(element: str, size: int, sg: int) -> tuple[str, int]:
+    """A kernel ``conv2d_zero(%dst)`` that writes 0 to all ``size`` elements."""
+    dst_t = f"memref<{element}x{size}>"
+    return _each_element(
+        "conv2d_zero", f"%dst: {dst_t}", size, sg, [f"store 0.0, %dst[%i] : {dst_t}"]
+    )
+
+
+def bias_add(p: Conv2dProblem, sg: int) -> tuple[str, int]:
+    """A kernel ``conv2d_bias(%dst, %bias)`` that adds its channel's bias to every output
+    element, for the kernel that does not add it itself (rows)."""
+    e, size = p.dtype, math.prod(p.output_shape)
+    dst_t, bias_t = f"memref<{e}x{size}>", f"memref<{e}x{p.k}>"
+    if p.layout == "NHWC":
+        channel = [f"%k = arith.rem %i, {p.k} : index"]
+    else:
+        channel = [f"%q = arith.div %i, {p.ho * p.wo} : index", f"%k = arith.rem %q, {p.k} : index"]
+    body = [
+        *channel,
+        f"%b = load %bias[%k] : {bias_t}",
+        f"%v = load %dst[%i] : {dst_t}",
+        f"%s = arith.add %v, %b : {e}",
+        f"store %s, %dst[%i] : {dst_t}",
+    ]
+    return _each_element("conv2d_bias", f"%dst: {dst_t}, %bias: {bias_t}", size, sg, body)
 
 
 def _backward_class(
@@ -192,14 +277,15 @@ def _backward_class(
         dst_size=p.n * p.c * p.h * p.w,
         filter_shape=tuple(reversed(p.filter_shape)),
         rows=rows,
-        out_channels=p.c,
-        red_channels=p.k,
+        out_channels=p.cg,
+        red_channels=p.kg,
         red_stride=src_strides["c"],
         dst_offset=linear_offset(out.coords, [dst_strides[d] for d in "nchw"]),
         dst_valid=row_ok,
         dst_stride=dst_strides["c"],
         taps=tuple(taps),
         filter_transposed=True,
+        groups=p.groups,
     )
 
 
@@ -257,11 +343,8 @@ def segment_specs(p: Conv2dProblem) -> list[SegmentSpec]:
         )
         return [spec]
     specs = []
-    for rh in range(sh):  # residue classes of h + top; w needs none with stride 1
-        hf = (rh - top) % sh
-        qh = len(range(hf, p.h, sh))
-        if not qh:
-            continue
+    classes, _ = residue_classes(p.h, sh, top, p.y, dh)  # of h + top; w needs none
+    for rh, hf, qh in classes:
         a = sym("a", qh)
         taps = []
         for y in (y for y in range(p.y) if (y * dh - rh) % sh == 0):

@@ -58,12 +58,16 @@ def conv_candidates(problem: Conv2dProblem, default: ConvTiling, target: Any) ->
     and the default's) and reduction steps. The other kernels with the default's sizes come
     first: the kernel is the largest lever (0.5-0.9x the time between them on the layers of
     tools/bench.py)."""
-    out = problem.k if problem.direction == "forward" else problem.c
+    out = problem.cg if problem.direction == "backward_data" else problem.kg
     columns = {d for d in range(1, min(out, MAX_CONV_COLS) + 1) if out % d == 0}
     columns |= {1 << i for i in range(6)} | {default.cols_per_tile}
     lanes = [s for s in target.subgroup_sizes if default.subgroup_size // 2 <= s]
     lanes = [s for s in lanes if s <= 2 * default.subgroup_size]
-    kernels = ("columns", "gather", "rows") if problem.stride[1] == 1 else ("columns", "gather")
+    kernels: tuple[str, ...] = ("columns", "gather")
+    if problem.stride[1] == 1 and problem.groups == 1:
+        kernels += ("rows",)
+    if problem.direction == "backward_weight":  # its one kernel takes the columns' shape
+        kernels = ("columns",)
     space = []
     for kernel in kernels:
         for sgs in lanes:
@@ -82,14 +86,18 @@ def conv_candidates(problem: Conv2dProblem, default: ConvTiling, target: Any) ->
     return nearest_first(default, space, distance)
 
 
-def _conv_arrays(conv: Any) -> tuple[np.ndarray, np.ndarray]:
+def _conv_arrays(conv: Any) -> tuple[np.ndarray, ...]:
+    """Random arguments of the recipe's call (with the bias vector where it takes one)."""
     rng = np.random.default_rng(0)
     arrays = []
-    for shape in (conv.argument_shape, conv.problem.filter_shape):
+    shapes = [conv.argument_shape, conv.second_shape]
+    if conv.problem.bias:
+        shapes.append((conv.problem.k,))
+    for shape in shapes:
         values = rng.standard_normal(shape).astype(np.float32)
         dtype = conv.problem.dtype
         arrays.append(bf16.to_bits(values) if dtype == "bf16" else values.astype(conv.dtype))
-    return arrays[0], arrays[1]
+    return tuple(arrays)
 
 
 def tune_conv2d(
@@ -108,7 +116,7 @@ def tune_conv2d(
     from ..tune import measure, store
     from ..tune.result import Trial, TuneResult
     from ..tune.show import Progress
-    from .conv2d import Conv2d, default_tiling
+    from .conv2d import Conv2d, check_kernel, default_tiling
 
     problem = getattr(recipe, "problem", recipe)
     queue = queue if queue is not None else getattr(recipe, "queue", None) or default_queue()
@@ -122,16 +130,16 @@ def tune_conv2d(
         space = conv_candidates(problem, default, target)
     else:
         space = [default] + [check_conv_tiling(c, target) for c in candidates]
-        if any(c.kernel == "rows" and problem.stride[1] != 1 for c in space):
-            raise ArgumentError(f"tiling: kernel 'rows' needs stride_w 1, got {problem.stride[1]}")
+        for c in space:
+            check_kernel(problem, c)
     space = space if limit is None else space[: limit + 1]
     clock = Progress(budget, progress)
     base = Conv2d(problem, default, queue)
-    a, w = _conv_arrays(base)
+    args = _conv_arrays(base)
     element = problem.dtype
-    expected = [(base(a, w), element)]
+    expected = [(base(*args), element)]
     out = np.empty_like(expected[0][0])
-    default_seconds = best_seconds = measure.median_seconds(lambda: base(a, w, out=out), repeat)
+    default_seconds = best_seconds = measure.median_seconds(lambda: base(*args, out=out), repeat)
     trials: list[Any] = []
     fastest: list[tuple[float, int, Any]] = []  # (seconds, trial number, the compiled recipe)
     for tiling in space[1:]:
@@ -139,7 +147,7 @@ def tune_conv2d(
             break
         try:
             conv = Conv2d(problem, tiling, queue)
-            got = [(conv(a, w), element)]
+            got = [(conv(*args), element)]
         except (CompilationError, ArgumentError) as err:
             trials.append(Trial(tiling, None, f"error: {err}"))
             continue
@@ -147,7 +155,7 @@ def tune_conv2d(
         if not measure.matches(got, expected):
             trials.append(Trial(tiling, None, "wrong"))
             continue
-        seconds = measure.median_seconds(lambda c=conv: c(a, w, out=out), repeat)
+        seconds = measure.median_seconds(lambda c=conv: c(*args, out=out), repeat)
         trial = Trial(tiling, seconds, "ok", relative=seconds / default_seconds)
         trial.note = f"not among the {measure.CONFIRMED} fastest, which alone are confirmed"
         trials.append(trial)
@@ -159,7 +167,7 @@ def tune_conv2d(
     for _, number, conv in fastest:
         other = np.empty_like(out)
         confirmation = measure.confirm(
-            lambda: base(a, w, out=out), lambda c=conv, o=other: c(a, w, out=o), repeat
+            lambda: base(*args, out=out), lambda c=conv, o=other: c(*args, out=o), repeat
         )
         trials[number - 1].note = confirmation.note()
         if confirmation.passed and confirmation.ratio < least:  # times from the same pairs

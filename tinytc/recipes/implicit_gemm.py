@@ -5,9 +5,9 @@ points (pixels), o output channels, r reduction channels and taps the filter pos
 feed a row. S is never formed: each lane gathers its rows of an A tile straight from the
 flat source tensor, at ``src_offset(m, tap) + r * red_stride`` where the tap's validity
 predicate holds (padding and edges read 0). F[tap] is a 2-D subview of the filter, read as
-the B tile. The coordinate arithmetic comes from ``tinytc.transforms``: everything that
-depends on the row only (divisions included) is computed once per tile before the reduction
-loop, so that the loop body holds loads, adds and multiply-adds only.
+the B tile. The coordinate arithmetic comes from ``tinytc.recipes.transforms``: everything
+that depends on the row only (divisions included) is computed once per tile before the
+reduction loop, so that the loop body holds loads, adds and multiply-adds only.
 
 ``staged`` (DPAS targets, docs/conv2d.md): the lanes store their gathered values into a
 work-group local A tile and the subgroup loads it as a cooperative matrix, and the sums go
@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..transforms import Emitter, Expr, InRange, Merge, sym
 from .tiling import ConvTiling
+from .transforms import Emitter, Expr, InRange, Merge, sym
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,37 @@ class GemmSpec:
     dst_stride: int  # between output channels
     taps: tuple[Tap, ...]
     filter_transposed: bool  # the tap subview is (out, red) instead of (red, out)
+    # Groups: out_channels and red_channels count one group's channels; group g reads
+    # source channels g * red_channels + r and writes g * out_channels + o.
+    groups: int = 1
+    bias: bool = False  # add %bias[channel] (the output channel) to every result
+
+
+def group_offsets(spec: GemmSpec, em: Emitter, g: Expr) -> tuple[str, str]:
+    """(first output channel, first reduction channel) of group g, as operands."""
+    return em.value(g * spec.out_channels), em.value(g * spec.red_channels)
+
+
+def bias_value(w: Writer, em: Emitter, spec: GemmSpec, channel: str, ok: str | None) -> str:
+    """The bias of an output channel in the accumulator's type (0 where ok fails)."""
+    e, acc_t = spec.element, spec.accumulate
+    bias_t = memref_type(e, (spec.out_channels * spec.groups,))
+    v = em.fresh("bias")
+    if ok is None:
+        w(f"{v} = load %bias[{channel}] : {bias_t}")
+    else:
+        loaded = em.fresh("bias")
+        w(f"{v} = if {ok} -> ({e}) {{")
+        w(f"  {loaded} = load %bias[{channel}] : {bias_t}")
+        w(f"  yield {loaded} : {e}")
+        w("} else {")
+        w(f"  yield 0.0 : {e}")
+        w("}")
+    if acc_t != e:
+        cv = em.fresh("bias")
+        w(f"{cv} = cast {v} : {e} -> {acc_t}")
+        v = cv
+    return v
 
 
 def tile_counts(spec: GemmSpec, tiling: ConvTiling) -> tuple[int, int]:
@@ -72,15 +103,14 @@ def memref_type(element: str, shape: tuple[int, ...], stride: tuple[int, ...] | 
     return f"memref<{element}x{dims},strided<{','.join(str(s) for s in stride)}>>"
 
 
-def _tap_view(spec: GemmSpec, tap: Tap) -> str:
-    """The type of a tap's 2-D filter subview."""
+def _tap_view(spec: GemmSpec, tap: Tap, columns: int | None = None) -> str:
+    """The type of a tap's 2-D filter subview (cut to ``columns`` columns if given)."""
     strides = [math.prod(spec.filter_shape[:i]) for i in range(len(spec.filter_shape))]
     kept = [i for i, s in enumerate(tap.filter_index) if s == ":"]
-    return memref_type(
-        spec.element,
-        tuple(spec.filter_shape[i] for i in kept),
-        tuple(strides[i] for i in kept),
-    )
+    shape = [spec.filter_shape[i] for i in kept]
+    if columns is not None:
+        shape[-1] = columns
+    return memref_type(spec.element, tuple(shape), tuple(strides[i] for i in kept))
 
 
 class Writer:
@@ -93,10 +123,13 @@ class Writer:
     def __call__(self, text: str) -> None:
         self.lines.append("  " * self.indent + text)
 
-    def kernel(self, name: str, src_t: str, filter_t: str, dst_t: str, sg: int) -> str:
+    def kernel(
+        self, name: str, src_t: str, filter_t: str, dst_t: str, sg: int, bias_t: str = ""
+    ) -> str:
         """The whole program: the conv kernel's signature around the lines written."""
+        bias = f", %bias: {bias_t}" if bias_t else ""
         head = (
-            f"func @{name}(%src: {src_t}, %filter: {filter_t}, %dst: {dst_t}) "
+            f"func @{name}(%src: {src_t}, %filter: {filter_t}, %dst: {dst_t}{bias}) "
             f"work_group_size({sg},1) subgroup_size({sg}) {{"
         )
         return "\n".join([head, *self.lines, "}"])
@@ -132,12 +165,22 @@ def generate(spec: GemmSpec, tiling: ConvTiling, staged: bool = False) -> str:
     # column tiles of one row tile run side by side and share the gathered rows in cache.
     row_tiles, col_tiles = tile_counts(spec, tiling)
     em.bind("gid", "%gid")
-    rt, ct = Merge().lower([sym("gid", row_tiles * col_tiles)], [row_tiles, col_tiles]).coords
+    g = Expr()
+    if spec.groups > 1:  # group g takes tiles g * row_tiles * col_tiles ...
+        extents = [spec.groups, row_tiles, col_tiles]
+        g, rt, ct = Merge().lower([sym("gid", math.prod(extents))], extents).coords
+    else:
+        rt, ct = Merge().lower([sym("gid", row_tiles * col_tiles)], [row_tiles, col_tiles]).coords
     o0, m0 = em.value(ct * cols), em.value(rt * rows_per_tile)
+    og, rg = group_offsets(spec, em, g)
     views = []
     for i, tap in enumerate(spec.taps):
         w(f"%f{i} = subview %filter[{','.join(tap.filter_index)}] : {filter_t}")
-        views.append((f"%f{i}", _tap_view(spec, tap)))
+        view = (f"%f{i}", _tap_view(spec, tap))
+        if spec.groups > 1 and not spec.filter_transposed:  # the group's output channels
+            w(f"%fg{i} = subview %f{i}[:,{og}:{spec.out_channels}] : {view[1]}")
+            view = (f"%fg{i}", _tap_view(spec, tap, spec.out_channels))
+        views.append(view)
     stage = None
     if staged:  # two A tiles, used in turn, so that one barrier per tap suffices
         both_t = memref_type(e, (rows_per_tile, tiling.k_chunk, 2))
@@ -172,22 +215,26 @@ def generate(spec: GemmSpec, tiling: ConvTiling, staged: bool = False) -> str:
     if main:
         w(f"%acc = for %r0 = 0, {main}, {chunk} init(%a = %zero) -> ({acc_type}) {{")
         w.indent += 1
-        last = _reduce(w, em, spec, tiling, src, views, o0, "%r0", chunk, "%a", acc_type, stage)
+        at = (o0, rg)
+        last = _reduce(w, em, spec, tiling, src, views, at, "%r0", chunk, "%a", acc_type, stage)
         w(f"yield {last} : {acc_type}")
         w.indent -= 1
         w("}")
         acc = "%acc"
     if spec.taps and spec.red_channels % chunk:
         tail = spec.red_channels % chunk
-        acc = _reduce(w, em, spec, tiling, src, views, o0, str(main), tail, acc, acc_type, stage)
+        acc = _reduce(
+            w, em, spec, tiling, src, views, (o0, rg), str(main), tail, acc, acc_type, stage
+        )
     if staged:
         sums_t = memref_type(acc_t, (rows_per_tile, cols))
         w(f"cooperative_matrix_store.n {acc}, %sums[0, 0] : {acc_type}, {sums_t}")
         w("barrier")
-    _store(w, em, spec, tiling, dst, o0, acc, acc_type, dst_t, staged)
+    _store(w, em, spec, tiling, dst, (o0, og), acc, acc_type, dst_t, staged)
     w.indent -= 1
     w("}")
-    return w.kernel(spec.name, src_t, filter_t, dst_t, sg)
+    bias_t = memref_type(e, (spec.out_channels * spec.groups,)) if spec.bias else ""
+    return w.kernel(spec.name, src_t, filter_t, dst_t, sg, bias_t)
 
 
 def _safe_offset(w: Writer, em: Emitter, tap: Tap) -> tuple[str, str]:
@@ -213,7 +260,7 @@ def _reduce(
     tiling: ConvTiling,
     src: list[list[tuple[str, str]]],
     views: list[tuple[str, str]],
-    o0: str,
+    at: tuple[str, str],
     r0: str,
     count: int,
     acc: str,
@@ -228,8 +275,12 @@ def _reduce(
     a_type = f"coopmatrix<{e}x{rows}x{chunk},matrix_a>"
     b_type = f"coopmatrix<{e}x{chunk}x{cols},matrix_b>"
     src_t = memref_type(e, (spec.src_size,))
-    rs = em.fresh("rs")
-    w(f"{rs} = arith.mul {r0}, {spec.red_stride} : index")
+    o0, rg = at  # the tile's first output channel in the group; the group's first channel
+    rs, rr = em.fresh("rs"), r0
+    if rg != "0":
+        rr = em.fresh("r")
+        w(f"{rr} = arith.add {r0}, {rg} : index")
+    w(f"{rs} = arith.mul {rr}, {spec.red_stride} : index")
     ragged = spec.out_channels % cols != 0
     for t, (view, view_t) in enumerate(views):
         a = em.fresh("A")
@@ -273,7 +324,7 @@ def _reduce(
         bt = em.fresh("B")
         check = ".both_checked" if ragged or count < chunk else ""
         if spec.filter_transposed:
-            w(f"{bt} = cooperative_matrix_load.t{check} {view}[{o0}, {r0}] : {view_t} -> {b_type}")
+            w(f"{bt} = cooperative_matrix_load.t{check} {view}[{o0}, {rr}] : {view_t} -> {b_type}")
         else:
             w(f"{bt} = cooperative_matrix_load.n{check} {view}[{r0}, {o0}] : {view_t} -> {b_type}")
         nxt = em.fresh("D")
@@ -288,17 +339,24 @@ def _store(
     spec: GemmSpec,
     tiling: ConvTiling,
     dst: list[tuple[str, str]],
-    o0: str,
+    at: tuple[str, str],
     acc: str,
     acc_type: str,
     dst_t: str,
     staged: bool = False,
 ) -> None:
     """Each lane writes its rows of D where the row exists and the channel does (staged:
-    from the local C tile %sums)."""
+    from the local C tile %sums), plus the channel's bias."""
     blocks, cols = tiling.rows_per_item, tiling.cols_per_tile
+    o0, og = at  # the tile's first output channel in the group; the group's first channel
+    if og != "0":
+        first = em.fresh("o")
+        w(f"{first} = arith.add {o0}, {og} : index")
+        og = first
+    else:
+        og = o0
     os = em.fresh("os")
-    w(f"{os} = arith.mul {o0}, {spec.dst_stride} : index")
+    w(f"{os} = arith.mul {og}, {spec.dst_stride} : index")
     for j in range(cols):
         col_ok = None
         if spec.out_channels % cols:
@@ -306,6 +364,13 @@ def _store(
             col_ok = em.fresh("ok")
             w(f"{oj} = arith.add {o0}, {j} : index")
             w(f"{col_ok} = cmp.lt {oj}, {spec.out_channels} : index")
+        bias = None
+        if spec.bias:
+            channel = og
+            if j:
+                channel = em.fresh("o")
+                w(f"{channel} = arith.add {og}, {j} : index")
+            bias = bias_value(w, em, spec, channel, col_ok)
         for b in range(blocks):
             offset, ok = dst[b]
             if ok == "false":
@@ -317,6 +382,10 @@ def _store(
                 w(f"{v} = load %sums[%l{b}_, {j}] : {sums_t}")
             else:
                 w(f"{v} = cooperative_matrix_extract {acc}[{j * blocks + b}] : {acc_type}")
+            if bias is not None:
+                biased = em.fresh("d")
+                w(f"{biased} = arith.add {v}, {bias} : {spec.accumulate}")
+                v = biased
             if spec.accumulate != spec.element:
                 cv = em.fresh("d")
                 w(f"{cv} = cast {v} : {spec.accumulate} -> {spec.element}")

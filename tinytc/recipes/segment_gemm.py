@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..transforms import Emitter, Expr, InRange, Merge, sym
 from .implicit_gemm import Writer, memref_type
 from .tiling import ConvTiling
+from .transforms import Emitter, Expr, InRange, Merge, sym
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,10 @@ def check_conv_tiling(tiling: object, target: CoreInfo) -> ConvTiling:
 
 COLUMNS_ACCUMULATORS = 20  # vector registers of sums; the A tile takes 4 x 2 more
 COLUMNS_K_CHUNK = 2
+# Points per tile: the program unrolls points x taps, so its size follows this, not the
+# problem's. Ten independent sums still cover the FMA latency (2 pipes x 4 cycles); only
+# layers with at most one register of output channels (16 in f32) had more (20).
+COLUMNS_MAX_POINTS = 10
 
 
 def default_columns_tiling(
@@ -97,8 +101,10 @@ def default_columns_tiling(
     few percent of 4 x 5, k_chunk 1 and 3 slower than 2."""
     lanes = lanes_per_register(element_size, target)
     blocks = max(1, min(4, -(-out_channels // lanes)))
-    cols = max(1, COLUMNS_ACCUMULATORS // blocks)
-    chunk = max(1, min(COLUMNS_K_CHUNK, red_channels))
+    cols = max(1, min(COLUMNS_MAX_POINTS, COLUMNS_ACCUMULATORS // blocks))
+    # A k_chunk that divides the channels: a reduction tail is a second unrolled copy of
+    # every point and tap (it doubled the program of a 3-channel layer).
+    chunk = COLUMNS_K_CHUNK if red_channels % COLUMNS_K_CHUNK == 0 else 1
     return ConvTiling(lanes, blocks, cols, chunk, "columns")
 
 

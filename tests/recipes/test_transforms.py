@@ -6,7 +6,7 @@ import pytest
 
 import tinytc
 from tinytc import reference
-from tinytc.transforms import (
+from tinytc.recipes.transforms import (
     Div,
     Embed,
     Emitter,
