@@ -52,21 +52,13 @@ def conv_sources() -> Iterator[tuple[str, tuple[str, ...], Callable[[str], bytes
     sys.path.insert(0, str(ROOT / "tools"))
     import bench_conv
 
-    from tinytc.recipes import conv2d
-
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20_000))
     for name in bench_conv.SHAPES:
-        (n, c, k, hw, r, s, p), direction, layout = bench_conv.layer_of(name, quick=False)
-        in_shape = (n, c, hw, hw) if layout == "NCHW" else (n, hw, hw, c)
-        w_shape = (k, c, r, r) if layout == "NCHW" else (k, r, r, c)
         for dtype, targets in (("f32", ("cpu",)), ("f16", ("pvc",))):
 
-            def build(t: str, dtype: str = dtype) -> bytes:
-                conv = conv2d(
-                    in_shape, w_shape, layout=layout, stride=(s, s), padding=((p, p), (p, p)),
-                    direction=direction, dtype=dtype, target=t,
-                )  # fmt: skip
+            def build(t: str, name: str = name, dtype: str = dtype) -> bytes:
+                conv = bench_conv.recipe_of(name, dtype=dtype, target=t)
                 return tinytc.compile(conv.source, t)
 
             yield f"{name}/{dtype}", targets, build
@@ -94,11 +86,14 @@ def main() -> int:
         args.out.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
     if args.against:
         before = json.loads(args.against.read_text())
-        changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+        changed = sorted(k for k in before.keys() & now.keys() if before[k] != now[k])
+        new, gone = sorted(now.keys() - before.keys()), sorted(before.keys() - now.keys())
         for k in changed:
             print(f"changed: {k}")
-        print(f"{len(now)} modules, {len(changed)} changed")
-        return 1 if changed else 0
+        for k in gone:
+            print(f"gone: {k}")
+        print(f"{len(now)} modules, {len(changed)} changed, {len(new)} new, {len(gone)} gone")
+        return 1 if changed or gone else 0
     print(f"{len(now)} modules")
     return 0
 
