@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import bf16, ir
 from .arguments import BoundMemref, bind, dtype_of
 from .errors import CompilationError
-from .ir import BF16, Function, Inst, MemrefType, Program, Region, ScalarType, Value, definition
+from .ir import BF16, Function, Inst, Program, Region, ScalarType, Value, definition
 
 HANDLERS: dict[type[Inst], Callable[[Frame, Any], Any]] = {}
 
@@ -97,7 +97,7 @@ class Frame:
 
     def get(self, v: Value) -> Any:
         if v.constant is not None and v.owner is None and v not in self.env:
-            return scalar(v.constant, v.type)  # type: ignore[arg-type]
+            return scalar(v.constant, v.scalar_type)
         return self.env[v]
 
     def region(self, region: Region) -> list[Any]:
@@ -161,7 +161,7 @@ def _int_div(a: int, b: int, rem: bool) -> int:
 @handles(ir.ArithInst)
 def _arith(f: Frame, inst: ir.ArithInst) -> Any:
     a, b = (f.get(v) for v in inst.operands)
-    return arith_value(inst.op, a, b, inst.result.type)  # type: ignore[arg-type]
+    return arith_value(inst.op, a, b, inst.result.scalar_type)
 
 
 def arith_value(op: str, a: Any, b: Any, t: ScalarType) -> Any:
@@ -212,7 +212,7 @@ def int_arith(op: str, x: int, y: int, t: ScalarType) -> int:
 
 @handles(ir.ArithUnaryInst)
 def _arith_unary(f: Frame, inst: ir.ArithUnaryInst) -> Any:
-    return unary_value(inst.op, f.get(inst.operands[0]), inst.result.type)  # type: ignore[arg-type]
+    return unary_value(inst.op, f.get(inst.operands[0]), inst.result.scalar_type)
 
 
 def unary_value(op: str, a: Any, t: ScalarType) -> Any:
@@ -233,7 +233,7 @@ def _integer_unary(op: str, a: Any, t: ScalarType) -> Any:
 
 @handles(ir.CastInst)
 def _cast(f: Frame, inst: ir.CastInst) -> Any:
-    return cast_value(f.get(inst.operands[0]), inst.operands[0].type, inst.to)  # type: ignore[arg-type]
+    return cast_value(f.get(inst.operands[0]), inst.operands[0].scalar_type, inst.to)  # type: ignore[arg-type]
 
 
 def cast_value(a: Any, src: ScalarType, to: ScalarType) -> Any:
@@ -412,7 +412,7 @@ def _loop(f: Frame, inst: ir.ForInst) -> list[Any]:
 
 
 def _update(f: Frame, inst: ir.LinalgInst, compute: Callable[..., np.ndarray]) -> None:
-    out_type: MemrefType = inst.output.type  # type: ignore[assignment]
+    out_type = inst.output.memref_type
     el = out_type.element
     out = f.get(inst.output)
     inputs = [

@@ -131,7 +131,7 @@ def _coop_load(sp: Spmd, inst: ir.CoopMatrixLoadInst, mask: np.ndarray) -> PerSu
 
 @spmd_handles(ir.CoopMatrixStoreInst)
 def _coop_store(sp: Spmd, inst: ir.CoopMatrixStoreInst, mask: np.ndarray) -> None:
-    t: CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    t = inst.operands[0].coopmatrix_type
     el = t.element
     mats = sp.matrices(inst, 0)
     for s in sp.full_subgroups(inst, mask):  # subgroup after subgroup
@@ -163,7 +163,7 @@ def _coop_construct(sp: Spmd, inst: ir.CoopMatrixConstructInst, mask: np.ndarray
 
 @spmd_handles(ir.CoopMatrixScaleInst)
 def _coop_scale(sp: Spmd, inst: ir.CoopMatrixScaleInst, mask: np.ndarray) -> Any:
-    t: CoopMatrixType = inst.result.type  # type: ignore[assignment]
+    t = inst.result.coopmatrix_type
     mats = sp.matrices(inst, 1)
     out: list[np.ndarray | None] = [None] * sp.nsg
     for s in sp.full_subgroups(inst, mask):
@@ -180,7 +180,7 @@ def _coop_mul_add(sp: Spmd, inst: ir.CoopMatrixMulAddInst, mask: np.ndarray) -> 
     every step a fused multiply-add in it (computed in float64 and rounded once, which is
     exact for 16-bit products and fused up to rare double roundings for f32; plain for f64).
     bf16 sums in float32 and rounds to bf16 at the end; integers wrap around."""
-    t: CoopMatrixType = inst.result.type  # type: ignore[assignment]
+    t = inst.result.coopmatrix_type
     el = t.element
     acc = np.dtype(np.float32) if el == BF16 else mat_dtype(el)
     a, b, c = (sp.matrices(inst, i) for i in range(3))
@@ -203,7 +203,7 @@ def _coop_arith(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
     src = inst.operands[0].type
     if not isinstance(src, CoopMatrixType):
         return sp.per_work_item(inst, mask)
-    t: CoopMatrixType = inst.result.type  # type: ignore[assignment]
+    t = inst.result.coopmatrix_type
     operands = [sp.matrices(inst, i) for i in range(len(inst.operands))]
     out: list[np.ndarray | None] = [None] * sp.nsg
     for s in sp.full_subgroups(inst, mask):
@@ -229,7 +229,7 @@ def _component(sp: Spmd, inst: Inst, t: CoopMatrixType, k: int) -> None:
 
 @spmd_handles(ir.CoopMatrixExtractInst)
 def _coop_extract(sp: Spmd, inst: ir.CoopMatrixExtractInst, mask: np.ndarray) -> Any:
-    t: CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    t = inst.operands[0].coopmatrix_type
     _component(sp, inst, t, inst.index)
     mats = sp.matrices(inst, 0)
     values: list[Any] = [None] * sp.num_work_items
@@ -245,7 +245,7 @@ def _coop_extract(sp: Spmd, inst: ir.CoopMatrixExtractInst, mask: np.ndarray) ->
 
 @spmd_handles(ir.CoopMatrixInsertInst)
 def _coop_insert(sp: Spmd, inst: ir.CoopMatrixInsertInst, mask: np.ndarray) -> Any:
-    t: CoopMatrixType = inst.operands[1].type  # type: ignore[assignment]
+    t = inst.operands[1].coopmatrix_type
     _component(sp, inst, t, inst.index)
     x = sp.lookup(inst.operands[0])
     mats = sp.matrices(inst, 1)
@@ -262,7 +262,7 @@ def _coop_insert(sp: Spmd, inst: ir.CoopMatrixInsertInst, mask: np.ndarray) -> A
 
 @spmd_handles(ir.CoopMatrixReduceInst)
 def _coop_reduce(sp: Spmd, inst: ir.CoopMatrixReduceInst, mask: np.ndarray) -> Any:
-    t: CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    t = inst.operands[0].coopmatrix_type
     el = t.element
     axis = 1 if inst.mode == "row" else 0
     mats = sp.matrices(inst, 0)
@@ -288,7 +288,7 @@ def _coop_apply(sp: Spmd, inst: ir.CoopMatrixApplyInst, mask: np.ndarray) -> Any
     """The region runs once per component index k, in lockstep over the work-items that hold
     a (non-padding) entry at component k: work-item w of subgroup s runs it for entry
     (lane + S * (k % B), k // B) of s's matrix."""
-    t: CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    t = inst.operands[0].coopmatrix_type
     mats = sp.matrices(inst, 0)
     subgroups = sp.full_subgroups(inst, mask)
     out: list[np.ndarray | None] = [None] * sp.nsg

@@ -6,10 +6,12 @@ import contextlib
 import copy
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from ..errors import UNKNOWN, CompilationError, Location, Source
-from .types import DYNAMIC, Dim, MemrefType, ScalarType, Type
+from .types import DYNAMIC, CoopMatrixType, Dim, MemrefType, ScalarType, Type
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from .printer import Printer
@@ -30,6 +32,21 @@ class Value:
         """The value if it is known at compile time."""
         return None
 
+    # The type narrowed to what the caller's instruction has already checked (an internal
+    # error if not): passes and backends read operands through these.
+
+    @property
+    def scalar_type(self) -> ScalarType:
+        return _narrowed(self, ScalarType)
+
+    @property
+    def memref_type(self) -> MemrefType:
+        return _narrowed(self, MemrefType)
+
+    @property
+    def coopmatrix_type(self) -> CoopMatrixType:
+        return _narrowed(self, CoopMatrixType)
+
     def replace_all_uses_with(self, other: Value) -> None:
         """Make every instruction that reads this value read ``other`` instead (in time linear
         in the uses: set_operand would search this use list once per use)."""
@@ -42,6 +59,12 @@ class Value:
 
     def __repr__(self) -> str:
         return f"<Value %{self.name}: {self.type}>"
+
+
+def _narrowed(value: Value, cls: type[T]) -> T:
+    if not isinstance(value.type, cls):
+        raise TypeError(f"internal error: {value!r} is no {cls.__name__}")
+    return value.type
 
 
 class Constant(Value):

@@ -87,7 +87,7 @@ def _subview(lo: Lowering, inst: ir.SubviewInst) -> None:
         else:
             shape.append(lo.dim(inst.operands[size]))  # type: ignore[index]
         stride.append(m.stride[mode])
-    t: ir.MemrefType = inst.result.type  # type: ignore[assignment]
+    t = inst.result.memref_type
     pointer = lo.offset_pointer(m.pointer, m.space, t.element, offset)
     lo.values[inst.result] = Memref(t, pointer, m.space, _known(t.shape, shape), stride)
 
@@ -100,7 +100,7 @@ def _known(static: Sequence[int | None], computed: list[Dim]) -> list[Dim]:
 @converts(ir.ExpandInst)
 def _expand(lo: Lowering, inst: ir.ExpandInst) -> None:
     m: Memref = lo.get(inst.operands[0])
-    t: ir.MemrefType = inst.result.type  # type: ignore[assignment]
+    t = inst.result.memref_type
     mode = inst.mode
     sizes: list[Dim | None] = [
         None if i is None else lo.dim(inst.operands[i]) for i in inst.entries()
@@ -124,7 +124,7 @@ def _expand(lo: Lowering, inst: ir.ExpandInst) -> None:
 @converts(ir.FuseInst)
 def _fuse(lo: Lowering, inst: ir.FuseInst) -> None:
     m: Memref = lo.get(inst.operands[0])
-    t: ir.MemrefType = inst.result.type  # type: ignore[assignment]
+    t = inst.result.memref_type
     i, j = inst.first, inst.last
     size: Dim = 1
     for s in m.shape[i : j + 1]:

@@ -191,7 +191,7 @@ def _integer_to_integer(lo: Lowering, a: Id, src: ir.ScalarType, to: ir.ScalarTy
 
 @converts(ir.CompareInst)
 def _cmp(lo: Lowering, inst: ir.CompareInst) -> None:
-    t: ir.ScalarType = inst.operands[0].type  # type: ignore[assignment]
+    t = inst.operands[0].scalar_type
     a, b = (lo.get(v) for v in inst.operands)
     boolean = lo.m.type_bool()
     if t.is_bool:  # compare as unsigned 0/1
