@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from ... import ir
 from ...errors import CompilationError
-from ...gemm import CACHE_LINE, transpose_group
+from ...gemm import transpose_group
 from ...target import CoreInfo
 from .._grammar import GroupOperation, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
 from ..convert import Dim, Lowering, Memref
@@ -25,7 +25,6 @@ from ..convert_scalar import binary, convert, round_bf16
 from ..instruction import Id
 from . import CoopMatrix
 
-MAX_COMPONENTS = 256  # values per work-item; more would only spill and take long to build
 BLOCK_READ_WIDTHS = (8, 4, 2, 1)  # values per lane one subgroup block read gives
 MAX_PREFETCH_LINES = 64  # calls one prefetch makes at most (a hint, not worth a long build)
 
@@ -57,10 +56,10 @@ class Plain:
 
     def unsupported(self, t: ir.CoopMatrixType, sgs: int, target: CoreInfo) -> str:
         count = self.count(t, sgs)
-        if count > MAX_COMPONENTS:
+        if count > target.max_values_per_item:
             return (
                 f"{t} needs {count} values per work-item with subgroup size {sgs}; "
-                f"{target.name} holds at most {MAX_COMPONENTS}"
+                f"{target.name} holds at most {target.max_values_per_item}"
             )
         return ""
 
@@ -106,11 +105,12 @@ class Plain:
         aligned, which an element of 4 or 8 bytes is wherever every other load here assumes
         its natural alignment (Aligned el.size); 8- and 16-bit elements would need more than
         the JIT guarantees of a base pointer (numpy views start at any element), so they keep
-        plain loads. Subgroups of at most 16: IGC rejects block reads in SIMD32 (on dg2)."""
+        plain loads. Subgroups of at most CoreInfo.block_io_max_subgroup_size: IGC rejects block
+        reads in SIMD32 (on dg2)."""
         t = inst.type
         return (
             _is_gpu(lo.target)
-            and _sgs(lo) <= 16
+            and _sgs(lo) <= lo.target.block_io_max_subgroup_size
             and not self.replicated(t)
             and not inst.checked
             and t.rows % _sgs(lo) == 0
@@ -263,9 +263,8 @@ class Plain:
         u32 = lo.m.type_int(32)
         fn = lo.m.import_function("llvm.prefetch.p1", lo.m.type_void(), [i8_pointer, u32, u32, u32])
         read, locality, data = lo.u32(0), lo.u32(max(0, 3 - inst.cache_level)), lo.u32(1)
-        lines = [
-            (line, col) for col in range(cols) for line in range(0, rows, CACHE_LINE // el.size)
-        ]
+        per_line = lo.target.cache_line // el.size
+        lines = [(line, col) for col in range(cols) for line in range(0, rows, per_line)]
         for line, col in lines[:MAX_PREFETCH_LINES]:
             row, column = _clamp(lo, lo.add(x, line), e0), _clamp(lo, lo.add(y, col), e1)
             if row is None or column is None:
