@@ -213,7 +213,7 @@ class Plain:
                     for i in (i for i in range(group) if not i & d):
                         low, high = m[i], m[i | d]
                         sent = lo.op(Op.Select, rt, upper, low, high)
-                        got = lo.op(Op.SubgroupShuffleXorINTEL, rt, sent, lo.u32(d))
+                        got = _shuffle_xor(lo, rt, sent, d)
                         m[i] = lo.op(Op.Select, rt, upper, got, low)
                         m[i | d] = lo.op(Op.Select, rt, upper, high, got)
                 for i, component in enumerate(m):
@@ -511,6 +511,16 @@ class Access:
 def _is_gpu(target: CoreInfo) -> bool:
     """A target with subgroup block IO where block reads beat plain loads (GPUs)."""
     return target.subgroup_block_io and target.block_reads_pay
+
+
+def _shuffle_xor(lo: Lowering, rt: Id, value: Id, mask: int) -> Id:
+    """``value`` of lane (this lane ^ mask): SPV_INTEL_subgroups' shuffle where the target has
+    it (CoreInfo.intel_shuffles), else the portable OpGroupNonUniformShuffleXor, which needs
+    a SPIR-V 1.3 module (docs/runtime-cpu.md section 2: the CPU runtime runs both)."""
+    if lo.target.intel_shuffles:
+        return lo.op(Op.SubgroupShuffleXorINTEL, rt, value, lo.u32(mask))
+    lo.m.version = max(lo.m.version, (1, 3))
+    return lo.op(Op.GroupNonUniformShuffleXor, rt, lo.u32(Scope.Subgroup), value, lo.u32(mask))
 
 
 def _sgs(lo: Lowering) -> int:
