@@ -148,6 +148,12 @@ class CoreInfo:
     intel_shuffles: bool = False
     # The largest subgroup that may block-read: IGC rejects block reads in SIMD32 (on dg2).
     block_io_max_subgroup_size: int = 16
+    # Whether DPAS tiles load whole rows or columns (dpas_load.py: block reads, column loads):
+    # on pvc (16 lanes) fewer or wider messages than gathers, no spills; on dg2 (8 lanes) the
+    # aligned and misaligned code of each load made the default tiles spill
+    # (tools/isa_report.py --device dg2, spill sends per K step: block reads tn 1, nt 8;
+    # column loads nn 26), so dg2 gathers.
+    dpas_whole_loads: bool = False
     # Bytes of one cache line: the unit of a prefetch (64 on the x86 CPUs and Xe GPUs here).
     cache_line: int = 64
     max_values_per_item: int = MAX_VALUES_PER_ITEM
@@ -267,6 +273,7 @@ PVC = CoreInfo(
     block_reads_pay=True,
     dpas=DpasGeometry(execution_size=16, systolic_depth=8),
     intel_shuffles=True,
+    dpas_whole_loads=True,
 )
 
 # Intel Arc (Xe-HPG). vISA DPAS: GRF of 8 dwords (32 B) before PVC, execution size 8,

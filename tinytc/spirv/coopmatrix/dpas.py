@@ -47,8 +47,10 @@ from ..convert import Dim, Lowering
 from ..function import Builder, Function
 from ..instruction import Id
 from . import CoopMatrix, dpas_load
+from .access import Entry
 from .dpas_load import widen_bf16
-from .plain import PLAIN, Entry, Plain, _sgs
+from .lanes import subgroup_size
+from .plain import PLAIN, Plain
 
 OPERANDS = {  # how the extension reads the integer words that carry A and B
     ir.F16: Mma.MatrixAPackedFloat16INTEL | Mma.MatrixBPackedFloat16INTEL,
@@ -138,7 +140,7 @@ class Dpas(Plain):
         if not self.holds(t):
             return PLAIN.entries(lo, t, documented)
         k = self.shapes[t].k
-        table = self.lane_entries(t, _sgs(lo))
+        table = self.lane_entries(t, subgroup_size(lo))
         lane = lo.lane()
         split = t.use == "matrix_a" and self.shapes[t].share > 1
         q: Dim = lo.div(lane, k) if split else 0
@@ -197,7 +199,7 @@ class Dpas(Plain):
         from .plain import _check_index
 
         _check_index(lo, inst, m.type)
-        sgs = _sgs(lo)
+        sgs = subgroup_size(lo)
         documented = [[m.type.entry(sgs, lane, inst.index)] for lane in range(sgs)]
         return relayout(lo, m, self, PLAIN, documented).components[0]
 
@@ -446,7 +448,7 @@ def relayout(lo: Lowering, m: CoopMatrix, src: Plain, dst: Plain,
     entries per lane ``wanted`` gives. Each lane's entry comes from the lane that holds it
     by a subgroup broadcast (none where it is the lane itself, or every lane holds it);
     padding entries are 0."""
-    t, sgs = m.type, _sgs(lo)
+    t, sgs = m.type, subgroup_size(lo)
     tables = wanted or lanes_of(dst, t, sgs)
     zero = lo.const(t.element, 0)
     rt = lo.scalar_type(t.element)
