@@ -1,4 +1,4 @@
-"""Predefined targets, their DPAS geometry and `get_target`."""
+"""Predefined targets, their DPAS geometry, the matrix-unit query and `get_target`."""
 
 import dataclasses
 import subprocess
@@ -7,7 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from tinytc.target import CPU, DG2, PVC, TARGETS, CoreInfo, DpasGeometry, get_target
+from tinytc.ir import BF16, F16, F32, F64, I8, I32, ScalarType
+from tinytc.target import (
+    CPU,
+    DG2,
+    PVC,
+    TARGETS,
+    CoreInfo,
+    DpasGeometry,
+    DpasShape,
+    device_template,
+    get_target,
+    summed_type,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,3 +97,60 @@ def test_core_info_rejects_inconsistent_subgroup_sizes(sizes: tuple[int, ...]) -
 def test_target_module_does_not_import_pyopencl() -> None:
     code = "import sys, tinytc.target; assert 'pyopencl' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("target", "a", "b", "c", "sgs", "tile"),
+    [
+        (PVC, F16, F16, F32, 16, DpasShape(n=16, k=16, ops=2)),
+        (PVC, BF16, BF16, F32, None, DpasShape(n=16, k=16, ops=2)),  # size not chosen yet
+        (DG2, I8, I8, I32, 8, DpasShape(n=8, k=32, ops=4)),
+        (PVC, F16, F16, F16, 16, None),  # summed in f16: not DPAS's accumulator
+        (PVC, F16, BF16, F32, 16, None),  # A and B differ
+        (PVC, F16, F16, F32, 32, None),  # not the execution size
+        (PVC, F32, F32, F32, 16, None),  # tf32 only where asked for
+        (dataclasses.replace(PVC, dpas_tf32=True), F32, F32, F32, 16, DpasShape(16, 8, 1)),
+        (PVC, F64, F64, F64, 16, None),
+        (dataclasses.replace(PVC, dpas_form="off"), F16, F16, F32, 16, None),
+        (CPU, F16, F16, F32, 16, None),
+    ],
+)  # fmt: skip
+def test_matrix_unit_for(
+    target: CoreInfo, a: ScalarType, b: ScalarType, c: ScalarType, sgs: int | None,
+    tile: DpasShape | None,
+) -> None:  # fmt: skip
+    assert target.matrix_unit_for(a, b, c, sgs) == tile
+
+
+def test_f16_and_bf16_are_summed_in_f32() -> None:
+    assert [summed_type(t) for t in (F16, BF16, F32, F64, I8, I32)] == [F32, F32, F32, F64, I8, I32]
+
+
+def test_default_subgroup_size() -> None:
+    assert CPU.default_subgroup_size == PVC.default_subgroup_size == DG2.default_subgroup_size == 16
+    assert dataclasses.replace(CPU, subgroup_sizes=(4, 8, 32)).default_subgroup_size == 32
+    assert dataclasses.replace(CPU, subgroup_sizes=(8,)).default_subgroup_size == 8
+
+
+def test_spirv_extensions_follow_the_flags() -> None:
+    intel = {"SPV_INTEL_subgroups", "SPV_INTEL_bfloat16_conversion"}
+    assert CPU.spirv_extensions == {*intel, "SPV_EXT_shader_atomic_float_add"}
+    assert PVC.spirv_extensions == CPU.spirv_extensions | {
+        "SPV_INTEL_subgroup_matrix_multiply_accumulate"
+    }
+    assert (
+        "SPV_INTEL_subgroup_matrix_multiply_accumulate"
+        not in dataclasses.replace(PVC, dpas_form="emulate").spirv_extensions
+    )
+    bare = dataclasses.replace(
+        CPU, intel_shuffles=False, subgroup_block_io=False, bf16_conversion=False,
+        atomic_add_f32=False, atomic_add_f64=False,
+    )  # fmt: skip
+    assert bare.spirv_extensions == set()
+
+
+def test_device_template() -> None:
+    """A live device takes what OpenCL cannot report from the predefined target like it."""
+    assert device_template(True, (4, 8, 16)) is CPU
+    assert device_template(False, (8, 16, 32)) is DG2 and DG2.register_size == 32
+    assert device_template(False, (16, 32)) is PVC and PVC.register_size == 64

@@ -16,7 +16,7 @@ from .ir import F16, F32, Program, ScalarType
 from .ir.core import recursion_for
 from .parser import parse
 from .passes import NEEDS_TARGET, PASSES, run_passes
-from .target import DPAS_FORMS, get_target
+from .target import DPAS_FORMS, TARGETS, get_target
 
 Main = Callable[[list[str] | None], int]
 
@@ -109,11 +109,11 @@ PARSERS["tinytc-opt"].add_argument(
     "-p", "--passes", default="check-ir", help=f"comma-separated passes ({', '.join(PASSES)})"
 )
 PARSERS["tinytc-opt"].add_argument(
-    "--target", choices=["cpu", "pvc", "dg2"], help="target of the passes that need one"
+    "--target", choices=list(TARGETS), help="target of the passes that need one"
 )
 PARSERS["tinytc-opt"].add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
 PARSERS["tinytc-oc"].add_argument("-o", "--output", required=True, help="file (- for stdout)")
-PARSERS["tinytc-oc"].add_argument("--target", default="cpu", choices=["cpu", "pvc", "dg2"])
+PARSERS["tinytc-oc"].add_argument("--target", default="cpu", choices=list(TARGETS))
 PARSERS["tinytc-oc"].add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
 PARSERS["tinytc-oc"].add_argument("-S", dest="assembly", action="store_true", help="assembly")
 for _tool in ("tinytc-oc", "tinytc-run"):
@@ -129,7 +129,7 @@ PARSERS["tinytc-run"].add_argument(
 )
 PARSERS["tinytc-run"].add_argument(
     "--target",
-    choices=["cpu", "pvc", "dg2"],
+    choices=list(TARGETS),
     help="compile with this target's geometry (pvc and dg2 need --dpas emulate or off)",
 )
 LARGEST = 2**31 - 1  # OpenCL's work-group counts and our '?' sizes stay within an int

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+from .ir.types import BF16, F16, F32, SCALAR_TYPES
+
+if TYPE_CHECKING:
+    from .ir.types import ScalarType
 
 # How cooperative_matrix_mul_add reaches DPAS (tinytc/spirv/coopmatrix/dpas.py): the SPIR-V
 # extension's instruction, calls of the OpenCL builtins, the same calls emulated with subgroup
@@ -26,6 +31,26 @@ DPAS_OPS_PER_CHANNEL: tuple[tuple[str, int], ...] = (
     ("i8", 4),
     ("u8", 4),
 )
+# The types DPAS multiplies: (A and B element type, its precision in DPAS_OPS_PER_CHANNEL, the
+# accumulator type the products are summed in). f32 is read as tf32 only where the target opts
+# in (CoreInfo.dpas_tf32): it changes results.
+DPAS_TYPES: tuple[tuple[str, str, str], ...] = (
+    ("f16", "f16", "f32"),
+    ("bf16", "bf16", "f32"),
+    ("i8", "i8", "i32"),
+    ("f32", "tf32", "f32"),
+)
+# Where a target has no CL_DEVICE_SUB_GROUP_SIZES_INTEL, the subgroup size Intel's runtimes
+# choose by default; also the size a kernel without collectives gets where the target has it.
+DEFAULT_SUBGROUP_SIZE = 16
+# Values per work-item of one coopmatrix operand (the coopmatrix lowering's limit): more would
+# only spill and take long to build.
+MAX_VALUES_PER_ITEM = 256
+# The SPIR-V extensions each capability flag of CoreInfo stands for (spirv_extensions).
+INTEL_SUBGROUPS = "SPV_INTEL_subgroups"
+BF16_CONVERSION = "SPV_INTEL_bfloat16_conversion"
+DPAS_EXTENSION = "SPV_INTEL_subgroup_matrix_multiply_accumulate"
+FLOAT_ATOMIC_ADD = "SPV_EXT_shader_atomic_float_add"
 
 
 @dataclass(frozen=True)
@@ -60,12 +85,37 @@ class DpasGeometry:
 
 
 @dataclass(frozen=True)
+class DpasShape:
+    """One DPAS instruction for A/B of one precision on one target: M <= 8 rows, N = execution
+    size, K = systolic depth x operands per 32-bit channel (the tile that
+    CoreInfo.matrix_unit_for answers with)."""
+
+    n: int
+    k: int
+    ops: int  # A/B elements per 32-bit channel
+
+    @property
+    def a_per_lane(self) -> int:
+        """Adjacent A columns one invocation packs per row (K / N, at least 1)."""
+        return max(self.k // self.n, 1)
+
+    @property
+    def share(self) -> int:
+        """Invocations that split one A column's rows (N / K, at least 1: tf32 on pvc)."""
+        return max(self.n // self.k, 1)
+
+
+@dataclass(frozen=True)
 class CoreInfo:
     """What one compilation target offers: subgroups, registers, memory and SPIR-V features.
 
     The register budget is `num_registers` general registers of `register_size` bytes for one
     subgroup (one hardware thread on a GPU, one vectorized instance on the CPU), so a C tile of
     a GEMM held in registers must fit in `register_space` bytes.
+
+    The flags `intel_shuffles`, `subgroup_block_io`, `bf16_conversion`, the float atomics and
+    `dpas_form` say which SPIR-V extensions a module may use (`spirv_extensions`); where one is
+    off, the lowering emits a portable form instead (docs/design.md section 4).
     """
 
     name: str
@@ -93,6 +143,20 @@ class CoreInfo:
     # Whether cooperative_matrix_prefetch calls LLVM's prefetch intrinsic, imported by name:
     # the CPU runtime links it to a prefetch instruction (docs/runtime-cpu.md, "Prefetch").
     prefetch_intrinsic: bool = False
+    # SPV_INTEL_subgroups shuffles (OpSubgroupShuffleXorINTEL); without them a transposing
+    # store shuffles with OpGroupNonUniformShuffleXor (SPIR-V 1.3).
+    intel_shuffles: bool = False
+    # The largest subgroup that may block-read: IGC rejects block reads in SIMD32 (on dg2).
+    block_io_max_subgroup_size: int = 16
+    # Whether DPAS tiles load whole rows or columns (dpas_load.py: block reads, column loads):
+    # on pvc (16 lanes) fewer or wider messages than gathers, no spills; on dg2 (8 lanes) the
+    # aligned and misaligned code of each load made the default tiles spill
+    # (tools/isa_report.py --device dg2, spill sends per K step: block reads tn 1, nt 8;
+    # column loads nn 26), so dg2 gathers.
+    dpas_whole_loads: bool = False
+    # Bytes of one cache line: the unit of a prefetch (64 on the x86 CPUs and Xe GPUs here).
+    cache_line: int = 64
+    max_values_per_item: int = MAX_VALUES_PER_ITEM
 
     def __post_init__(self) -> None:
         if not self.subgroup_sizes or any(size <= 0 for size in self.subgroup_sizes):
@@ -113,6 +177,56 @@ class CoreInfo:
     def has_dpas(self) -> bool:
         """Whether the target has a DPAS (systolic matrix multiply) instruction."""
         return self.dpas is not None
+
+    @property
+    def default_subgroup_size(self) -> int:
+        """The subgroup size of a kernel that has nothing to size it by."""
+        sizes = self.subgroup_sizes
+        return DEFAULT_SUBGROUP_SIZE if DEFAULT_SUBGROUP_SIZE in sizes else sizes[-1]
+
+    @property
+    def spirv_extensions(self) -> frozenset[str]:
+        """The SPIR-V extensions a module for this target may declare."""
+        flags = {
+            INTEL_SUBGROUPS: self.intel_shuffles or self.subgroup_block_io,
+            BF16_CONVERSION: self.bf16_conversion,
+            DPAS_EXTENSION: self.dpas is not None and self.dpas_form == "extension",
+            FLOAT_ATOMIC_ADD: self.atomic_add_f32 or self.atomic_add_f64,
+        }
+        return frozenset(name for name, allowed in flags.items() if allowed)
+
+    def matrix_tile(self, element: ScalarType) -> DpasShape | None:
+        """The DPAS instruction for A and B of ``element``, or None: no DPAS, an element DPAS
+        does not take, f32 where tf32 is not asked for (``dpas_form`` aside)."""
+        found = dpas_precision(element)
+        if self.dpas is None or found is None or (found[0] == "tf32" and not self.dpas_tf32):
+            return None
+        precision = found[0]
+        return DpasShape(
+            self.dpas.execution_size, self.dpas.k_for(precision), self.dpas.ops_for(precision)
+        )
+
+    def matrix_unit_for(
+        self,
+        a: ScalarType,
+        b: ScalarType,
+        c: ScalarType,
+        subgroup_size: int | None = None,
+    ) -> DpasShape | None:
+        """Whether a product of A and B of these element types, summed in ``c`` (for a gemm:
+        ``summed_type`` of its output), runs on the matrix unit, and with which instruction
+        tile; None where it keeps fma. It does where the target has DPAS in a form that is
+        not off, A and B share a type DPAS takes (f32 only with tf32), ``c`` is that type's
+        accumulator, and ``subgroup_size`` (None: not chosen yet) is the execution size.
+        Every pass, the recipes and the SPIR-V lowering ask this one question."""
+        found = dpas_precision(a)
+        if self.dpas is None or self.dpas_form == "off" or a != b or found is None:
+            return None
+        if c != found[1]:
+            return None
+        if subgroup_size is not None and subgroup_size != self.dpas.execution_size:
+            return None
+        return self.matrix_tile(a)
 
 
 # Queried from intel-opencl-rt 2026.2.0 (docs/runtime-cpu.md section 1, re-checked here):
@@ -135,6 +249,7 @@ CPU = CoreInfo(
     dpas=None,
     max_entries_per_group=64,
     prefetch_intrinsic=True,
+    intel_shuffles=True,
 )
 
 # Intel Data Center GPU Max (Xe-HPC). oneAPI GPU Optimization Guide, "Small Register Mode vs.
@@ -157,6 +272,8 @@ PVC = CoreInfo(
     subgroup_block_io=True,
     block_reads_pay=True,
     dpas=DpasGeometry(execution_size=16, systolic_depth=8),
+    intel_shuffles=True,
+    dpas_whole_loads=True,
 )
 
 # Intel Arc (Xe-HPG). vISA DPAS: GRF of 8 dwords (32 B) before PVC, execution size 8,
@@ -177,9 +294,33 @@ DG2 = CoreInfo(
     subgroup_block_io=True,
     block_reads_pay=True,
     dpas=DpasGeometry(execution_size=8, systolic_depth=8),
+    intel_shuffles=True,
 )
 
 TARGETS: MappingProxyType[str, CoreInfo] = MappingProxyType({"cpu": CPU, "pvc": PVC, "dg2": DG2})
+
+
+def dpas_precision(element: ScalarType) -> tuple[str, ScalarType] | None:
+    """(precision, accumulator type) of an A/B element type in DPAS_TYPES; None for others."""
+    for name, precision, accumulator in DPAS_TYPES:
+        if element.name == name:
+            return precision, SCALAR_TYPES[accumulator]
+    return None
+
+
+def summed_type(element: ScalarType) -> ScalarType:
+    """The type the collectives sum values of ``element`` in: f16 and bf16 in f32, rounded
+    once at the store; every other type in itself."""
+    return F32 if element in (F16, BF16) else element
+
+
+def device_template(is_cpu: bool, subgroup_sizes: tuple[int, ...]) -> CoreInfo:
+    """The predefined target whose facts a live device takes where OpenCL cannot report them
+    (register budget, batching, block reads, prefetch, cache line): `CPU` for a CPU, else the
+    GPU of its smallest subgroup size (8: `DG2`, 32 B registers; larger: `PVC`, 64 B)."""
+    if is_cpu:
+        return CPU
+    return DG2 if subgroup_sizes[0] < DEFAULT_SUBGROUP_SIZE else PVC
 
 
 def get_target(name: str) -> CoreInfo:

@@ -27,7 +27,7 @@ from tinytc.ir.core import recursion_for
 from tinytc.parser import parse
 from tinytc.passes import DEFAULT_PIPELINE, PASSES
 from tinytc.spirv.convert import lower
-from tinytc.target import get_target
+from tinytc.target import TARGETS, get_target
 
 CLOCK = time.process_time
 
@@ -113,7 +113,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--target", default="cpu", choices=["cpu", "pvc", "dg2"])
+    ap.add_argument("--target", default="cpu", choices=list(TARGETS))
     ap.add_argument("--gc", action="store_true", help="keep the garbage collector on")
     args = ap.parse_args()
     if not args.gc:

@@ -20,9 +20,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tinytc  # noqa: E402
+import tinytc.target  # noqa: E402
 from tinytc.errors import CompilationError  # noqa: E402
 
-TARGETS = ("cpu", "pvc", "dg2")
+TARGETS = tuple(tinytc.target.TARGETS)  # cpu, pvc, dg2
 
 
 def _bench() -> object:

@@ -25,7 +25,7 @@ from tinytc.passes import DEFAULT_PIPELINE
 from tinytc.runtime import default_queue
 from tinytc.runtime.jit import Kernels
 from tinytc.spirv.convert import lower
-from tinytc.target import CoreInfo
+from tinytc.target import CPU, CoreInfo
 from tinytc.testing.inputs import max_error, tolerance
 
 OPS = ("gemm", "gemv", "ger", "axpby", "sum", "hadamard_product")
@@ -355,6 +355,15 @@ def arguments(kernel: Kernel) -> Arguments:
 
 
 QUEUE_CACHE: list[Any] = []
+
+
+# A target without Intel's SPIR-V extensions (the CPU's facts otherwise, block reads wanted):
+# its modules take the portable forms (a non-uniform shuffle, plain loads, bf16 conversions on
+# the bits), which the CPU runtime runs too, so that they are executed, not only emitted.
+PORTABLE = replace(
+    CPU, name="cpu-portable", intel_shuffles=False, subgroup_block_io=False,
+    bf16_conversion=False, block_reads_pay=True,
+)  # fmt: skip
 
 
 def queue() -> Any:

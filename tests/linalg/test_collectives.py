@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from linalg_support import (
     LAYOUTS,
+    PORTABLE,
     Case,
     Kernel,
     Operand,
@@ -135,6 +136,17 @@ def test_the_table_covers_every_combination_that_matters() -> None:
 def test_collective(case: Case) -> None:
     kernel = kernel_text(case)
     check_case(build(kernel.text), kernel, kernel.text)
+
+
+# Every gemm of the table (transposed A staged through a shuffling .t store, bf16 in and out)
+# and the other instructions' bf16 cases, on the target without Intel's extensions.
+PORTABLE_CASES = [c for c in CASES if c.op == "gemm" or "bf16" in (c.ab, c.c)]
+
+
+@pytest.mark.parametrize("case", PORTABLE_CASES, ids=lambda c: c.id)
+def test_collective_on_a_target_without_intel_extensions(case: Case) -> None:
+    kernel = kernel_text(case)
+    check_case(build(kernel.text, PORTABLE), kernel, kernel.text)
 
 
 # Several work-groups update the same C atomically (beta 1): the sum over the work-groups;

@@ -10,12 +10,14 @@ import re
 from pathlib import Path
 
 import pytest
-from linalg_support import Case, kernel_text
+from linalg_support import PORTABLE, Case, kernel_text
 
 import tinytc
 from tinytc.ir import Program
 from tinytc.spirv import validate
-from tinytc.target import TARGETS, CoreInfo
+from tinytc.spirv._grammar import Op
+from tinytc.spirv.tools import instructions
+from tinytc.target import CPU, TARGETS, CoreInfo
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 
@@ -47,10 +49,22 @@ def expected_errors(program: Program, target: CoreInfo) -> list[str]:
     return reasons
 
 
+def declared_extensions(binary: bytes) -> set[str]:
+    """The names of a module's OpExtension instructions."""
+    return {
+        bytes(words[1:]).split(b"\0")[0].decode()
+        for opcode, words in instructions(binary)
+        if opcode == Op.Extension
+    }
+
+
 def compile_or_explain(program: Program, target: CoreInfo) -> None:
+    """A valid module that declares only extensions the target has, or a clean error."""
     reasons = expected_errors(program, target)
     if not reasons:
-        validate(tinytc.compile(program, target))
+        binary = tinytc.compile(program, target)
+        validate(binary)
+        assert declared_extensions(binary) <= target.spirv_extensions
         return
     with pytest.raises(tinytc.CompilationError) as info:
         tinytc.compile(program, target)
@@ -60,10 +74,22 @@ def compile_or_explain(program: Program, target: CoreInfo) -> None:
 CORPUS = corpus_kernels()
 
 
-@pytest.mark.parametrize("target", list(TARGETS), ids=str)
+@pytest.mark.parametrize("target", [*TARGETS, PORTABLE.name], ids=str)
 @pytest.mark.parametrize(("file", "name", "text"), CORPUS, ids=[f"{f}:{n}" for f, n, _ in CORPUS])
 def test_corpus_kernel(file: str, name: str, text: str, target: str) -> None:
-    compile_or_explain(single(text, name), TARGETS[target])
+    compile_or_explain(single(text, name), TARGETS.get(target, PORTABLE))
+
+
+def test_extensions_are_declared_only_where_the_target_has_them() -> None:
+    """The check of compile_or_explain can fail: the corpus uses every extension the cpu
+    has, and none of Intel's on the portable target."""
+
+    def used(target: CoreInfo) -> set[str]:
+        modules = (tinytc.compile(single(text, name), target) for _, name, text in CORPUS)
+        return set().union(*(declared_extensions(m) for m in modules))
+
+    assert used(CPU) == CPU.spirv_extensions
+    assert not any("INTEL" in name for name in used(PORTABLE))
 
 
 def test_corpus_is_not_empty() -> None:

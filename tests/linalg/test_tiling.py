@@ -11,7 +11,6 @@ import tinytc
 from tinytc.compiler import run_pipeline
 from tinytc.gemm import (
     ACCUMULATORS,
-    CACHE_LINE,
     MAX_COLS_PER_ITEM,
     MAX_PREFETCH_AHEAD,
     MAX_ROW_BLOCKS,
@@ -279,8 +278,8 @@ def test_prefetch_shares_cover_every_line_of_a_column(
     (s % spread) * share: together they fetch every cache line of the column, each step at
     most a spread-th of its lines (rounded up to a whole line)."""
     spread, width = prefetch_schedule(steps, columns)
-    share = prefetch_rows(rows, spread, element_size)
-    line = CACHE_LINE // element_size
+    share = prefetch_rows(rows, spread, element_size, CPU)
+    line = CPU.cache_line // element_size
     column_lines = -(-rows // line)
     fetched: set[tuple[int, int]] = set()
     for s in range(steps):

@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 
 import tinytc
+from tinytc import bf16
+from tinytc.compiler import run_pipeline
 from tinytc.errors import CompilationError, Location, Source
 from tinytc.ir import (
     BF16,
@@ -62,8 +64,11 @@ from tinytc.ir import (
     SubviewInst,
     YieldInst,
 )
+from tinytc.runtime import default_queue
+from tinytc.runtime.jit import Kernels
 from tinytc.spirv._grammar import Op
-from tinytc.target import CPU, TARGETS
+from tinytc.spirv.convert import lower
+from tinytc.target import CPU, TARGETS, CoreInfo
 
 Buffer, Family, Spec, cm, const, idx = cs.Buffer, cs.Family, cs.Spec, cs.cm, cs.const, cs.idx
 small, fetch, place, rounded, wrap = cs.small_values, cs.fetch, cs.place, cs.rounded, cs.wrap
@@ -956,6 +961,75 @@ def test_transposed_stores_run_on_cpu(name: str) -> None:
 def test_transposed_stores_build_with_ocloc() -> None:
     for target in ("pvc", "dg2"):
         cs.ocloc(TRANSPOSING.binary(target), target)
+
+
+# A target without Intel's SPIR-V extensions (the CPU's facts otherwise, block reads wanted):
+# transposing stores shuffle with OpGroupNonUniformShuffleXor, loads stay plain, and bf16
+# converts on the bits. The CPU runtime runs these forms too, so they run here (the same
+# target is tests/linalg/linalg_support.PORTABLE).
+PORTABLE = dataclasses.replace(
+    CPU, name="cpu-portable", intel_shuffles=False, subgroup_block_io=False,
+    bf16_conversion=False, block_reads_pay=True,
+)  # fmt: skip
+PORTABLE_SPECS = {
+    s.name: s
+    for s in (*(s for s, _ in TRANSPOSING_SPECS), *(s for s, _ in BLOCK_READ_SPECS),
+              *(s for f in FAMILIES for s in f.specs if "bf16" in s.name))
+}  # fmt: skip
+PORTABLE_FAMILY = Family("portable", list(PORTABLE_SPECS.values()), PORTABLE)
+INTEL_OPCODES = {int(Op.SubgroupShuffleXorINTEL), SUBGROUP_BLOCK_READ,
+                 int(Op.ConvertFToBF16INTEL), int(Op.ConvertBF16ToFINTEL)}  # fmt: skip
+
+
+def test_portable_modules_use_no_intel_instruction() -> None:
+    program = cs.program(PORTABLE_FAMILY.specs)
+    binary = lower(run_pipeline(program, PORTABLE), PORTABLE).assemble()
+    cs.validate(binary)
+    used = set(cs.opcodes(binary))
+    assert not used & INTEL_OPCODES
+    assert int(Op.GroupNonUniformShuffleXor) in used
+    on_cpu = set(cs.opcodes(tinytc.compile(program, CPU)))
+    assert INTEL_OPCODES - {SUBGROUP_BLOCK_READ} <= on_cpu  # the same kernels on cpu use them
+
+
+@pytest.mark.parametrize("name", PORTABLE_FAMILY.names)
+def test_portable_forms_run_on_cpu(name: str) -> None:
+    PORTABLE_FAMILY.run(name)
+
+
+BF16_CASTS = """
+func @narrow(%x: memref<f32x?>, %b: memref<bf16x?>, %back: memref<f32x?>) {
+  %n = size %x[0] : memref<f32x?>
+  foreach %i = 0, %n {
+    %v = load %x[%i] : memref<f32x?>
+    %h = cast %v : f32 -> bf16
+    store %h, %b[%i] : memref<bf16x?>
+    %w = cast %h : bf16 -> f32
+    store %w, %back[%i] : memref<f32x?>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("core", [CPU, PORTABLE], ids=lambda c: c.name)
+def test_bf16_conversions_round_to_nearest_even(core: CoreInfo) -> None:
+    """Ties, the largest finite values (to infinity), denormals, signed zeros, infinities
+    and NaNs with payloads: the bits of tinytc.bf16 (NaN only as a NaN) with either form."""
+    special = [0x3F808000, 0x3F818000, 0x3F80FFFF, 0x3F807FFF, 0x7F7FFFFF, 0xFF7FFFFF,
+               0x00000001, 0x80008000, 0x00018000, 0x00000000, 0x80000000, 0x7F800000,
+               0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 0x7FBF8000]  # fmt: skip
+    rng = np.random.default_rng(0)
+    pattern = np.concatenate([special, rng.integers(0, 2**32, 1000)]).astype(np.uint32)
+    x = pattern.view(np.float32)
+    b, back = np.zeros(len(x), np.uint16), np.zeros(len(x), np.float32)
+    program = run_pipeline(BF16_CASTS, core)
+    kernels = Kernels(program, lower(program, core).assemble(), default_queue())
+    kernels.narrow(x, b, back, howmany=1)
+    want = bf16.to_bits(x)
+    nan = np.isnan(x)
+    assert np.array_equal(b[~nan], want[~nan])
+    assert np.isnan(bf16.from_bits(b[nan])).all() and np.isnan(back[nan]).all()
+    assert np.array_equal(back[~nan].view(np.uint32), bf16.from_bits(want[~nan]).view(np.uint32))
 
 
 # A representative subset of every family, built by Intel's offline compiler.

@@ -252,16 +252,13 @@ def prefetch_schedule(steps: int, columns: int) -> tuple[int, int]:
     return spread, width
 
 
-CACHE_LINE = 64  # bytes, on the x86 CPUs that prefetch runs on
-
-
-def prefetch_rows(rows: int, spread: int, element_size: int) -> int:
+def prefetch_rows(rows: int, spread: int, element_size: int, target: CoreInfo) -> int:
     """Rows of a column that one K-loop step prefetches where spread steps share the column
     (prefetch_schedule): a share of its cache lines, at least one whole line, so that each
     line is fetched about once. Fetching the whole column at every one of those steps
     repeated each line spread times (the chain's K loop made 9 prefetches, with their address
     clamps, per 36 fmas)."""
-    line = max(1, CACHE_LINE // element_size)
+    line = max(1, target.cache_line // element_size)
     share = -(-rows // max(spread, 1))
     return min(rows, -(-share // line) * line)
 

@@ -9,23 +9,12 @@ Everything here is plain Python on integers, unit-tested alone (tests/spirv/test
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ..ir import BF16, F16, F32, I8, I32, ScalarType
-from ..target import CoreInfo
+from ..ir import ScalarType
+from ..target import MAX_VALUES_PER_ITEM, CoreInfo, DpasShape, summed_type
 from . import Tiling
 
 Entry = tuple[int, int]
 
-# A/B element types DPAS multiplies, the accumulator they sum into and their precision name
-# (DpasGeometry.ops_per_channel). f32 (read as tf32) only where the target opts in
-# (CoreInfo.dpas_tf32): it changes results.
-PRECISIONS: dict[ScalarType, tuple[str, ScalarType]] = {
-    F16: ("f16", F32),
-    BF16: ("bf16", F32),
-    I8: ("i8", I32),
-    F32: ("tf32", F32),
-}
 REPEAT_COUNTS = (1, 2, 4, 8)  # the M of one instruction (vector lengths 1, 2, 4, 8)
 REGISTER_SHARE = 3 / 4  # of a subgroup's registers for the C tile and one K step of A and B
 CHANNEL = 4  # bytes a gathered A or B element takes in registers: one 32-bit channel
@@ -81,36 +70,9 @@ def pack(entries: list[list[list[Entry]]], matrix: list[list[int]], bits: int) -
 # Whole coopmatrix tiles made of DPAS blocks
 
 
-@dataclass(frozen=True)
-class DpasShape:
-    """One instruction for A/B of one precision on one target: M <= 8 rows, N = execution
-    size, K = systolic depth x operands per 32-bit channel."""
-
-    n: int
-    k: int
-    ops: int  # A/B elements per 32-bit channel
-
-    @property
-    def a_per_lane(self) -> int:
-        """Adjacent A columns one invocation packs per row (K / N, at least 1)."""
-        return max(self.k // self.n, 1)
-
-    @property
-    def share(self) -> int:
-        """Invocations that split one A column's rows (N / K, at least 1: tf32 on pvc)."""
-        return max(self.n // self.k, 1)
-
-
 def dpas_shape(target: CoreInfo, element: ScalarType) -> DpasShape | None:
-    """The instruction for A/B of ``element`` on ``target``, or None without one (no DPAS,
-    an element DPAS does not take, f32 where tf32 is not asked for)."""
-    if target.dpas is None or element not in PRECISIONS:
-        return None
-    if element == F32 and not target.dpas_tf32:
-        return None
-    precision = PRECISIONS[element][0]
-    n, k = target.dpas.execution_size, target.dpas.k_for(precision)
-    return DpasShape(n, k, target.dpas.ops_for(precision))
+    """The instruction for A/B of ``element`` on ``target`` (CoreInfo.matrix_tile)."""
+    return target.matrix_tile(element)
 
 
 def row_chunks(rows: int) -> list[tuple[int, int]]:
@@ -198,28 +160,12 @@ def _round_up(x: int, multiple: int) -> int:
 # GEMMs that lower-linalg gives to DPAS
 
 
-def gemm_fits(target: CoreInfo, a: ScalarType, b: ScalarType, out: ScalarType) -> bool:
-    """Whether a gemm of these element types runs on DPAS: the target has it and its form is
-    not off, A and B share a precision DPAS takes, and the output is summed in DPAS's
-    accumulator (f16 and bf16 outputs are summed in f32, as lower-linalg does). f64 keeps
-    fma, and so does f32 unless the target opts in to tf32, which changes results."""
-    if target.dpas is None or target.dpas_form == "off" or a != b or a not in PRECISIONS:
-        return False
-    summed_in = F32 if out in (F16, BF16) else out
-    return dpas_shape(target, a) is not None and summed_in == PRECISIONS[a][1]
-
-
 def gemm_shape(
     target: CoreInfo, a: ScalarType, b: ScalarType, out: ScalarType, subgroup_size: int
 ) -> DpasShape | None:
-    """The instruction a gemm of these types runs on, or None where it keeps fma (types, or
-    a subgroup size other than the execution size)."""
-    if not gemm_fits(target, a, b, out):
-        return None
-    assert target.dpas is not None
-    if subgroup_size != target.dpas.execution_size:
-        return None
-    return dpas_shape(target, a)
+    """The instruction a gemm of these types (``out`` its output) runs on, or None where it
+    keeps fma: CoreInfo.matrix_unit_for, the output summed in ``summed_type``."""
+    return target.matrix_unit_for(a, b, summed_type(out), subgroup_size)
 
 
 # A DPAS gemm's Tiling counts in DPAS units: rows_per_item blocks of 8 rows (one instruction's
@@ -229,7 +175,6 @@ def gemm_shape(
 BLOCK_ROWS = 8
 K_BLOCKS = 1  # per K step; 2 shrinks the pvc f16 tile to 16 x 16 within the budget: sends per
 # dpas tn 8 (was 10), but nn 8 (6) and nt 12 (8), and i8 nt spilled (tools/isa_report.py)
-MAX_VALUES = 256  # per work-item and operand, as the coopmatrix lowering allows
 
 
 def dpas_tiling(
@@ -249,16 +194,18 @@ def tile_of(tiling: Tiling, shape: DpasShape) -> tuple[int, int, int]:
         shape.k * tiling.k_unroll)  # fmt: skip
 
 
-def check_dpas_tiling(tiling: Tiling, shape: DpasShape) -> str:
+def check_dpas_tiling(
+    tiling: Tiling, shape: DpasShape, max_values: int = MAX_VALUES_PER_ITEM
+) -> str:
     """Why a DPAS gemm cannot hold this tiling's tiles ('' when it can): each of C, and A and
-    B of one K step, takes at most MAX_VALUES values per work-item (the tuner's other limits
-    are check_tiling's)."""
+    B of one K step, takes at most ``max_values`` values per work-item (the target's
+    ``max_values_per_item``; the tuner's other limits are check_tiling's)."""
     m, n, k = tile_of(tiling, shape)
     values = {"C": m * n // shape.n, "A": m * k // shape.n, "B": k * n // shape.n}
-    over = [f"{name} {count}" for name, count in values.items() if count > MAX_VALUES]
+    over = [f"{name} {count}" for name, count in values.items() if count > max_values]
     if over:
         return (
             f"DPAS tiles of {m} x {n} and K steps of {k} need {', '.join(over)} values per "
-            f"work-item; at most {MAX_VALUES}"
+            f"work-item; at most {max_values}"
         )
     return ""

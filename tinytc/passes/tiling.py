@@ -10,9 +10,10 @@ import dataclasses
 import math
 
 from ..gemm import Tiling, choose_tiling, prefetch_next
-from ..gemm.dpas import DpasShape, dpas_tiling, gemm_shape
-from ..ir import BF16, F16, F32, Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program
-from ..target import CoreInfo
+from ..gemm.dpas import dpas_tiling
+from ..ir import Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program
+from ..target import CoreInfo, summed_type
+from .matrix_unit import matrix_unit_of
 from .work_group_size import require_sizes
 
 
@@ -43,25 +44,16 @@ def default_tiling(
     rows, cols = (*out.shape, 1, 1)[:2]
     memrefs = [v.type for v in inst.accessed if isinstance(v.type, MemrefType)]
     operand_bytes = [t.element.size * math.prod(t.shape) if t.is_static else None for t in memrefs]  # type: ignore[arg-type]
-    summed = max(out.element.size, 4)  # f16 and bf16 are summed in f32
-    shape = dpas_shape_of(inst, func, target)
+    summed = summed_type(out.element)
+    shape = matrix_unit_of(inst, target, func.subgroup_size)
     if shape is not None:
         prefetch = prefetch_next(func.batch_per_group, operand_bytes, target)
-        acc = F32 if out.element in (F16, BF16) else out.element
-        return dpas_tiling(target, shape, acc, func.work_group_size, rows, cols, prefetch)
+        return dpas_tiling(target, shape, summed, func.work_group_size, rows, cols, prefetch)
     transposed_b = isinstance(inst, GemmInst) and inst.trans_b
     transposed_a = isinstance(inst, GemmInst | GemvInst) and inst.trans_a
     tiling = choose_tiling(
-        rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes, summed,
+        rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes,
+        max(summed.size, 4),  # narrower integers are blocked as 32-bit values too
         transposed_b, transposed_a,
     )  # fmt: skip
     return dataclasses.replace(tiling, k_unroll=min(tiling.k_unroll, max_k_unroll))
-
-
-def dpas_shape_of(inst: LinalgInst, func: Function, target: CoreInfo) -> DpasShape | None:
-    """The DPAS instruction a gemm runs on (its Tiling then counts in DPAS units), or None
-    where it keeps fma."""
-    if not isinstance(inst, GemmInst) or func.subgroup_size is None:
-        return None
-    a, b, c = (v.type.element for v in (inst.operands[1], inst.operands[2], inst.output))  # type: ignore[attr-defined]
-    return gemm_shape(target, a, b, c, func.subgroup_size)

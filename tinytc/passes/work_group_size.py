@@ -7,9 +7,9 @@ import math
 
 from .. import gemm
 from ..errors import CompilationError
-from ..gemm.dpas import gemm_fits
 from ..ir import ForeachInst, Function, GemmInst, LinalgInst, MemrefType, Program
 from ..target import CoreInfo
+from .matrix_unit import matrix_unit_of
 
 
 def _work(inst: LinalgInst) -> int | None:
@@ -62,11 +62,10 @@ class WorkGroupSizePass:
         self.check(func)
 
     def subgroup_size(self, linalg: list[LinalgInst]) -> int:
-        sizes = self.target.subgroup_sizes
         if not linalg:
-            return 16 if 16 in sizes else sizes[-1]
+            return self.target.default_subgroup_size
         dpas = self.target.dpas
-        if dpas is not None and any(_dpas_gemm(i, self.target) for i in linalg):
+        if dpas is not None and any(matrix_unit_of(i, self.target, None) for i in linalg):
             return dpas.execution_size  # DPAS tiles need it (tinytc/gemm/dpas.py)
         # The largest output decides; a register holds the most elements of its type.
         out = max(linalg, key=lambda i: math.prod(s or 64 for s in i.output.type.shape))  # type: ignore[union-attr]
@@ -100,10 +99,3 @@ def require_sizes(func: Function, pass_name: str) -> tuple[tuple[int, int], int]
             "work-group-size before it, or give work_group_size(...) and subgroup_size(...)",
         )
     return func.work_group_size, func.subgroup_size
-
-
-def _dpas_gemm(inst: LinalgInst, target: CoreInfo) -> bool:
-    if not isinstance(inst, GemmInst):
-        return False
-    a, b, c = (v.type.element for v in (*inst.operands[1:3], inst.output))  # type: ignore[union-attr]
-    return gemm_fits(target, a, b, c)

@@ -6,13 +6,11 @@ from dataclasses import dataclass, fields
 
 from ..arguments import ArgumentError
 from ..gemm import lanes_per_register
-from ..gemm.dpas import DpasShape, dpas_shape
 from ..ir import BF16, F16
-from ..target import CoreInfo
+from ..target import CoreInfo, DpasShape, summed_type
 
 MAX_ROWS_PER_ITEM = 8
 MAX_ACCUMULATORS = 64  # accumulator entries per lane
-MAX_TILE_VALUES = 256  # values per work-item of one coopmatrix (the plain implementation's limit)
 
 
 KERNELS = ("gather", "rows", "columns")
@@ -72,10 +70,10 @@ def check_conv_tiling(tiling: object, target: CoreInfo) -> ConvTiling:
             f"{MAX_ACCUMULATORS}"
         )
     for what, n in (("A", t.rows_per_item * t.k_chunk), ("B", t.k_chunk * t.cols_per_tile)):
-        if n > MAX_TILE_VALUES:
+        if n > target.max_values_per_item:
             raise ArgumentError(
                 f"tiling: the {what} tile holds {n} values per work-item, more than "
-                f"{MAX_TILE_VALUES}"
+                f"{target.max_values_per_item}"
             )
     return t
 
@@ -116,9 +114,9 @@ DPAS_COLS = 16
 def conv_dpas_shape(dtype: str, target: CoreInfo) -> DpasShape | None:
     """The DPAS instruction a conv2d of ``dtype`` can take on the target, or None."""
     element = DPAS_ELEMENTS.get(dtype)
-    if element is None or target.dpas_form == "off":
+    if element is None:
         return None
-    return dpas_shape(target, element)
+    return target.matrix_unit_for(element, element, summed_type(element))
 
 
 def fits_dpas(t: ConvTiling, shape: DpasShape) -> bool:

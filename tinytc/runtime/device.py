@@ -23,11 +23,12 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from tinytc.target import CPU, CoreInfo, DpasGeometry
+from tinytc.target import DEFAULT_SUBGROUP_SIZE, CoreInfo, DpasGeometry, device_template
 
 if TYPE_CHECKING:
     import pyopencl as cl
@@ -285,12 +286,13 @@ def raw_device_info(device: cl.Device, param: int) -> bytes | None:
 def subgroup_sizes(device: cl.Device) -> tuple[int, ...]:
     """The subgroup sizes `device` can compile for (`CL_DEVICE_SUB_GROUP_SIZES_INTEL`).
 
-    Devices without that query report (16,), the size Intel's runtimes choose by default.
+    Devices without that query report (DEFAULT_SUBGROUP_SIZE,), the size Intel's runtimes
+    choose by default.
     """
     raw = raw_device_info(device, CL_DEVICE_SUB_GROUP_SIZES_INTEL)
     width = ctypes.sizeof(ctypes.c_size_t)
     if not raw:
-        return (16,)
+        return (DEFAULT_SUBGROUP_SIZE,)
     sizes = (int.from_bytes(raw[i : i + width], sys.byteorder) for i in range(0, len(raw), width))
     return tuple(sorted(set(sizes)))
 
@@ -309,22 +311,19 @@ def core_info_from_device(device: cl.Device) -> CoreInfo:
 
     DPAS is assumed with the subgroup extension's native form whenever the device lists
     `cl_intel_subgroup_matrix_multiply_accumulate`, its execution size being the smallest
-    subgroup size (8 on DG2, 16 on PVC). Register budgets are not queryable: a CPU gets
-    `target.CPU`'s, a GPU 128 registers of 32 B (with subgroup size 8) or 64 B.
+    subgroup size (8 on DG2, 16 on PVC). What cannot be queried (register budget, batching,
+    whether block reads pay, prefetch, cache line) comes from `target.device_template`.
     """
-    cl = _pyopencl()
     extensions = set(device.extensions.split())
     sizes = subgroup_sizes(device)
-    is_cpu = bool(device.type & cl.device_type.CPU)
     is_cpu = bool(device.type & _pyopencl().device_type.CPU)
     dpas = None
     if "cl_intel_subgroup_matrix_multiply_accumulate" in extensions:
         dpas = DpasGeometry(execution_size=sizes[0], systolic_depth=8)
-    return CoreInfo(
+    return replace(
+        device_template(is_cpu, sizes),
         name=device.name.strip(),
         subgroup_sizes=sizes,
-        register_size=CPU.register_size if is_cpu else (32 if sizes[0] < 16 else 64),
-        num_registers=CPU.num_registers if is_cpu else 128,
         local_memory_size=device.local_mem_size,
         max_work_group_size=device.max_work_group_size,
         fp16="cl_khr_fp16" in extensions,
@@ -337,8 +336,6 @@ def core_info_from_device(device: cl.Device) -> CoreInfo:
             device, CL_DEVICE_DOUBLE_FP_ATOMIC_CAPABILITIES_EXT, extensions
         ),
         subgroup_block_io="cl_intel_subgroups" in extensions,
+        intel_shuffles="cl_intel_subgroups" in extensions,
         dpas=dpas,
-        max_entries_per_group=CPU.max_entries_per_group if is_cpu else 1,
-        block_reads_pay=not is_cpu,
-        prefetch_intrinsic=is_cpu,
     )

@@ -29,6 +29,7 @@ from ._grammar import (
     SelectionControl,
     StorageClass,
 )
+from .convert_bf16 import from_bf16
 from .function import Block, Builder, Function
 from .instruction import Id, Instruction
 from .module import Module
@@ -389,7 +390,7 @@ class Lowering:
             def bind_scalar(args: list[Id]) -> None:
                 value = args.pop(0)
                 if t == ir.BF16:
-                    value = self.op(Op.ConvertBF16ToFINTEL, self.scalar_type(t), value)
+                    value = from_bf16(self, value)
                 self.values[p] = value
 
             return [arg_type], bind_scalar

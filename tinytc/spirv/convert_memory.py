@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from .. import ir
 from ._grammar import MemoryAccess, Op, StorageClass
 from .convert import Dim, Group, Lowering, Memref, converts
+from .convert_bf16 import from_bf16, to_bf16
 from .instruction import Id
 
 
@@ -21,14 +22,14 @@ def load_scalar(lo: Lowering, m: Memref, pointer: Id) -> Id:
     el = m.type.element
     value = lo.op(Op.Load, lo.storage_type(el), pointer, MemoryAccess.Aligned, el.size)
     if el == ir.BF16:
-        value = lo.op(Op.ConvertBF16ToFINTEL, lo.scalar_type(el), value)
+        value = from_bf16(lo, value)
     return value
 
 
 def store_scalar(lo: Lowering, m: Memref, pointer: Id, value: Id) -> None:
     el = m.type.element
     if el == ir.BF16:
-        value = lo.op(Op.ConvertFToBF16INTEL, lo.storage_type(el), value)
+        value = to_bf16(lo, value)
     lo.b.emit(Op.Store, pointer, value, MemoryAccess.Aligned, el.size)
 
 

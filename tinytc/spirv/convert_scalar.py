@@ -9,6 +9,7 @@ from .. import ir
 from ..ir.types import SCALAR_KINDS
 from ._grammar import Op, OpenCLStd
 from .convert import Lowering, converts
+from .convert_bf16 import from_bf16, to_bf16
 from .instruction import Id
 
 FLOAT_BINARY = {"add": Op.FAdd, "sub": Op.FSub, "mul": Op.FMul, "div": Op.FDiv, "rem": Op.FRem}
@@ -38,8 +39,7 @@ UNSIGNED_CMP = {
 
 def round_bf16(lo: Lowering, value: Id) -> Id:
     """Round an f32 to bf16 precision (ties to even), keeping it in f32."""
-    bits = lo.op(Op.ConvertFToBF16INTEL, lo.m.type_int(16), value)
-    return lo.op(Op.ConvertBF16ToFINTEL, lo.m.type_float(32), bits)
+    return from_bf16(lo, to_bf16(lo, value))
 
 
 @converts(ir.ArithInst)

@@ -80,9 +80,14 @@ def validate(binary: bytes, target_env: str | None = None) -> None:
     """Run ``spirv-val --target-env <target_env>`` on ``binary``.
 
     The default environment is OpenCL 2.2, or universal SPIR-V 1.2 for a module with 64-bit
-    atomics, which spirv-val's OpenCL 2.2 rules reject although the runtimes accept them.
-    Raises SpirvValidationError with spirv-val's message if the module is invalid.
+    atomics, which spirv-val's OpenCL 2.2 rules reject although the runtimes accept them, or
+    the universal environment of the module's version where that is later than 1.2 (OpenCL
+    2.2 is SPIR-V 1.2 only). Raises SpirvValidationError with spirv-val's message if the
+    module is invalid.
     """
+    version = _version(binary)
+    if target_env is None and version > (1, 2):
+        target_env = "spv{}.{}".format(*version)
     if target_env is None:
         target_env = "spv1.2" if _declares_int64_atomics(binary) else VALIDATION_ENV
     result = _run("spirv-val", ["--target-env", target_env, "-"], binary)
@@ -98,6 +103,14 @@ def instructions(binary: bytes) -> Iterator[tuple[int, memoryview]]:
         count = max(words[i] >> 16, 1)
         yield words[i] & 0xFFFF, words[i : i + count]
         i += count
+
+
+def _version(binary: bytes) -> tuple[int, int]:
+    """(major, minor) of a module's header; (0, 0) for something too short to have one."""
+    if len(binary) < 8:
+        return 0, 0
+    word = int.from_bytes(binary[4:8], "little")
+    return word >> 16 & 0xFF, word >> 8 & 0xFF
 
 
 def _declares_int64_atomics(binary: bytes) -> bool:

@@ -22,6 +22,7 @@ import numpy as np
 from .. import bf16
 from ..errors import CompilationError
 from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
+from ..target import TARGETS as PREDEFINED_TARGETS
 from ..target import CoreInfo, get_target
 from .case import Argument, ArrayArg, Case, GroupArg, KernelCase, call_arguments
 from .intervals import tolerance
@@ -29,7 +30,7 @@ from .intervals import tolerance
 if TYPE_CHECKING:
     from .worker import Worker
 
-TARGETS = ("cpu", "pvc", "dg2")
+TARGETS = tuple(PREDEFINED_TARGETS)
 
 
 class FuzzFailure(AssertionError):

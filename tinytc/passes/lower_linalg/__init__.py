@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from ...ir import (
     Function,
-    GemmInst,
     Inst,
     LinalgInst,
     Program,
@@ -30,6 +29,7 @@ from ...ir import (
 )
 from ...ir.definition import register
 from ...target import CoreInfo
+from ..matrix_unit import matrix_unit_of
 from ..work_group_size import require_sizes
 from .dpas import lower_dpas
 from .emitter import Emitter
@@ -85,9 +85,12 @@ class LowerLinalgPass:
         lowering = Lowering(e, func, self.target, self.staging, region is func.body)
         with e.b.at(new):
             second = fusable_successor(region, position, func, self.target)
+            unit = matrix_unit_of(inst, self.target, func.subgroup_size)
             if second is not None:
                 lower_fused(lowering, inst, second)  # type: ignore[arg-type]
-            elif not (isinstance(inst, GemmInst) and lower_dpas(lowering, inst)):
+            elif unit is not None:
+                lower_dpas(lowering, inst, unit)  # type: ignore[arg-type]
+            else:
                 lower_fma(lowering, inst)
         replaced.add(inst)
         if second is not None:

@@ -15,13 +15,12 @@ from ...ir import (
     SubgroupIdInst,
     Value,
 )
-from ..tiling import dpas_shape_of
+from ...target import DpasShape, summed_type
 from .emitter import (
     Operand,
     Size,
     Tile,
     Touch,
-    accumulator,
     both,
     checked_cols,
     checked_rows,
@@ -31,25 +30,22 @@ from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
 
 
-def lower_dpas(low: Lowering, inst: GemmInst) -> bool:
-    """C := alpha op(A) op(B) + beta C in tiles of DPAS blocks, where the target has DPAS
-    for the types (else False: the caller lowers it with fma), sized by the tiling in
-    DPAS units (tinytc/gemm/dpas.py). Tiles are always whole; at ragged and dynamic
-    edges their loads are checked (zeros) and stores skip."""
+def lower_dpas(low: Lowering, inst: GemmInst, shape: DpasShape) -> None:
+    """C := alpha op(A) op(B) + beta C in tiles of blocks of the DPAS instruction ``shape``
+    (CoreInfo.matrix_unit_for), sized by the tiling in DPAS units (tinytc/gemm/dpas.py).
+    Tiles are always whole; at ragged and dynamic edges their loads are checked (zeros) and
+    stores skip."""
     e = low.e
     a, b = Operand(inst.operands[1], inst.trans_a), Operand(inst.operands[2], inst.trans_b)
     out = Operand(inst.output)
-    shape = dpas_shape_of(inst, low.func, low.target)
-    if shape is None:
-        return False
     tiling = low.tiling(inst)
-    problem = check_dpas_tiling(tiling, shape)
+    problem = check_dpas_tiling(tiling, shape, low.target.max_values_per_item)
     if problem:
         raise CompilationError(inst.loc, f"bad tiling for {inst.mnemonic}: {problem}")
     tm, tn, kd = tile_of(tiling, shape)
     rows, cols = e.size(out.value, 0), e.size(out.value, 1)
     depth = e.size(a.value, 0 if inst.trans_a else 1)
-    acc = accumulator(out.type.element)
+    acc = summed_type(out.type.element)
     checked = both(ragged(rows, tm, "rows"), ragged(cols, tn, "cols"))
     nexts = next_entries(low, inst.accessed[: tiling.prefetch], tiling.prefetch_ahead)
     with low.parallel():
@@ -61,7 +57,7 @@ def lower_dpas(low: Lowering, inst: GemmInst) -> bool:
         def col_tile(n0: Size) -> list[Value]:
             def row_tile(m0: Size) -> list[Value]:
                 t = Tile(m0, n0, tm, tn, checked)
-                touch = prefetcher(e, nexts, n0, tn, cols, depth, kd)
+                touch = prefetcher(low, nexts, n0, tn, cols, depth, kd)
                 total = dpas_product(low, t, a, b, depth, (kd, shape.k), acc, touch)
                 low.update(inst, out, t, total, acc)
                 return []
@@ -70,7 +66,6 @@ def lower_dpas(low: Lowering, inst: GemmInst) -> bool:
             return []
 
         e.loop(first_col, cols, tn * low.subgroups, [], col_tile)
-    return True
 
 
 def dpas_product(

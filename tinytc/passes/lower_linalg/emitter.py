@@ -8,9 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...ir import (
-    BF16,
-    F16,
-    F32,
     INDEX,
     ArithInst,
     Builder,
@@ -35,11 +32,6 @@ FOLD = {  # index arithmetic, folded where both sides are known
     "div": operator.floordiv,
     "rem": operator.mod,
 }
-
-
-def accumulator(el: ScalarType) -> ScalarType:
-    """f16 and bf16 outputs are summed in f32 and rounded once, at the store."""
-    return F32 if el in (F16, BF16) else el
 
 
 @dataclass

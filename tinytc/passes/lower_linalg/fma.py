@@ -24,7 +24,8 @@ from ...ir import (
     SumInst,
     Value,
 )
-from .emitter import Operand, Size, Tile, Touch, accumulator, both, checked_rows, col_tiles
+from ...target import summed_type
+from .emitter import Operand, Size, Tile, Touch, both, checked_rows, col_tiles
 from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
 from .staging import stage
@@ -37,7 +38,7 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
     rows, cols = e.size(inst.output, 0), e.size(inst.output, 1)
     tiling = low.tiling(inst)
     el = out.type.element
-    acc = accumulator(el)
+    acc = summed_type(el)
     inputs = [Operand(v) for v in inst.operands[1:-2]]
     if inst.transposes:  # .t transposes matrices; a vector stays a column
         inputs[0].transpose = inst.trans_a and inputs[0].type.order == 2
@@ -57,7 +58,7 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
     def compute(t: Tile) -> Value:
         a_el = inputs[0].type.element
         per_tile = tiling.cols_per_item
-        touch = prefetcher(low.e, nexts, t.col, per_tile, cols, depth, tiling.k_unroll)
+        touch = prefetcher(low, nexts, t.col, per_tile, cols, depth, tiling.k_unroll)
         if isinstance(inst, GemmInst | GemvInst | GerInst):
             b_op = inputs[1]
             if isinstance(inst, GerInst):

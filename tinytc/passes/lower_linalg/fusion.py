@@ -19,9 +19,9 @@ from ...ir import (
     Region,
     Value,
 )
-from ...target import CoreInfo
-from ..tiling import dpas_shape_of
-from .emitter import Operand, Size, Tile, accumulator, both, col_tiles
+from ...target import CoreInfo, summed_type
+from ..matrix_unit import matrix_unit_of
+from .emitter import Operand, Size, Tile, both, col_tiles
 from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
 
@@ -49,10 +49,10 @@ def fusable_successor(
         return None
     if func.work_group_size != (func.subgroup_size, 1):
         return None  # one subgroup walks all row tiles
-    if any(dpas_shape_of(g, func, target) for g in (first, second)):
+    if any(matrix_unit_of(g, target, func.subgroup_size) for g in (first, second)):
         return None  # DPAS for each: fused, the temporary would change layout (docs/dpas.md)
     t: MemrefType = tmp.type  # type: ignore[assignment]
-    if t.element != accumulator(t.element) or not t.is_static:
+    if t.element != summed_type(t.element) or not t.is_static:
         return None
     rows, cols = t.shape
     assert func.subgroup_size is not None
@@ -76,7 +76,7 @@ def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
     depth1 = e.size(a1.value, 0 if first.trans_a else 1)
     out = Operand(second.output)
     cols = e.size(second.output, 1)
-    acc = accumulator(out.type.element)
+    acc = summed_type(out.type.element)
     tiling2 = low.tiling(second)
     unroll = fused_k_unroll((first.tiling or tiling2).k_unroll, mb)
     b2 = Operand(second.operands[2], second.trans_b)
@@ -91,7 +91,7 @@ def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
     def row_tile(m0: Size, r: int, checked: str) -> None:
         t1 = Tile(m0, 0, r, k2, checked)
         el1 = a1.type.element
-        touch = prefetcher(e, nexts, m0, low.sgs * mb, rows, depth1, unroll)
+        touch = prefetcher(low, nexts, m0, low.sgs * mb, rows, depth1, unroll)
         product = low.product(t1, a1, b1, depth1, unroll, el1, tmp.element, touch)
         if first.alpha.constant != 1:
             product = e.add(CoopMatrixScaleInst(first.alpha, product)).result

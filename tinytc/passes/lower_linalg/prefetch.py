@@ -15,7 +15,7 @@ from ...ir import (
     SubviewInst,
     Value,
 )
-from .emitter import Emitter, Size, Touch
+from .emitter import Size, Touch
 from .lowering import Lowering
 
 
@@ -55,7 +55,7 @@ def next_entries(low: Lowering, values: list[Value], ahead: int = 1) -> dict[Val
 
 
 def prefetcher(
-    e: Emitter,
+    low: Lowering,
     nexts: dict[Value, Value],
     start: Size,
     extent: int,
@@ -70,6 +70,7 @@ def prefetcher(
     where several steps share a column, each fetches its share of the column's lines
     (tinytc.gemm.prefetch_rows). Columns past the end are no-ops of the prefetch, rows
     past the end fetch the column's last line again."""
+    e = low.e
     if not nexts:
         return None
     iterations = e.arith("div", depth, unroll)
@@ -101,7 +102,7 @@ def prefetcher(
             if key not in cols:
                 cols[key] = e.value(e.arith("mul", e.arith("div", step, spread), width))
             rows = m.type.shape[0] if m.type.order else 1  # type: ignore[attr-defined]
-            share = prefetch_rows(rows, spread, m.type.element.size)  # type: ignore[attr-defined]
+            share = prefetch_rows(rows, spread, m.type.element.size, low.target)  # type: ignore[attr-defined]
             if (spread, share) not in firsts:
                 part = e.arith("rem", step, spread) if share < rows else 0
                 firsts[spread, share] = e.arith("mul", part, share)

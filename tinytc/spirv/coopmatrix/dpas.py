@@ -24,18 +24,18 @@ The form is one per module (``Lowering.dpas``):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ... import ir
 from ...errors import CompilationError
 from ...gemm.dpas import (
-    PRECISIONS,
     DpasShape,
-    dpas_shape,
     row_chunks,
     tile_entries,
     tile_fits,
     tile_holder,
 )
+from ...target import dpas_precision
 from .._grammar import (
     FunctionControl,
     Op,
@@ -47,8 +47,10 @@ from ..convert import Dim, Lowering
 from ..function import Builder, Function
 from ..instruction import Id
 from . import CoopMatrix, dpas_load
+from .access import Entry
 from .dpas_load import widen_bf16
-from .plain import PLAIN, Entry, Plain, _sgs
+from .lanes import subgroup_size
+from .plain import PLAIN, Plain
 
 OPERANDS = {  # how the extension reads the integer words that carry A and B
     ir.F16: Mma.MatrixAPackedFloat16INTEL | Mma.MatrixBPackedFloat16INTEL,
@@ -57,6 +59,15 @@ OPERANDS = {  # how the extension reads the integer words that carry A and B
     | Mma.MatrixAPackedInt8INTEL | Mma.MatrixBPackedInt8INTEL,
     ir.F32: Mma.MatrixATF32INTEL | Mma.MatrixBTF32INTEL,
 }  # fmt: skip
+
+
+def precision(el: ir.ScalarType) -> tuple[str, ir.ScalarType]:
+    """(DPAS precision, accumulator type) of an A/B element type held in a DPAS layout."""
+    found = dpas_precision(el)
+    assert found is not None, el
+    return found
+
+
 MANGLED = {ir.I8: "i", ir.I16: "s", ir.I32: "i", ir.F32: "f"}  # Itanium codes of OpenCL C types
 
 
@@ -64,16 +75,17 @@ def dpas_types(lo: Lowering, func: ir.Function) -> dict[ir.CoopMatrixType, DpasS
     """The coopmatrix types of ``func`` held in DPAS layouts, with their instruction shape."""
     sgs = func.subgroup_size
     found: dict[ir.CoopMatrixType, DpasShape] = {}
-    if lo.dpas == "off" or lo.target.dpas is None or sgs != lo.target.dpas.execution_size:
+    if sgs is None:
         return found
+    target = replace(lo.target, dpas_form=lo.dpas)  # the form this module is lowered in
     for inst in func.walk():
         if not isinstance(inst, ir.CoopMatrixMulAddInst):
             continue
         a, b, c = (v.type for v in inst.operands)
         assert isinstance(a, ir.CoopMatrixType) and isinstance(b, ir.CoopMatrixType)
         assert isinstance(c, ir.CoopMatrixType)
-        shape = dpas_shape(lo.target, a.element)
-        if shape is None or b.element != a.element or PRECISIONS[a.element][1] != c.element:
+        shape = target.matrix_unit_for(a.element, b.element, c.element, sgs)
+        if shape is None:
             continue
         if all(tile_fits(t.use, t.rows, t.cols, shape) for t in (a, b, c)):
             found.update({a: shape, b: shape, c: shape})
@@ -128,7 +140,7 @@ class Dpas(Plain):
         if not self.holds(t):
             return PLAIN.entries(lo, t, documented)
         k = self.shapes[t].k
-        table = self.lane_entries(t, _sgs(lo))
+        table = self.lane_entries(t, subgroup_size(lo))
         lane = lo.lane()
         split = t.use == "matrix_a" and self.shapes[t].share > 1
         q: Dim = lo.div(lane, k) if split else 0
@@ -187,7 +199,7 @@ class Dpas(Plain):
         from .plain import _check_index
 
         _check_index(lo, inst, m.type)
-        sgs = _sgs(lo)
+        sgs = subgroup_size(lo)
         documented = [[m.type.entry(sgs, lane, inst.index)] for lane in range(sgs)]
         return relayout(lo, m, self, PLAIN, documented).components[0]
 
@@ -229,7 +241,7 @@ class Dpas(Plain):
     def dpas(self, lo: Lowering, shape: DpasShape, el: ir.ScalarType, a: list[Id],
              b: list[Id], c: list[Id]) -> list[Id]:  # fmt: skip
         """One instruction: the result column of this lane (len(c) rows)."""
-        acc = PRECISIONS[el][1]
+        acc = precision(el)[1]
         m = len(c)
         a_type, b_type, c_type = operand_types(lo, shape, el, m)
         operands = [vector(lo, a_type, a), vector(lo, b_type, b), vector(lo, c_type, c)]
@@ -273,7 +285,7 @@ def pack(lo: Lowering, el: ir.ScalarType, values: Sequence[Id]) -> Id:
 def operand_types(lo: Lowering, shape: DpasShape, el: ir.ScalarType, m: int) -> tuple[Id, Id, Id]:
     """Types of A (m / S packed values), B (8 VNNI words, or K f32) and C (m accumulators)."""
     a_word = a_word_type(lo, shape, el)
-    acc = lo.scalar_type(PRECISIONS[el][1])
+    acc = lo.scalar_type(precision(el)[1])
     b_word = lo.m.type_float(32) if el == ir.F32 else lo.m.type_int(32)
     b_type = lo.m.type_vector(b_word, shape.k // shape.ops)
     a_count = m // shape.share
@@ -296,9 +308,9 @@ def builtin_name(shape: DpasShape, el: ir.ScalarType, m: int) -> str:
     """The Itanium-mangled name of the OpenCL builtin for A/B of ``el`` and M = m:
     intel_sub_group_{el}_{el}_matrix_mad_k{K}(a, int8 b, acc), ``a`` of K/N packed
     elements per row (short with N = 16, int with N = 8), vectors of m for M > 1."""
-    name = f"intel_sub_group_{PRECISIONS[el][0]}_{PRECISIONS[el][0]}_matrix_mad_k{shape.k}"
+    name = f"intel_sub_group_{precision(el)[0]}_{precision(el)[0]}_matrix_mad_k{shape.k}"
     a_word = ir.I16 if el.bits * shape.a_per_lane == 16 else ir.I32
-    params = [(a_word, m), (ir.I32, shape.k // shape.ops), (PRECISIONS[el][1], m)]
+    params = [(a_word, m), (ir.I32, shape.k // shape.ops), (precision(el)[1], m)]
     seen: list[str] = []  # vector types are substitution candidates (S_, S0_, ...)
     code = ""
     for t, count in params:
@@ -340,7 +352,7 @@ def emulate(lo: Lowering, function: Function, shape: DpasShape, el: ir.ScalarTyp
     lo.b = Builder(lo.m, function.append_block())
     try:
         a, b, c = function.parameters
-        acc_el = PRECISIONS[el][1]
+        acc_el = precision(el)[1]
         acc = lo.scalar_type(acc_el)
         p, ops = shape.a_per_lane, shape.ops
         b_word = lo.m.type_float(32) if el == ir.F32 else lo.m.type_int(32)
@@ -436,7 +448,7 @@ def relayout(lo: Lowering, m: CoopMatrix, src: Plain, dst: Plain,
     entries per lane ``wanted`` gives. Each lane's entry comes from the lane that holds it
     by a subgroup broadcast (none where it is the lane itself, or every lane holds it);
     padding entries are 0."""
-    t, sgs = m.type, _sgs(lo)
+    t, sgs = m.type, subgroup_size(lo)
     tables = wanted or lanes_of(dst, t, sgs)
     zero = lo.const(t.element, 0)
     rt = lo.scalar_type(t.element)

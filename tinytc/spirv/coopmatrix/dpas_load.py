@@ -26,17 +26,13 @@ from .._grammar import MemoryAccess, Op, SelectionControl, StorageClass
 from ..convert import Dim, Lowering, Memref
 from ..convert_memory import load_scalar
 from ..instruction import Id
-from .plain import BLOCK_READ_WIDTHS, Access, Entry, _is_gpu, _sgs
+from .access import BLOCK_READ_WIDTHS, Access, Entry, block_reads_pay
+from .lanes import subgroup_size
 
 if TYPE_CHECKING:
     from .dpas import Dpas
 
 BLOCK_ALIGNMENT = 4  # bytes: cl_intel_subgroups reads blocks from 32-bit aligned addresses
-# Block reads and column loads pay on pvc (16 lanes): fewer or wider messages than the
-# gathers, no spills. On dg2 (8 lanes) the aligned and the misaligned code of each load made
-# the default tiles spill (tools/isa_report.py --device dg2, spill sends per K step: block
-# reads tn 1, nt 8; column loads nn 26), so dg2 gathers.
-WHOLE_LOAD_LANES = 16
 
 
 def load(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst) -> list[Id]:
@@ -46,7 +42,7 @@ def load(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst) -> list[Id]:
     otherwise."""
     t = inst.type
     access = Access(lo, inst.operands[0], inst.operands[1], inst.operands[2], inst)
-    types = [lo.scalar_type(t.element)] * impl.count(t, _sgs(lo))
+    types = [lo.scalar_type(t.element)] * impl.count(t, subgroup_size(lo))
     per_word = block_word(lo, impl, inst, access)
     if per_word:
         return branch(
@@ -87,9 +83,9 @@ def block_word(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst, access: Ac
 
 
 def whole_loads_pay(lo: Lowering) -> bool:
-    """On GPUs whose block reads pay (plain.py's rule; the CPU vectorizes gathers across
-    lanes already) with subgroups of WHOLE_LOAD_LANES."""
-    return _is_gpu(lo.target) and _sgs(lo) == WHOLE_LOAD_LANES
+    """On GPUs whose block reads pay (access.block_reads_pay; the CPU vectorizes gathers across
+    lanes already) where DPAS tiles load whole (CoreInfo.dpas_whole_loads: pvc, not dg2)."""
+    return block_reads_pay(lo.target) and lo.target.dpas_whole_loads
 
 
 def aligned(lo: Lowering, access: Access, stride: Dim) -> Id:
@@ -111,7 +107,7 @@ def block_load(lo: Lowering, impl: Dpas, t: ir.CoopMatrixType, access: Access,
     """Per row of the tile, block reads of the words of consecutive runs of N P columns
     (up to 8 runs in one read), split into the components they hold. A row outside a
     checked memref reads the memref's first row instead and keeps 0."""
-    sgs, el = _sgs(lo), t.element
+    sgs, el = subgroup_size(lo), t.element
     table = impl.lane_entries(t, sgs)
     span = sgs * per_word  # columns one word per lane covers
     words: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (row, run) -> (part, comp)
@@ -187,7 +183,7 @@ def column_load(lo: Lowering, impl: Dpas, t: ir.CoopMatrixType, access: Access) 
     first row, split into the components they hold. A column outside a checked memref
     reads the memref's column 0 instead and keeps 0."""
     el = t.element
-    table = impl.lane_entries(t, _sgs(lo))
+    table = impl.lane_entries(t, subgroup_size(lo))
     entries = impl.entries(lo, t)
     columns: dict[int, list[tuple[int, int]]] = {}  # lane 0's column -> (row, component)
     for v, (row, col) in enumerate(table[0]):

@@ -16,17 +16,17 @@ from collections.abc import Callable
 
 from ... import ir
 from ...errors import CompilationError
-from ...gemm import CACHE_LINE, transpose_group
+from ...gemm import transpose_group
 from ...target import CoreInfo
 from .._grammar import GroupOperation, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
-from ..convert import Dim, Lowering, Memref
+from ..convert import Lowering, Memref
 from ..convert_memory import load_scalar, store_scalar
 from ..convert_scalar import binary, convert, round_bf16
 from ..instruction import Id
 from . import CoopMatrix
+from .access import BLOCK_READ_WIDTHS, Access, Entry, block_reads_pay, clamp
+from .lanes import broadcast, shuffle_xor, subgroup_size
 
-MAX_COMPONENTS = 256  # values per work-item; more would only spill and take long to build
-BLOCK_READ_WIDTHS = (8, 4, 2, 1)  # values per lane one subgroup block read gives
 MAX_PREFETCH_LINES = 64  # calls one prefetch makes at most (a hint, not worth a long build)
 
 # Subgroup reductions: (operation, is float, is unsigned) -> opcode.
@@ -35,14 +35,6 @@ REDUCE = {
     ("add", False): Op.GroupIAdd, ("max", False): Op.GroupSMax, ("min", False): Op.GroupSMin,
 }  # fmt: skip
 UNSIGNED_REDUCE = {"add": Op.GroupIAdd, "max": Op.GroupUMax, "min": Op.GroupUMin}
-
-
-class Entry:
-    """Where one component sits: row (compile-time int, or a lane-dependent i64) and column."""
-
-    def __init__(self, row: Dim, col: int, block: int, padded: bool) -> None:
-        self.row, self.col, self.block = row, col, block
-        self.padded = padded  # the row may lie in the padding past the matrix's rows
 
 
 class Plain:
@@ -57,17 +49,17 @@ class Plain:
 
     def unsupported(self, t: ir.CoopMatrixType, sgs: int, target: CoreInfo) -> str:
         count = self.count(t, sgs)
-        if count > MAX_COMPONENTS:
+        if count > target.max_values_per_item:
             return (
                 f"{t} needs {count} values per work-item with subgroup size {sgs}; "
-                f"{target.name} holds at most {MAX_COMPONENTS}"
+                f"{target.name} holds at most {target.max_values_per_item}"
             )
         return ""
 
     def entries(self, lo: Lowering, t: ir.CoopMatrixType, documented: bool = False) -> list[Entry]:
         """The entry of each component, in component order (of the documented layout if
         asked, for matrix_b too)."""
-        sgs = _sgs(lo)
+        sgs = subgroup_size(lo)
         if self.replicated(t) and not documented:
             return [Entry(v % t.rows, v // t.rows, 0, False) for v in range(t.rows * t.cols)]
         blocks = t.row_blocks(sgs)
@@ -106,14 +98,15 @@ class Plain:
         aligned, which an element of 4 or 8 bytes is wherever every other load here assumes
         its natural alignment (Aligned el.size); 8- and 16-bit elements would need more than
         the JIT guarantees of a base pointer (numpy views start at any element), so they keep
-        plain loads. Subgroups of at most 16: IGC rejects block reads in SIMD32 (on dg2)."""
+        plain loads. Subgroups of at most CoreInfo.block_io_max_subgroup_size: IGC rejects block
+        reads in SIMD32 (on dg2)."""
         t = inst.type
         return (
-            _is_gpu(lo.target)
-            and _sgs(lo) <= 16
+            block_reads_pay(lo.target)
+            and subgroup_size(lo) <= lo.target.block_io_max_subgroup_size
             and not self.replicated(t)
             and not inst.checked
-            and t.rows % _sgs(lo) == 0
+            and t.rows % subgroup_size(lo) == 0
             and access.row_stride == 1
             and access.m.space == StorageClass.CrossWorkgroup
             and t.element.size in (4, 8)
@@ -123,7 +116,7 @@ class Plain:
         """The components, column by column: block reads of up to 8 values per lane from the
         column's first row (an address every lane shares), as integers of the element's
         width (the widths the block read builtins exist for), bit-cast back."""
-        sgs, el = _sgs(lo), t.element
+        sgs, el = subgroup_size(lo), t.element
         blocks = t.row_blocks(sgs)
         space = access.m.space
         word = lo.m.type_int(el.size * 8)
@@ -159,7 +152,7 @@ class Plain:
             pointer = access.pointer(e)
             cond = access.condition(e, t)
             if lane is not None:  # one work-item writes each entry of a replicated matrix
-                mine = lo.op(Op.IEqual, lo.m.type_bool(), lane, lo.as_id(e.row % _sgs(lo)))
+                mine = lo.op(Op.IEqual, lo.m.type_bool(), lane, lo.as_id(e.row % subgroup_size(lo)))
                 cond = mine if cond is None else lo.op(Op.LogicalAnd, lo.m.type_bool(), cond, mine)
             write = lambda p=pointer, c=component: self._write(lo, inst, access.m, p, c)  # noqa: E731
             write() if cond is None else lo.if_then(cond, write)
@@ -169,7 +162,7 @@ class Plain:
         blocks of S rows, unchecked, plain, and memref mode 0 contiguous, so that each row of
         a block is one vector store across the lanes instead of S scattered ones."""
         t: ir.CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
-        sgs = _sgs(lo)
+        sgs = subgroup_size(lo)
         return (
             inst.transpose
             and not inst.checked
@@ -190,7 +183,7 @@ class Plain:
         columns, and each half stores under its own lane test: two masked vector stores per
         row. On the CPU this replaces S scatters per block (docs/performance-cpu.md lesson
         13)."""
-        sgs, t = _sgs(lo), value.type
+        sgs, t = subgroup_size(lo), value.type
         rt, boolean = lo.scalar_type(t.element), lo.m.type_bool()
         blocks = t.row_blocks(sgs)
         lane = lo.lane()
@@ -213,7 +206,7 @@ class Plain:
                     for i in (i for i in range(group) if not i & d):
                         low, high = m[i], m[i | d]
                         sent = lo.op(Op.Select, rt, upper, low, high)
-                        got = lo.op(Op.SubgroupShuffleXorINTEL, rt, sent, lo.u32(d))
+                        got = shuffle_xor(lo, rt, sent, d)
                         m[i] = lo.op(Op.Select, rt, upper, got, low)
                         m[i | d] = lo.op(Op.Select, rt, upper, high, got)
                 for i, component in enumerate(m):
@@ -263,11 +256,10 @@ class Plain:
         u32 = lo.m.type_int(32)
         fn = lo.m.import_function("llvm.prefetch.p1", lo.m.type_void(), [i8_pointer, u32, u32, u32])
         read, locality, data = lo.u32(0), lo.u32(max(0, 3 - inst.cache_level)), lo.u32(1)
-        lines = [
-            (line, col) for col in range(cols) for line in range(0, rows, CACHE_LINE // el.size)
-        ]
+        per_line = lo.target.cache_line // el.size
+        lines = [(line, col) for col in range(cols) for line in range(0, rows, per_line)]
         for line, col in lines[:MAX_PREFETCH_LINES]:
-            row, column = _clamp(lo, lo.add(x, line), e0), _clamp(lo, lo.add(y, col), e1)
+            row, column = clamp(lo, lo.add(x, line), e0), clamp(lo, lo.add(y, col), e1)
             if row is None or column is None:
                 continue
             offset = lo.add(lo.mul(row, s0), lo.mul(column, s1))
@@ -282,7 +274,7 @@ class Plain:
         b: CoopMatrix = lo.get(inst.operands[1])
         c: CoopMatrix = lo.get(inst.operands[2])
         acc = c.type.element
-        blocks = c.type.row_blocks(_sgs(lo))
+        blocks = c.type.row_blocks(subgroup_size(lo))
         k_count, n_count = a.type.cols, b.type.cols
         a_values = [convert(lo, x, a.type.element, acc) for x in a.components]
         b_values = [convert(lo, x, b.type.element, acc) for x in b.components]
@@ -310,7 +302,7 @@ class Plain:
 
     def construct(self, lo: Lowering, inst: ir.CoopMatrixConstructInst) -> CoopMatrix:
         value = lo.get(inst.operands[0])
-        return CoopMatrix(inst.type, [value] * self.count(inst.type, _sgs(lo)))
+        return CoopMatrix(inst.type, [value] * self.count(inst.type, subgroup_size(lo)))
 
     def apply(self, lo: Lowering, inst: ir.CoopMatrixApplyInst) -> CoopMatrix:
         """The region runs once per entry, on the work-item that holds it in the documented
@@ -321,7 +313,7 @@ class Plain:
         t = m.type
         if not self.replicated(t):
             return CoopMatrix(t, self._apply(lo, inst, t, m.components))
-        held = [self._pick(lo, m, k) for k in range(t.components(_sgs(lo)))]
+        held = [self._pick(lo, m, k) for k in range(t.components(subgroup_size(lo)))]
         return CoopMatrix(t, self._whole(lo, t, self._apply(lo, inst, t, held)))
 
     def _apply(
@@ -350,7 +342,7 @@ class Plain:
 
     def _pick(self, lo: Lowering, m: CoopMatrix, k: int) -> Id:
         """Component k of the documented layout from a whole matrix_b (0 for padding)."""
-        t, sgs = m.type, _sgs(lo)
+        t, sgs = m.type, subgroup_size(lo)
         blocks = t.row_blocks(sgs)
         block, col = k % blocks, k // blocks
         lane, boolean = lo.lane(), lo.m.type_bool()
@@ -364,11 +356,11 @@ class Plain:
     def _whole(self, lo: Lowering, t: ir.CoopMatrixType, held: list[Id]) -> list[Id]:
         """A whole matrix (column-major) from components in the documented layout: each entry
         broadcast from the work-item that holds it."""
-        sgs = _sgs(lo)
+        sgs = subgroup_size(lo)
         blocks = t.row_blocks(sgs)
         rt = lo.scalar_type(t.element)
         return [
-            _broadcast(lo, rt, held[r // sgs + blocks * c], r % sgs)
+            broadcast(lo, rt, held[r // sgs + blocks * c], r % sgs)
             for c in range(t.cols)
             for r in range(t.rows)
         ]
@@ -379,7 +371,7 @@ class Plain:
         _check_index(lo, inst, t)
         if self.replicated(t):
             return self._pick(lo, m, inst.index)
-        sgs = _sgs(lo)
+        sgs = subgroup_size(lo)
         rt, zero = lo.scalar_type(t.element), lo.const(t.element, 0)
         block = inst.index % t.row_blocks(sgs)
         value = m.components[inst.index]
@@ -398,12 +390,12 @@ class Plain:
         if not self.replicated(t):
             components[inst.index] = value
             return CoopMatrix(t, components)
-        sgs = _sgs(lo)
+        sgs = subgroup_size(lo)
         blocks = t.row_blocks(sgs)
         block, col = inst.index % blocks, inst.index // blocks
         rt = lo.scalar_type(t.element)
         for r in range(block * sgs, min((block + 1) * sgs, t.rows)):
-            components[r + t.rows * col] = _broadcast(lo, rt, value, r - block * sgs)
+            components[r + t.rows * col] = broadcast(lo, rt, value, r - block * sgs)
         return CoopMatrix(t, components)
 
     def reduce(self, lo: Lowering, inst: ir.CoopMatrixReduceInst) -> CoopMatrix:
@@ -419,7 +411,7 @@ class Plain:
                 else [[m.components[r + rows * c] for r in range(rows)] for c in range(cols)]
             )
             return CoopMatrix(t, [_fold(combine, line) for line in lines])
-        sgs = _sgs(lo)
+        sgs = subgroup_size(lo)
         blocks = m.type.row_blocks(sgs)
         if inst.mode == "row":  # each work-item sums its own rows
             cols = range(m.type.cols)
@@ -455,83 +447,15 @@ class Plain:
         return CoopMatrix(t, self._whole(lo, t, m.components))
 
 
-class Access:
-    """Addresses and bounds checks of a load or store at (x, y) of a 2d memref."""
-
-    def __init__(
-        self,
-        lo: Lowering,
-        memref: ir.Value,
-        x: ir.Value,
-        y: ir.Value,
-        inst: ir.CoopMatrixLoadInst | ir.CoopMatrixStoreInst,
-    ) -> None:
-        self.lo, self.m = lo, lo.get(memref)
-        self.x, self.y = lo.dim(x), lo.dim(y)
-        self.transpose, self.checked = inst.transpose, inst.checked
-        s0, s1 = (*self.m.stride, 0, 0)[:2]  # a vector is one column, a scalar 1 x 1
-        # Matrix rows walk memref mode 0 (.n) or mode 1 (.t).
-        self.row_stride, self.col_stride = (s1, s0) if self.transpose else (s0, s1)
-        self.row_mode, self.col_mode = (1, 0) if self.transpose else (0, 1)
-        self.start = lo.add(lo.mul(self.x, s0), lo.mul(self.y, s1))
-        # A checked access may start outside the memref, and an in-bounds access chain to
-        # outside its object is undefined (poison in LLVM, even for an entry chained from it
-        # that lies inside): there, each entry's pointer is one chain from the memref's.
-        self.base = self.m.pointer
-        if not self.checked:
-            self.base = lo.offset_pointer(self.base, self.m.space, self.m.type.element, self.start)
-
-    def pointer(self, e: Entry) -> Id:
-        lo = self.lo
-        offset = lo.add(lo.mul(e.row, self.row_stride), lo.mul(e.col, self.col_stride))
-        if self.checked:
-            offset = lo.add(self.start, offset)
-        return lo.offset_pointer(self.base, self.m.space, self.m.type.element, offset)
-
-    def condition(self, e: Entry, t: ir.CoopMatrixType) -> Id | None:
-        """In bounds (checked modes) and not padding; None when nothing needs checking."""
-        lo = self.lo
-        boolean = lo.m.type_bool()
-        conds: list[Id] = []
-        if e.padded:
-            conds.append(lo.op(Op.SLessThan, boolean, lo.as_id(e.row), lo.as_id(t.rows)))
-        starts = (self.y, self.x) if self.transpose else (self.x, self.y)
-        if self.checked in ("rows", "both"):
-            conds += self._inside(lo.add(starts[0], e.row), self.row_mode)
-        if self.checked in ("cols", "both"):
-            conds += self._inside(lo.add(starts[1], e.col), self.col_mode)
-        return _conjunction(lo, conds)
-
-    def _inside(self, index: Dim, mode: int) -> list[Id]:
-        below = _below(self.lo, index, (*self.m.shape, 1, 1)[mode])
-        if isinstance(below, bool):
-            return [] if below else [self.lo.m.constant(self.lo.m.type_bool(), False)]
-        return [below]
-
-
-def _is_gpu(target: CoreInfo) -> bool:
-    """A target with subgroup block IO where block reads beat plain loads (GPUs)."""
-    return target.subgroup_block_io and target.block_reads_pay
-
-
-def _sgs(lo: Lowering) -> int:
-    assert lo.func is not None and lo.func.subgroup_size is not None
-    return lo.func.subgroup_size
-
-
 def _check_index(lo: Lowering, inst: ir.Inst, t: ir.CoopMatrixType) -> None:
-    count = t.components(_sgs(lo))
+    count = t.components(subgroup_size(lo))
     index: int = inst.index  # type: ignore[attr-defined]
     if index >= count:
         raise CompilationError(
             inst.loc,
             f"component {index} is out of range: a work-item holds {count} components of {t} "
-            f"with subgroup size {_sgs(lo)}",
+            f"with subgroup size {subgroup_size(lo)}",
         )
-
-
-def _broadcast(lo: Lowering, rt: Id, value: Id, lane: int) -> Id:
-    return lo.op(Op.GroupBroadcast, rt, lo.u32(Scope.Subgroup), value, lo.u32(lane))
 
 
 def _combiner(lo: Lowering, op: str, el: ir.ScalarType) -> Callable[[Id, Id], Id]:
@@ -567,28 +491,3 @@ def _identity(op: str, el: ir.ScalarType) -> int | float:
 
 
 PLAIN = Plain()
-
-
-def _conjunction(lo: Lowering, conds: list[Id]) -> Id | None:
-    """All of conds; None when there is none."""
-    if not conds:
-        return None
-    cond = conds[0]
-    for c in conds[1:]:
-        cond = lo.op(Op.LogicalAnd, lo.m.type_bool(), cond, c)
-    return cond
-
-
-def _clamp(lo: Lowering, index: Dim, extent: Dim) -> Dim | None:
-    """index clamped into [0, extent): None when both are known and it lies outside."""
-    if isinstance(index, int) and isinstance(extent, int):
-        return index if 0 <= index < extent else None
-    high = lo.sub(extent, 1)
-    return lo.b.ext_inst(lo.i64, OpenCLStd.s_clamp, lo.as_id(index), lo.as_id(0), lo.as_id(high))
-
-
-def _below(lo: Lowering, index: Dim, extent: Dim) -> Id | bool:
-    """0 <= index < extent: a bool when known at compile time, else one unsigned comparison."""
-    if isinstance(index, int) and isinstance(extent, int):
-        return 0 <= index < extent
-    return lo.op(Op.ULessThan, lo.m.type_bool(), lo.as_id(index), lo.as_id(extent))
