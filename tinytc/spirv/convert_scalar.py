@@ -9,6 +9,7 @@ from .. import ir
 from ._grammar import Op
 from .convert import Lowering, converts
 from .instruction import Id
+from .negate import negate, negation_operand
 
 FLOAT_BINARY = {"add": Op.FAdd, "sub": Op.FSub, "mul": Op.FMul, "div": Op.FDiv, "rem": Op.FRem}
 INT_BINARY = {
@@ -60,6 +61,9 @@ def binary(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
     if t.is_bool:
         return lo.op(BOOL_BINARY[op], rt, a, b)
     if t.is_float:
+        negated = negation_operand(lo, op, a, b)
+        if negated is not None:  # the runtime's LLVM would make it an fneg (negate.py)
+            return negate(lo, t, negated)
         result = lo.op(FLOAT_BINARY[op], rt, a, b)
         return round_bf16(lo, result) if t == ir.BF16 else result
     if op in ("div", "rem"):
@@ -106,7 +110,9 @@ def unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
         return lo.op(Op.LogicalEqual, rt, a, lo.const(t, 0))
     if op == "not":
         return lo.op(Op.Not, rt, a)
-    return lo.op(Op.FNegate if t.is_float else Op.SNegate, rt, a)
+    if t.is_float:
+        return negate(lo, t, a)  # not OpFNegate: negate.py says why
+    return lo.op(Op.SNegate, rt, a)
 
 
 @converts(ir.CastInst)
