@@ -10,7 +10,7 @@ import pytest
 
 import tinytc
 from tinytc import aliasing
-from tinytc.recipes import small_gemm_batched
+from tinytc.recipes import conv2d, small_gemm_batched
 
 A, B, C = "memref<f32x4x?,strided<1,?>>", "memref<f32x?x4>", "memref<f32x4x4,strided<1,?>>"
 GEMM = f"""func @k(%a: {A}, %b: {B}, %c: {C}) {{
@@ -142,3 +142,16 @@ def test_ranges_numpy_cannot_separate_in_time_count_as_shared(
     monkeypatch.setattr(aliasing, "MAX_PAIRS", 0)
     with pytest.raises(tinytc.ArgumentError, match="may share memory"):
         gemm.k(buf[:, 0::2], matrices(4), buf[:, 1::2], howmany=1)
+
+
+def test_conv2d_refuses_an_output_that_is_its_input() -> None:
+    """The recipe's kernels are bound as any kernel: out sharing x is refused before a launch
+    (the names are the kernel's: %dst is out, %src is x)."""
+    conv = conv2d((1, 4, 6, 6), (4, 4, 1, 1))
+    x = np.random.default_rng(0).random((1, 4, 6, 6)).astype(np.float32)
+    before = x.copy()
+    with pytest.raises(tinytc.ArgumentError, match=r"\(%dst\): .* shares memory with .*\(%src\)"):
+        conv(x, np.ones((4, 4, 1, 1), np.float32), out=x)
+    assert np.array_equal(x, before)
+    y = conv(x, np.ones((4, 4, 1, 1), np.float32))
+    assert np.allclose(y, np.broadcast_to(x.sum(axis=1, keepdims=True), y.shape), rtol=1e-5)
