@@ -43,7 +43,11 @@ def test_oc_refuses_dpas_options_for_the_cpu(
 
 @pytest.mark.parametrize(
     ("target", "options"),
-    [("cpu", ["--dpas", "off"]), ("pvc", ["--dpas", "emulate", "--tf32"]), ("pvc", ["--dpas", "builtin"])],
+    [
+        ("cpu", ["--dpas", "off"]),
+        ("pvc", ["--dpas", "emulate", "--tf32"]),
+        ("pvc", ["--dpas", "builtin"]),
+    ],
 )
 def test_oc_takes_dpas_options_where_they_apply(
     tmp_path: Path, target: str, options: list[str]
