@@ -16,7 +16,7 @@ from .ir import F16, F32, Program, ScalarType
 from .ir.core import recursion_for
 from .parser import parse
 from .passes import NEEDS_TARGET, PASSES, run_passes
-from .target import DPAS_FORMS, TARGETS, get_target
+from .target import DPAS_FORMS, TARGETS, CoreInfo, get_target
 
 Main = Callable[[list[str] | None], int]
 
@@ -177,6 +177,7 @@ def oc_main(args: argparse.Namespace) -> int:
 
     if args.output != "-" and args.file != "-" and _same_file(args.file, args.output):
         raise UsageError(f"the output {args.output} is the source file {args.file}")
+    _check_dpas_options(args, get_target(args.target))
     binary = compile(read_program(args.file), args.target, args.opt_level, args.dpas, args.tf32)
     data = disassemble(binary).encode() if args.assembly else binary
     if args.output == "-":
@@ -185,6 +186,19 @@ def oc_main(args: argparse.Namespace) -> int:
         with open(args.output, "wb") as f:
             f.write(data)
     return 0
+
+
+def _check_dpas_options(args: argparse.Namespace, target: CoreInfo) -> None:
+    """--dpas (other than off) and --tf32 choose how gemms run on DPAS: on a target without
+    DPAS they would change nothing, so they are a mistake to report."""
+    asked = [f"--dpas {args.dpas}"] if args.dpas not in (None, "off") else []
+    asked += ["--tf32"] if args.tf32 else []
+    if asked and not target.has_dpas:
+        verb = "need" if len(asked) > 1 else "needs"
+        raise UsageError(
+            f"{' and '.join(asked)} {verb} a target with DPAS (--target pvc or dg2);"
+            f" {target.name} has none"
+        )
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -211,6 +225,11 @@ def run_main(args: argparse.Namespace) -> int:
     if args.kernel and args.kernel not in {f.name for f in program.functions}:
         raise UsageError(f"no kernel @{args.kernel}")
     fixed = _fixed_scalars(program, names, args.arg)
+    if args.dpas is not None or args.tf32:
+        from .runtime.device import core_info_from_device, default_queue
+
+        target = args.target and get_target(args.target)
+        _check_dpas_options(args, target or core_info_from_device(default_queue().device))
     try:
         kernels = jit(
             program,
