@@ -15,22 +15,28 @@ if TYPE_CHECKING:
 
 
 class GroupIdInst(Inst):
-    """``group_id``: the index of this work-group in the batch."""
+    """``group_id``: the index of this work-group in the batch; ``group_id.y`` and ``.z``
+    (v0.4's modes) are 0, the batch being one-dimensional (docs/language.md, "Dialects")."""
 
     mnemonic = "group_id"
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, mode: str = "x", **kw: Any) -> None:
+        if mode not in ("x", "y", "z"):
+            raise ValueError(f"unknown mode {mode!r} of {self.mnemonic}")
+        self.mode = mode
         super().__init__([], **kw)
 
     def infer(self) -> list[Type]:
         return [INDEX]
 
     def print(self, p: Printer) -> None:
-        p.line(f"{p.lhs(self)}{self.mnemonic}")
+        mode = "" if self.mode == "x" else f".{self.mode}"
+        p.line(f"{p.lhs(self)}{self.mnemonic}{mode}")
 
 
 class GroupSizeInst(GroupIdInst):
-    """``group_size``: the number of work-groups in the batch."""
+    """``group_size``: the number of work-groups in the batch (v0.4's ``num_groups.x``; the
+    modes .y and .z are 1)."""
 
     mnemonic = "group_size"
 

@@ -28,6 +28,7 @@ from .base import Ctx, P, operand_locs
 
 @rule(
     "value_instruction : EXPAND operand LBRACKET INTEGER ARROW expand_shape RBRACKET COLON type",
+    dialect="rev2",
     builds=(ExpandInst,),
 )
 def _expand(ctx: Ctx, p: P) -> Inst:
@@ -50,6 +51,7 @@ def _expand_entry(ctx: Ctx, p: P) -> Ref | None:
 
 @rule(
     "value_instruction : FUSE operand LBRACKET INTEGER COMMA INTEGER RBRACKET COLON type",
+    dialect="rev2",
     builds=(FuseInst,),
 )
 def _fuse(ctx: Ctx, p: P) -> Inst:
@@ -59,6 +61,7 @@ def _fuse(ctx: Ctx, p: P) -> Inst:
 
 @rule(
     "value_instruction : LOAD operand LBRACKET indices RBRACKET COLON located_type",
+    dialect="rev2",
     builds=(LoadInst,),
 )
 def _load(ctx: Ctx, p: P) -> Inst:
@@ -79,14 +82,20 @@ def _group_annotation(ctx: Ctx, ref: Ref, written: Type, loc: Location) -> Type:
     return written
 
 
-@rule("value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type", builds=(SizeInst,))
+@rule(
+    "value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type",
+    dialect="rev2",
+    builds=(SizeInst,),
+)
 def _size(ctx: Ctx, p: P) -> Inst:
     src = ctx.value(p[1], p[6])
     return SizeInst(src, parse_int(p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
 
 
 @rule(
-    "value_instruction : SUBVIEW operand LBRACKET slices RBRACKET COLON type", builds=(SubviewInst,)
+    "value_instruction : SUBVIEW operand LBRACKET slices RBRACKET COLON type",
+    dialect="rev2",
+    builds=(SubviewInst,),
 )
 def _subview(ctx: Ctx, p: P) -> Inst:
     slices: list[tuple[Value, Any]] = []
@@ -127,6 +136,7 @@ def _slice(ctx: Ctx, p: P) -> tuple[Ref, Any]:
 
 @rule(
     "statement : STORE operand COMMA operand LBRACKET indices RBRACKET COLON type",
+    dialect="rev2",
     builds=(StoreInst,),
 )
 def _store(ctx: Ctx, p: P) -> Inst:

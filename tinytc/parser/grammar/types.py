@@ -105,8 +105,14 @@ def _dim_list(ctx: Ctx, p: P) -> list[int | None]:
 @rule(
     "group_type : GROUP LANGLE memref_type RANGLE",
     "group_type : GROUP LANGLE memref_type COMMA OFFSET COLON dim RANGLE",
+    "group_type : GROUP LANGLE memref_type X dim RANGLE",
+    "group_type : GROUP LANGLE memref_type X dim COMMA OFFSET COLON dim RANGLE",
 )
 def _group_type(ctx: Ctx, p: P) -> GroupType:
+    """rev2's group<memref<...>, offset: n> and v0.4's, which writes the group's size
+    (x n or x ?) after the memref type (the size is not checked: docs/language.md)."""
+    if p[3].type == "X":
+        p = p[:3] + p[5:]
     if len(p) == 4:
         ctx.groups_without_offset.add(ctx.loc)
     try:
