@@ -132,7 +132,6 @@ class Printer:
         self.region(func.body)
         self.close("}")
 
-
     def _function_attributes(self, func: Function) -> str:
         if self.dialect != "rev2":
             from .printer_v04 import function_attributes

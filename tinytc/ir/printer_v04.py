@@ -10,6 +10,7 @@ from typing import Any
 
 from . import instructions as ir
 from .core import Function, Inst
+from .instructions.control import unroll_attribute
 from .printer import Printer, format_attribute
 from .types import I1, GroupType
 
@@ -121,7 +122,7 @@ def _for(inst: ir.ForInst, p: Printer) -> None:
         header += f" init({pairs}) -> ({','.join(p.type(v.type) for v in inst.init)})"
     p.open(header)
     p.region(inst.body)
-    p.close("}")
+    p.close("}" + unroll_attribute(inst))
 
 
 @prints(ir.ForeachInst)

@@ -27,6 +27,13 @@ def parse(text: str | bytes, filename: str | None = None, dialect: str | None = 
     try:
         return _parse(source, guess.dialect)
     except CompilationError as e:
+        if not guess.word and getattr(e, "annotation", False):
+            # a text with no word of either dialect whose annotation names another type than
+            # the operand's: v0.4 annotates results (docs/language.md, "Dialects")
+            try:
+                return _parse(source, V04)
+            except CompilationError:
+                pass
         raise _wrong_guess(source, guess, e) from None
 
 

@@ -102,9 +102,11 @@ class ParseContext(Span):
         if ref.kind == "local":
             value = self.lookup(ref.text[1:], ref.loc)
             if check and value.type != type:
-                raise CompilationError(
+                error = CompilationError(
                     ref.loc, f"{ref.text} has type {value.type}, but {type} is written"
                 )
+                error.annotation = True  # type: ignore[attr-defined]  # read by parser.parse
+                raise error
             return value
         if not isinstance(type, ScalarType):
             raise CompilationError(ref.loc, f"a constant cannot have type {type}")

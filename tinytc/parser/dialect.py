@@ -18,30 +18,42 @@ ALIASES = {"rev2": REV2, "rev1": REV2, "v0.4": V04, "v04": V04, "0.4": V04}
 
 _CMP = r"(?:equal|not_equal|greater_than|greater_than_equal|less_than|less_than_equal)"
 _BUILTIN = r"(?:group_id|num_groups|num_subgroups|subgroup_id)"
-# (dialect, pattern); a comment (';' to the end of the line) is skipped as a whole
+_SCALAR = r"(?:bool|i1|i8|i16|i32|i64|index|bf16|f16|f32|f64|c32|c64)\b"
+# (dialect, pattern) matched where a word starts; a comment (';' to the end of the line) is
+# skipped as a whole, and a word inside an identifier (@group_size, %constant) is no marker
 _MARKERS: list[tuple[str, str]] = [
-    (V04, r"\bconstant\b"),
-    (V04, r"\byield\s*\("),
-    (V04, r"\bforeach\s*\("),
-    (V04, rf"\b{_BUILTIN}\.[xyz]\s*:"),
-    (V04, r"\b(?:subgroup_linear_id|subgroup_local_id|subgroup_size)\s*:"),
-    (V04, rf"\b{_CMP}\b"),
-    (V04, r"\balloca\s*[:{]"),
-    (V04, r"\)\s*attributes\s*\{"),
-    (V04, r"\bgroup<[^;\n]*>\s*x\b"),
-    (V04, r"\bstore\b[^;\n:]*\][ \t]*(?:;|$)"),
-    (REV2, r"\b(?:arith|cmp)\.[a-z]"),
-    (REV2, r"\balloca\s*->"),
-    (REV2, r"\byield\s*(?::|%)"),
-    (REV2, r"\bforeach\s*%"),
-    (REV2, r"\b(?:group_size|hadamard_product)\b"),
-    (REV2, r"\b(?:work_group_size|subgroup_size|batch_per_group)\s*\("),
-    (REV2, r"\b(?:group_id|subgroup_id|num_subgroups)\b(?![.\w])"),
-    (REV2, r"\bcast\s+[^;\n]*->"),
+    (V04, r"constant\b"),
+    (V04, r"yield\s*\("),
+    (V04, r"foreach\s*\("),
+    (V04, rf"{_BUILTIN}\.[xyz]\s*:"),
+    (V04, r"(?:subgroup_linear_id|subgroup_local_id|subgroup_size)\s*:"),
+    (V04, rf"{_CMP}\b"),
+    (V04, r"alloca\s*[:{]"),
+    (V04, r"group<[^;\n]*>\s*x\b"),
+    (V04, r"store\b[^;\n:]*\][ \t]*(?:;|$)"),
+    (V04, rf"size\s+%\w+\s*\[\s*\d+\s*\]\s*:\s*{_SCALAR}"),
+    (V04, rf"load\s+%\w+\s*\[[^\]\n]*\]\s*:\s*{_SCALAR}"),
+    (V04, r"cooperative_matrix_load[.\w]*\s+%\w+\s*\[[^\]\n]*\]\s*:\s*coopmatrix"),
+    (REV2, r"(?:arith|cmp)\.[a-z]"),
+    (REV2, r"alloca\s*->"),
+    (REV2, r"yield\s*(?::|%)"),
+    (REV2, r"foreach\s*%"),
+    (REV2, r"(?:group_size|hadamard_product)\b"),
+    (REV2, r"(?:work_group_size|subgroup_size|batch_per_group)\s*\("),
+    (REV2, r"(?:group_id|subgroup_id|num_subgroups)\b(?![.\w])"),
+    (REV2, r"cast\s+[^;\n]*->"),
 ]
+# The scan stops only at a comment, at the words markers start with (a short alternation,
+# fast) and at v0.4's 'attributes' after a function's ')'; the markers are tried there.
+_WORDS = (
+    "constant yield foreach group_id num_groups num_subgroups subgroup_id subgroup_linear_id "
+    "subgroup_local_id subgroup_size alloca group store size load cooperative_matrix_load "
+    "arith cmp group_size hadamard_product work_group_size batch_per_group cast"
+).split() + _CMP[3:-1].split("|")
+_COMPILED = [(d, re.compile(p, re.MULTILINE)) for d, p in _MARKERS]
 _SCAN = re.compile(
-    "|".join([r"(?P<comment>;[^\n]*)"] + [f"(?P<m{i}>{p})" for i, (_, p) in enumerate(_MARKERS)]),
-    re.MULTILINE,
+    rf"(?P<comment>;[^\n]*)|(?P<attributes>\)\s*attributes\s*\{{)"
+    rf"|(?<![%@.\w])(?:{'|'.join(sorted(_WORDS, key=len, reverse=True))})\b"
 )
 
 
@@ -57,10 +69,14 @@ class Guess:
 def detect(text: str) -> Guess:
     """The dialect of a text, from its first word that only one dialect writes."""
     for m in _SCAN.finditer(text):
-        name = m.lastgroup
-        if name != "comment":
-            assert name is not None
-            return Guess(_MARKERS[int(name[1:])][0], m.group().strip(), m.start())
+        if m.lastgroup == "comment":
+            continue
+        if m.lastgroup == "attributes":
+            return Guess(V04, "attributes", m.start() + m.group().index("attributes"))
+        for dialect, pattern in _COMPILED:
+            marker = pattern.match(text, m.start())
+            if marker:
+                return Guess(dialect, marker.group().strip(), m.start())
     return Guess(REV2)
 
 

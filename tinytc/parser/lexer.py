@@ -83,8 +83,11 @@ class Token:
         return self.value
 
 
+# v0.4's address spaces: words whose names as tokens would be those of identifiers
+ADDRESS_SPACES = {"local": "LOCAL_SPACE", "global": "GLOBAL_SPACE"}
 FIXED_TOKENS = frozenset(
     {"FLOAT", "INTEGER", "LOCAL", "GLOBAL", "MODIFIER", "TYPE", "X", "REV1_ARITH", "STRING"}
+    | set(ADDRESS_SPACES.values())
     | set(PUNCTUATION.values())
 )
 
@@ -162,6 +165,8 @@ def tokenize(source: Source) -> Iterator[Token]:
         elif kind == "WORD":
             if value in REV1_ARITH:
                 kind = "REV1_ARITH"
+            elif value in ADDRESS_SPACES:
+                kind = ADDRESS_SPACES[value]
             elif value in keywords():
                 kind = value.upper()
             elif value == COOPMATRIX:

@@ -46,14 +46,16 @@ class BarrierInst(Inst):
 
     mnemonic = "barrier"
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, fences: tuple[str, ...] = (), **kw: Any) -> None:
+        # v0.4's .global and .local, as written (the lowering fences both kinds of memory)
+        self.fences = fences
         super().__init__([], **kw)
 
     def infer(self) -> list[Type]:
         return []
 
     def print(self, p: Printer) -> None:
-        p.line("barrier")
+        p.line("barrier" + "".join(f".{f}" for f in self.fences))
 
 
 class YieldInst(Inst):
@@ -191,6 +193,7 @@ class ForInst(_LoopInst):
         **kw: Any,
     ) -> None:
         self.num_bounds = 2 if step is None else 3
+        self.unroll: bool | int | None = None  # v0.4's hint attributes{unroll=...}
         self.carried_types = [v.type for v in init]
         names = list(carried_names) + [None] * (len(init) - len(carried_names))
         locs = list(carried_locs) + [UNKNOWN] * (len(init) - len(carried_locs))
@@ -231,7 +234,14 @@ class ForInst(_LoopInst):
             header += f" init({pairs}) -> ({', '.join(str(v.type) for v in self.init)})"
         p.open(header)
         p.region(self.body)
-        p.close("}")
+        p.close("}" + unroll_attribute(self))
+
+
+def unroll_attribute(inst: ForInst) -> str:
+    if inst.unroll is None:
+        return ""
+    value = str(inst.unroll).lower() if isinstance(inst.unroll, bool) else inst.unroll
+    return f" attributes{{unroll={value}}}"
 
 
 class ForeachInst(_LoopInst):

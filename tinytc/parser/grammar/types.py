@@ -67,6 +67,9 @@ def _value_type(ctx: Ctx, p: P) -> ScalarType | CoopMatrixType:
 
 @rule("memref_type : MEMREF LANGLE TYPE shape layout RANGLE")
 def _memref_type(ctx: Ctx, p: P) -> MemrefType:
+    """A memref type; v0.4's address space (global or local) is read and not kept: tinytc
+    knows it from where the memref comes from (alloca gives local memory, parameters global;
+    docs/language.md, "Dialects")."""
     if isinstance(p[2], CoopMatrixToken):
         raise CompilationError(
             p[2].loc, f"the element type of a memref must be a scalar type, got {p[2].coopmatrix}"
@@ -87,9 +90,19 @@ def _dim(ctx: Ctx, p: P) -> int | None:
     return None if p[0].type == "QUESTION" else parse_int(p[0])
 
 
-@rule("layout : ", "layout : COMMA STRIDED LANGLE dims RANGLE")
+@rule(
+    "layout : ",
+    "layout : COMMA STRIDED LANGLE dims RANGLE",
+    "layout : COMMA STRIDED LANGLE dims RANGLE COMMA space",
+    "layout : COMMA space",
+)
 def _layout(ctx: Ctx, p: P) -> list[int | None] | None:
-    return p[3] if p else None
+    return p[3] if len(p) > 2 else None
+
+
+@rule("space : LOCAL_SPACE", "space : GLOBAL_SPACE")
+def _space(ctx: Ctx, p: P) -> None:
+    return None
 
 
 @rule("dims : ", "dims : dim_list")

@@ -56,10 +56,20 @@ def result(ctx: Ctx, inst: Inst, written: Type, loc: Location | None = None) -> 
     """An instruction whose result type v0.4 writes: it must be the type the instruction
     gives (tinytc infers it; the annotation is a check)."""
     got = inst.results[0].type
-    if got != written:
+    if got != written and not _generalizes(written, got):
         name = inst.mnemonic
         raise CompilationError(loc or ctx.loc, f"{name} gives {got}, but {written} is written")
     return inst
+
+
+def _generalizes(written: Type, got: Type) -> bool:
+    """v0.4 may write '?' where tinytc knows a memref's size or stride: the instruction keeps
+    the type it knows (every later annotation is checked the same way)."""
+    if not isinstance(written, MemrefType) or not isinstance(got, MemrefType):
+        return False
+    pairs = [*zip(written.shape, got.shape), *zip(written.stride, got.stride)]
+    same = written.element == got.element and written.order == got.order
+    return same and all(w is None or w == g for w, g in pairs)
 
 
 # Scalars
@@ -159,8 +169,6 @@ def builtin(word: str, mode: Token | None, loc: Location) -> Inst:
     """The instruction of a builtin with its mode (.x, .y, .z) as written; both dialects
     spell the modes so (docs/language.md, "Dialects")."""
     cls, modes = BUILTINS[word]
-    if mode is None and modes and word != "num_subgroups":
-        raise CompilationError(loc, f"{word} takes a mode: {', '.join('.' + m for m in modes)}")
     if mode is None:
         return cls(loc=loc)  # type: ignore[call-arg]
     name = mode.value[1:]
