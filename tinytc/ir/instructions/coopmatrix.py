@@ -51,21 +51,29 @@ class SubgroupBuiltinInst(Inst):
 
     mnemonic = ""
     spmd_only: ClassVar[bool] = True  # the value differs between work-items
+    modes: ClassVar[tuple[str, ...]] = ("",)
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, mode: str = "", **kw: Any) -> None:
+        if mode not in self.modes:
+            raise ValueError(f"unknown mode {mode!r} of {self.mnemonic}")
+        self.mode = mode
         super().__init__([], **kw)
 
     def infer(self) -> list[Type]:
         return [I32]
 
     def print(self, p: Printer) -> None:
-        p.line(f"{p.lhs(self)}{self.mnemonic}")
+        mode = f".{self.mode}" if self.mode else ""
+        p.line(f"{p.lhs(self)}{self.mnemonic}{mode}")
 
 
 class SubgroupIdInst(SubgroupBuiltinInst):
-    """The work-item's subgroup: 0 .. num_subgroups - 1."""
+    """The work-item's subgroup: 0 .. num_subgroups - 1; with mode x or y (v0.4's
+    two-dimensional id) its column in the work-group, id mod num_subgroups.x, or its row,
+    id div num_subgroups.x."""
 
     mnemonic = "subgroup_id"
+    modes = ("", "x", "y")
 
 
 class SubgroupLocalIdInst(SubgroupBuiltinInst):
@@ -75,10 +83,12 @@ class SubgroupLocalIdInst(SubgroupBuiltinInst):
 
 
 class NumSubgroupsInst(SubgroupBuiltinInst):
-    """Subgroups per work-group: work_group_size[0] / subgroup_size * work_group_size[1]."""
+    """Subgroups per work-group: work_group_size[0] / subgroup_size * work_group_size[1];
+    with mode x the first factor, with mode y the second."""
 
     mnemonic = "num_subgroups"
     spmd_only = False
+    modes = ("", "x", "y")
 
 
 class SubgroupSizeBuiltinInst(SubgroupBuiltinInst):

@@ -18,6 +18,13 @@ ATTRIBUTE_KEYS = (
     "K_UNROLL",
     "PREFETCH",
     "PREFETCH_AHEAD",
+    "ALIGNMENT",  # v0.4's attributes of functions, parameters, alloca and for
+    "SHAPE_GCD",
+    "STRIDE_GCD",
+    "SUBGROUP_SIZE",
+    "WORK_GROUP_SIZE",
+    "BATCH_PER_GROUP",
+    "UNROLL",
 )
 
 
