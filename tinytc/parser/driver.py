@@ -28,7 +28,10 @@ def rule(*productions: str) -> Callable[[Action], Action]:
 
 
 def generator() -> ParserGenerator:
-    pg = ParserGenerator(TOKEN_TYPES, cache_id="tinytc")
+    # No cache_id: rply would then read its tables back from ~/.cache/rply as unchecked JSON,
+    # where one damaged byte breaks every later parse; building them costs about 40 ms once
+    # per process (10 ms from rply's cache), and a warm tinytc cache skips parsing altogether.
+    pg = ParserGenerator(TOKEN_TYPES)
     for production, action in GRAMMAR:
         pg.production(production)(action)
     pg.error(lambda token: None)
