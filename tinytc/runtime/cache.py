@@ -109,11 +109,13 @@ def code_fingerprint() -> str:
     name, size and modification time of each of tinytc's source files (hashing their
     contents would cost 20 ms per process; an edit that keeps both size and time is not
     seen)."""
-    root = Path(__file__).resolve().parent.parent
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parts = [sys.version]
-    for path in sorted(root.rglob("*.py")):
-        stat = path.stat()
-        parts.append(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns}")
+    for folder, folders, files in os.walk(root):  # 0.5 ms; pathlib's rglob takes 10
+        folders[:] = sorted(f for f in folders if f != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            stat = os.stat(os.path.join(folder, name))
+            parts.append(f"{folder[len(root) :]}/{name}:{stat.st_size}:{stat.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
