@@ -78,19 +78,23 @@ def time_limit(seconds: float, what: str, text: str = "") -> Iterator[None]:
 
 def retile(program: Program, seed: int) -> None:
     """Give every collective instruction a random tiling (as an autotuner may, between the
-    tile-linalg pass and the lowering)."""
+    tile-linalg pass and the lowering): random sizes, on the unit and with the staging that
+    tile-linalg chose, not fused."""
+    import dataclasses
     import random
 
-    from tinytc.gemm import Tiling
     from tinytc.ir import LinalgInst
 
     rng = random.Random(seed)
     for func in program.functions:
         assert func.work_group_size is not None
         for inst in func.walk():
-            if isinstance(inst, LinalgInst):
+            if isinstance(inst, LinalgInst) and inst.tiling is not None:
                 rows, cols, k = rng.randint(1, 4), rng.randint(1, 8), rng.choice([1, 2, 3, 4])
-                inst.tiling = Tiling(func.work_group_size, rows, cols, k)
+                inst.tiling = dataclasses.replace(
+                    inst.tiling, rows_per_item=rows, cols_per_item=cols, k_unroll=k, prefetch=0,
+                    prefetch_ahead=1, fuse=False,
+                )  # fmt: skip
 
 
 def compile_case(

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ...errors import Location
+from ...gemm import Tiling
 from ..context import ParseContext
 
 Ctx = ParseContext
 P = list[Any]
 # names an attribute dictionary takes unquoted (any other is written as a string)
-ATTRIBUTE_KEYS = (
-    "TILING",
-    "WORK_GROUP",
-    "ROWS_PER_ITEM",
-    "COLS_PER_ITEM",
-    "K_UNROLL",
-    "PREFETCH",
-    "PREFETCH_AHEAD",
-)
+ATTRIBUTE_KEYS = ("TILING", *(f.name.upper() for f in dataclasses.fields(Tiling)))
 
 
 def operand_locs(*refs: Any) -> list[Location]:
