@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from . import bf16
+from . import aliasing, bf16
 from .ir import BF16, Function, GroupType, MemrefType, ScalarType, Type
 
 
@@ -66,6 +66,8 @@ class BoundGroup:
     shapes: np.ndarray  # (order, count) int64
     strides: np.ndarray  # (order, count) int64
     read_only: int | None  # index of a member that is not writeable, if any
+    spans: aliasing.Spans | None = field(default=None, repr=False)  # members' bytes, once asked
+    disjoint: bool = field(default=False, repr=False)  # members known not to share memory
 
     @property
     def count(self) -> int:
@@ -81,6 +83,20 @@ class ArgumentError(TypeError):
     """An argument does not fit the kernel's signature."""
 
 
+HOWMANY_LIMIT = 2**63  # group_id is an index, a signed 64-bit integer
+
+
+def check_howmany(howmany: Any) -> int:
+    """The number of work-groups as an int: an integer (not a bool) in 0 .. 2^63 - 1."""
+    if isinstance(howmany, bool | np.bool_) or not isinstance(howmany, int | np.integer):
+        raise ArgumentError(f"howmany must be a non-negative integer, got {_show(howmany)}")
+    if not 0 <= int(howmany) < HOWMANY_LIMIT:
+        raise ArgumentError(
+            f"howmany must be in 0 .. 2^63 - 1 (group_id is an index, i64), got {int(howmany)}"
+        )
+    return int(howmany)
+
+
 def bind(func: Function, args: Sequence[Any], written: Collection[int] = ()) -> list[Any]:
     """Check ``args`` against the parameters of ``func``; scalars become numpy scalars.
 
@@ -94,7 +110,47 @@ def bind(func: Function, args: Sequence[Any], written: Collection[int] = ()) -> 
         bound.append(_bind(p.type, a, what))
         if i in written:
             _check_writeable(bound[-1], what)
+    if written:
+        _check_not_shared(func, bound, written)
     return bound
+
+
+def _check_not_shared(func: Function, bound: list[Any], written: Collection[int]) -> None:
+    """No written parameter shares memory with another parameter, nor a written group's
+    members with each other (docs/jit-safety.md, section 3)."""
+    spans = [_spans(p.type, b) for p, b in zip(func.params, bound)]
+    within = [i for i in written if isinstance(bound[i], BoundGroup) and not bound[i].disjoint]
+    shared = aliasing.find_shared(spans, written, within)
+    if shared is None:
+        for i in within:
+            bound[i].disjoint = True
+        return
+    names = [
+        f"argument {i} (%{func.params[i].name})" + ("" if k is None else f"[{k}]")
+        for i, k in ((shared.first, shared.first_member), (shared.second, shared.second_member))
+    ]
+    whom = "this group" if isinstance(bound[shared.first], BoundGroup) else "it"
+    how = "shares memory" if shared.certain else "may share memory (their byte ranges overlap)"
+    raise ArgumentError(
+        f"{names[0]}: the kernel writes {whom}, and it {how} with {names[1]};"
+        " pass arrays that do not overlap (a copy)"
+    )
+
+
+def _spans(t: Type, arg: Any) -> aliasing.Spans | None:
+    if isinstance(arg, BoundMemref):
+        return aliasing.memref_spans(arg.array)
+    if not isinstance(arg, BoundGroup):
+        return None
+    if isinstance(arg.arrays, np.ndarray):  # stacked: members are disjoint parts of one array
+        return aliasing.memref_spans(arg.arrays)
+    if arg.spans is None:
+        assert isinstance(t, GroupType)
+        item = dtype_of(t.memref.element).itemsize
+        arg.spans = aliasing.member_spans(
+            arg.addresses, arg.shapes, arg.strides, item, lambda k: arg.member(k).array
+        )
+    return arg.spans
 
 
 def _check_writeable(arg: Any, what: str) -> None:
@@ -258,8 +314,9 @@ def read_arrays(arrays: Sequence[Any], order: int) -> ArrayTable | None:
     count = len(arrays)
     if not _LAYOUT_HOLDS or count < 64 or order < 1:
         return None
-    if not all(issubclass(k, np.ndarray) for k in set(map(type, arrays))):
-        return None
+    kinds = set(map(type, arrays))
+    if not all(issubclass(k, np.ndarray) and not issubclass(k, np.ma.MaskedArray) for k in kinds):
+        return None  # each member is bound alone, and refused if it must be
     ids = np.fromiter(map(id, arrays), np.uint64, count)
     header = object.__basicsize__
     data, nd, dimensions, strides, descr, flags = _gather(
@@ -360,8 +417,7 @@ def _show(arg: Any) -> str:
 
 def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
     """Shape and strides (in elements) of an array viewed as a memref of type ``t``."""
-    if not hasattr(arr, "dtype") or not hasattr(arr, "strides"):
-        raise ArgumentError(f"{what}: {t} takes an array, got {type(arr).__name__}")
+    _check_array(t, arr, what)
     if np.dtype(arr.dtype) != dtype_of(t.element):
         raise ArgumentError(f"{what}: {t} takes {dtype_of(t.element)} elements, got {arr.dtype}")
     shape = tuple(int(s) for s in arr.shape)
@@ -387,6 +443,23 @@ def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
     return BoundMemref(
         arr, shape, tuple(w if w is not None else s for w, s in zip(t.stride, stride))
     )
+
+
+def _check_array(t: MemrefType, arr: Any, what: str) -> None:
+    """A numpy array (no masked array: the kernel would ignore its mask) or a pyopencl one."""
+    if isinstance(arr, np.ma.MaskedArray):
+        raise ArgumentError(
+            f"{what}: {t} takes an array, got a masked array, whose mask the kernel would"
+            " ignore; pass .filled(value) or .data"
+        )
+    if isinstance(arr, np.generic):
+        raise ArgumentError(
+            f"{what}: {t} takes an array, got the numpy scalar {arr!r}, which the kernel"
+            " cannot write; pass an array (np.array(x) has 0 dimensions)"
+        )
+    device = hasattr(arr, "base_data") and hasattr(arr, "queue")  # a pyopencl array
+    if not isinstance(arr, np.ndarray) and not device:
+        raise ArgumentError(f"{what}: {t} takes a numpy or pyopencl array, got {_show(arr)}")
 
 
 def _fill_degenerate(stride: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

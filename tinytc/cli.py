@@ -14,9 +14,10 @@ from .arguments import ArgumentError
 from .errors import BoundsError, CompilationError
 from .ir import F16, F32, Program, ScalarType
 from .ir.core import recursion_for
+from .ir.printer import print_program
 from .parser import parse
 from .passes import NEEDS_TARGET, PASSES, run_passes
-from .target import DPAS_FORMS, TARGETS, get_target
+from .target import DPAS_FORMS, TARGETS, CoreInfo, get_target
 
 Main = Callable[[list[str] | None], int]
 
@@ -45,12 +46,13 @@ def tool(prog: str) -> Callable[[Callable[[argparse.Namespace], int]], Main]:
     return wrap
 
 
-def read_program(path: str) -> Program:
-    """Parse a file, or standard input for '-' (as bytes: the parser locates non-UTF-8)."""
+def read_program(path: str, dialect: str | None = None) -> Program:
+    """Parse a file, or standard input for '-' (as bytes: the parser locates non-UTF-8), in
+    a dialect or the one guessed from the text."""
     if path == "-":
-        return parse(getattr(sys.stdin, "buffer", sys.stdin).read(), "<stdin>")
+        return parse(getattr(sys.stdin, "buffer", sys.stdin).read(), "<stdin>", dialect)
     with open(path, "rb") as f:
-        return parse(f.read(), path)
+        return parse(f.read(), path, dialect)
 
 
 def write_output(data: str | bytes) -> None:
@@ -97,6 +99,12 @@ def assignment(text: str) -> tuple[str, str]:
 def _arguments(prog: str, description: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=prog, description=description)
     ap.add_argument("file", help="tensor language source, or - for standard input")
+    ap.add_argument(
+        "--dialect" if prog != "tinytc-opt" else "--input-dialect",
+        dest="dialect",
+        choices=["rev2", "v0.4"],
+        help="dialect of the input (default: guessed from the text; docs/language.md)",
+    )
     return ap
 
 
@@ -112,6 +120,13 @@ PARSERS["tinytc-opt"].add_argument(
     "--target", choices=list(TARGETS), help="target of the passes that need one"
 )
 PARSERS["tinytc-opt"].add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
+PARSERS["tinytc-opt"].add_argument(
+    "--dialect",
+    dest="output_dialect",
+    default="rev2",
+    choices=["rev2", "v0.4"],
+    help="dialect of the printed program (default rev2; the input's is guessed)",
+)
 PARSERS["tinytc-oc"].add_argument("-o", "--output", required=True, help="file (- for stdout)")
 PARSERS["tinytc-oc"].add_argument("--target", default="cpu", choices=list(TARGETS))
 PARSERS["tinytc-oc"].add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
@@ -163,9 +178,10 @@ def opt_main(args: argparse.Namespace) -> int:
     if targetless:
         raise UsageError(f"pass '{targetless[0]}' needs --target cpu|pvc|dg2")
     target = get_target(args.target) if args.target else None
-    program = read_program(args.file)
+    program = read_program(args.file, args.dialect)
     with recursion_for(program):  # passes and printing recurse into nested regions
-        write_output(str(run_passes(program, names, target, args.opt_level)))
+        result = run_passes(program, names, target, args.opt_level)
+        write_output(print_program(result, args.output_dialect))
     return 0
 
 
@@ -177,7 +193,9 @@ def oc_main(args: argparse.Namespace) -> int:
 
     if args.output != "-" and args.file != "-" and _same_file(args.file, args.output):
         raise UsageError(f"the output {args.output} is the source file {args.file}")
-    binary = compile(read_program(args.file), args.target, args.opt_level, args.dpas, args.tf32)
+    _check_dpas_options(args, get_target(args.target))
+    program = read_program(args.file, args.dialect)
+    binary = compile(program, args.target, args.opt_level, args.dpas, args.tf32)
     data = disassemble(binary).encode() if args.assembly else binary
     if args.output == "-":
         write_output(data)
@@ -185,6 +203,19 @@ def oc_main(args: argparse.Namespace) -> int:
         with open(args.output, "wb") as f:
             f.write(data)
     return 0
+
+
+def _check_dpas_options(args: argparse.Namespace, target: CoreInfo) -> None:
+    """--dpas (other than off) and --tf32 choose how gemms run on DPAS: on a target without
+    DPAS they would change nothing, so they are a mistake to report."""
+    asked = [f"--dpas {args.dpas}"] if args.dpas not in (None, "off") else []
+    asked += ["--tf32"] if args.tf32 else []
+    if asked and not target.has_dpas:
+        verb = "need" if len(asked) > 1 else "needs"
+        raise UsageError(
+            f"{' and '.join(asked)} {verb} a target with DPAS (--target pvc or dg2);"
+            f" {target.name} has none"
+        )
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -206,11 +237,16 @@ def run_main(args: argparse.Namespace) -> int:
     from . import jit  # with the tunings tinytc.tune stored, as a user's jit
     from .testing.inputs import max_error, outputs, tolerance
 
-    program = read_program(args.file)
+    program = read_program(args.file, args.dialect)
     names = [args.kernel] if args.kernel else [f.name for f in program.functions]
     if args.kernel and args.kernel not in {f.name for f in program.functions}:
         raise UsageError(f"no kernel @{args.kernel}")
     fixed = _fixed_scalars(program, names, args.arg)
+    if args.dpas is not None or args.tf32:
+        from .runtime.device import core_info_from_device, default_queue
+
+        target = args.target and get_target(args.target)
+        _check_dpas_options(args, target or core_info_from_device(default_queue().device))
     try:
         kernels = jit(
             program,

@@ -4,9 +4,11 @@
 - ``written_params``: the parameters it may write (store, cooperative_matrix_store, the output
   of a collective instruction, also through views and group members), so that read-only
   arrays are accepted for the others and refused for these;
-- ``batch_requirements``: the accesses whose index is an affine function of ``group_id``
-  (``a * group_id + c * group_size + b``), each with the extent it must stay within, so that
-  a call whose arrays or groups have fewer entries than ``howmany`` needs is refused.
+- ``batch_requirements``: the accesses whose index is an affine function of ``group_id`` and
+  ``group_size`` (``a * group_id + c * group_size + b``, constants included), each with the
+  extent its reach must stay within and the integer types its index is computed in, so that
+  a call whose arrays or groups have fewer entries than ``howmany`` needs, or whose
+  ``howmany`` makes the index wrap around, is refused.
 
 Accesses inside an ``if`` are left out: a condition may guard them (the bounds-checking mode
 covers those).
@@ -53,16 +55,57 @@ def written_params(func: Function) -> frozenset[int]:
 
 @dataclass(frozen=True)
 class Affine:
-    """``scale * group_id + per_size * group_size + constant``."""
+    """``scale * group_id + per_size * group_size + constant``, the value the kernel computes
+    as long as every step in ``steps`` stays in the range of its integer type."""
 
     scale: int
     per_size: int = 0
     constant: int = 0
+    steps: tuple[Step, ...] = ()
 
     def span(self, howmany: int) -> tuple[int, int]:
         """Smallest and largest value over group_id in 0 .. howmany - 1."""
         ends = [self.scale * g + self.per_size * howmany + self.constant for g in (0, howmany - 1)]
         return min(ends), max(ends)
+
+    @property
+    def terms(self) -> tuple[int, int, int]:
+        return self.scale, self.per_size, self.constant
+
+    @property
+    def varies(self) -> bool:
+        """Whether the value depends on group_id or group_size."""
+        return bool(self.scale or self.per_size)
+
+
+@dataclass(frozen=True)
+class Step:
+    """An integer result on the way to an index: the kernel computes it modulo 2^bits, so
+    the affine value ``value`` is exact only inside the range of ``type``."""
+
+    value: Affine
+    type: ir.ScalarType
+    what: str
+    loc: Location
+
+    def wraps(self, howmany: int) -> str | None:
+        """Why the kernel's value differs from the affine one for this howmany, or None."""
+        low, high = self.value.span(howmany)
+        least, most = int_range(self.type)
+        if least <= low and high <= most:
+            return None
+        value = low if low < least else high
+        return (
+            f"{self.what} at {self.loc} wraps around: it would be {value} with"
+            f" howmany={howmany}, outside {self.type} [{least}, {most}]"
+        )
+
+
+def int_range(t: ir.ScalarType) -> tuple[int, int]:
+    """The values of an integer type (``int`` is signed, ``uint`` unsigned, index is i64)."""
+    if t.kind == "uint":
+        return 0, 2**t.bits - 1
+    return -(2 ** (t.bits - 1)), 2 ** (t.bits - 1) - 1
 
 
 @dataclass(frozen=True)
@@ -110,6 +153,10 @@ class Requirement:
         """Why these arguments do not satisfy it, or None."""
         if howmany <= 0:
             return None
+        for step in self.index.steps:
+            wrapped = step.wraps(howmany)
+            if wrapped is not None:
+                return f"the index of {self.what} at {self.loc} is not exact: {wrapped}"
         extent = self.extent.value(bound, howmany)
         low, high = self.index.span(howmany)
         if extent is None or (low >= 0 and high + self.reach <= extent):
@@ -148,6 +195,9 @@ def _affine_of(value: Value, affine: dict[Value, Affine]) -> Affine | None:
 
 
 def _affine_result(inst: Inst, affine: dict[Value, Affine]) -> None:
+    """Record the result of ``inst`` if it is affine in group_id and group_size, with the
+    integer type it is computed in (group_id and group_size are below 2^63 by the call's
+    check of howmany)."""
     if type(inst) is ir.GroupIdInst:
         affine[inst.result] = Affine(1)
     elif isinstance(inst, ir.GroupSizeInst):
@@ -155,31 +205,42 @@ def _affine_result(inst: Inst, affine: dict[Value, Affine]) -> None:
     elif isinstance(inst, ir.CastInst) and isinstance(inst.to, ir.ScalarType):
         a = _affine_of(inst.operands[0], affine)
         if a is not None and inst.to.is_integer and not inst.to.is_bool:
-            affine[inst.result] = a
+            affine[inst.result] = _computed(a.terms, (a,), inst, inst.to)
     elif isinstance(inst, ir.ArithInst) and inst.op in ("add", "sub", "mul"):
         x, y = (_affine_of(v, affine) for v in inst.operands)
-        if x is None or y is None:
+        t = inst.result.type
+        if x is None or y is None or not isinstance(t, ir.ScalarType):
             return
         if inst.op == "add":
-            affine[inst.result] = Affine(*(p + q for p, q in zip(_terms(x), _terms(y))))
+            terms = tuple(p + q for p, q in zip(x.terms, y.terms))
         elif inst.op == "sub":
-            affine[inst.result] = Affine(*(p - q for p, q in zip(_terms(x), _terms(y))))
-        elif not (x.scale or x.per_size) or not (y.scale or y.per_size):
-            k, a = (x.constant, y) if not (x.scale or x.per_size) else (y.constant, x)
-            affine[inst.result] = Affine(*(k * p for p in _terms(a)))
+            terms = tuple(p - q for p, q in zip(x.terms, y.terms))
+        elif not x.varies or not y.varies:
+            k, a = (x.constant, y) if not x.varies else (y.constant, x)
+            terms = tuple(k * p for p in a.terms)
+        else:
+            return
+        affine[inst.result] = _computed(terms, (x, y), inst, t)  # type: ignore[arg-type]
 
 
-def _terms(a: Affine) -> tuple[int, int, int]:
-    return a.scale, a.per_size, a.constant
+def _computed(
+    terms: tuple[int, int, int], operands: tuple[Affine, ...], inst: Inst, t: ir.ScalarType
+) -> Affine:
+    """The affine result of ``inst`` in type ``t``: exact while its operands' steps and its
+    own value stay in range."""
+    steps = tuple(dict.fromkeys(s for a in operands for s in a.steps))
+    what = f"{inst.mnemonic}" + (f".{inst.op}" if isinstance(inst, ir.ArithInst) else "")
+    own = Step(Affine(*terms), t, f"{what} (in {t})", inst.loc)
+    return Affine(*terms, steps=(*steps, own))
 
 
 def _accesses(inst: Inst, func: Function, affine: dict[Value, Affine], out: list) -> None:
-    """The requirements of one instruction's group_id-indexed accesses."""
+    """The requirements of one instruction's accesses at indices affine in group_id."""
     ops = inst.operands
     if isinstance(inst, ir.LoadInst) and isinstance(ops[0].type, GroupType):
         param = root_param(ops[0], func)
         index = _affine_of(ops[1], affine)
-        if param is not None and index is not None and (index.scale or index.per_size):
+        if param is not None and index is not None:
             extent = Extent(param=param)
             out.append(Requirement(index, 1, extent, param, "load from the group", inst.loc))
         return
@@ -194,28 +255,34 @@ def _accesses(inst: Inst, func: Function, affine: dict[Value, Affine], out: list
             if reach is None:  # offset:size
                 reach = ops[size].constant or 1  # type: ignore[index]
             indexed.append((ops[0], mode, ops[off], int(reach)))
-    elif isinstance(inst, ir.CoopMatrixLoadInst | ir.CoopMatrixStoreInst) and not inst.checked:
+    elif isinstance(inst, ir.CoopMatrixLoadInst | ir.CoopMatrixStoreInst):
         first = 0 if isinstance(inst, ir.CoopMatrixLoadInst) else 1
-        memref = ops[first]
-        order = memref.type.order  # type: ignore[union-attr]
-        indexed = [(memref, k, ops[first + 1 + k], 1) for k in range(min(order, 2))]
+        indexed = [
+            (ops[first], k, ops[first + 1 + k], cover)
+            for k, cover in enumerate(inst.reach())
+            if cover is not None
+        ]
     else:
         return
     for memref, mode, value, reach in indexed:
         index = _affine_of(value, affine)
         param = root_param(memref, func)
-        if index is None or not (index.scale or index.per_size):
+        if index is None:
             continue
         extent = _extent(memref, mode, func, affine)
-        if extent is None or (param is None and extent.static is None):
+        if extent is None or (extent.static is not None and not index.varies and not index.steps):
+            continue  # a constant index into a static extent is the verifier's (check-ir)
+        if param is None and extent.static is None:
             continue
         what = f"{inst.mnemonic} (mode {mode} of {memref.type})"
         out.append(Requirement(index, reach, extent, param, what, inst.loc))
 
 
 def _extent(v: Value, mode: int, func: Function, affine: dict[Value, Affine]) -> Extent | None:
-    """The extent of mode ``mode`` of memref ``v``, traced back to a parameter if dynamic."""
-    static = v.type.shape[mode]  # type: ignore[union-attr]
+    """The extent of mode ``mode`` of memref ``v``, traced back to a parameter if dynamic (a
+    mode beyond the memref's order, as cooperative-matrix accesses see it, has size 1)."""
+    shape = v.type.shape  # type: ignore[union-attr]
+    static = shape[mode] if mode < len(shape) else 1
     if static is not None:
         return Extent(static=static)
     inst = v.owner

@@ -272,12 +272,12 @@ def _cmp(f: Frame, inst: ir.CompareInst) -> Any:
 
 @handles(ir.GroupIdInst)
 def _group_id(f: Frame, inst: Inst) -> Any:
-    return np.int64(f.gid)
+    return np.int64(f.gid if inst.mode == "x" else 0)  # type: ignore[attr-defined]
 
 
 @handles(ir.GroupSizeInst)
 def _group_size(f: Frame, inst: Inst) -> Any:
-    return np.int64(f.howmany)
+    return np.int64(f.howmany if inst.mode == "x" else 1)  # type: ignore[attr-defined]
 
 
 # Memory

@@ -73,6 +73,10 @@ class Launch:
     def num_subgroups(self) -> int:
         return self.wg0 // self.subgroup_size * self.wg1
 
+    def subgroups(self, mode: str) -> int:
+        """num_subgroups of a mode: '' all, 'x' per row of the work-group, 'y' its rows."""
+        return {"": self.num_subgroups, "x": self.wg0 // self.subgroup_size, "y": self.wg1}[mode]
+
 
 def launch_of(func: Function | None) -> Launch:
     """The function's work-group and subgroup sizes, with the defaults of the module docstring."""
@@ -358,7 +362,7 @@ def _parallel(f: Frame, inst: ir.ParallelInst) -> None:
 
 @handles(ir.NumSubgroupsInst)
 def _num_subgroups(f: Frame, inst: Inst) -> Any:
-    return scalar(launch_of(f.func).num_subgroups, I32)
+    return scalar(launch_of(f.func).subgroups(inst.mode), I32)  # type: ignore[attr-defined]
 
 
 @handles(ir.SubgroupSizeBuiltinInst)
@@ -378,7 +382,10 @@ def _subgroup_id_outside(f: Frame, inst: Inst) -> Any:
 
 @spmd_handles(ir.SubgroupIdInst)
 def _subgroup_id(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
-    return Varying([scalar(w // sp.sgs, I32) for w in range(sp.num_work_items)])
+    ids = [w // sp.sgs for w in range(sp.num_work_items)]
+    mode, nsx = inst.mode, sp.launch.subgroups("x")  # type: ignore[attr-defined]
+    ids = [i % nsx if mode == "x" else i // nsx if mode == "y" else i for i in ids]
+    return Varying([scalar(i, I32) for i in ids])
 
 
 @spmd_handles(ir.SubgroupLocalIdInst)
@@ -388,7 +395,7 @@ def _subgroup_local_id(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
 
 @spmd_handles(ir.NumSubgroupsInst)
 def _num_subgroups_spmd(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
-    return scalar(sp.nsg, I32)
+    return scalar(sp.launch.subgroups(inst.mode), I32)  # type: ignore[attr-defined]
 
 
 @spmd_handles(ir.SubgroupSizeBuiltinInst)

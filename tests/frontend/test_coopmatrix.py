@@ -584,7 +584,7 @@ def test_built_program_prints_and_parses_back() -> None:
             with b.at(apply.body):
                 w = b.add(ArithInst("add", v, v)).result
                 b.add(YieldInst([w]))
-            b.add(CoopMatrixStoreInst(apply.result, c, zero, zero, transpose=True))
+            b.add(CoopMatrixStoreInst(apply.result, c, zero, zero, transpose=True, checked="both"))
     text = str(b.program)
     assert text == (
         "func @built(%C: memref<f32x16x8>) work_group_size(16,1) subgroup_size(16) {\n"
@@ -595,7 +595,8 @@ def test_built_program_prints_and_parses_back() -> None:
         "      %5 = arith.add %4, %4 : f32\n"
         "      yield %5 : f32\n"
         "    }\n"
-        "    cooperative_matrix_store.t %1, %C[0, 0] : coopmatrix<f32x16x8,matrix_acc>, "
+        "    cooperative_matrix_store.t.both_checked %1, %C[0, 0] : "
+        "coopmatrix<f32x16x8,matrix_acc>, "
         "memref<f32x16x8>\n"
         "  }\n"
         "}\n"

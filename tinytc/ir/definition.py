@@ -21,7 +21,10 @@ PARTS = ("syntax", "reference", "lowering", "generator")
 _TABLE: dict[str, dict[type[Inst], object]] = {part: {} for part in PARTS}
 
 Action = Callable[[Any, list[Any]], Any]
-GRAMMAR: list[tuple[str, Action]] = []  # every production of the language, with its action
+GRAMMAR: list[tuple[str, Action]] = []  # the productions both dialects share, with actions
+DIALECTS = ("rev2", "v0.4")  # rev2 (with rev1's spellings) and Intel's tinytc v0.4
+# productions of one dialect only: where the dialects write or read the same words apart
+DIALECT_GRAMMAR: dict[str, list[tuple[str, Action]]] = {d: [] for d in DIALECTS}
 
 
 def register(part: str, *classes: type[Inst]) -> Callable[[Any], Any]:
@@ -37,17 +40,29 @@ def register(part: str, *classes: type[Inst]) -> Callable[[Any], Any]:
     return record
 
 
-def syntax(*productions: str, builds: tuple[type[Inst], ...] = ()) -> Callable[[Action], Action]:
+def syntax(
+    *productions: str, builds: tuple[type[Inst], ...] = (), dialect: str | None = None
+) -> Callable[[Action], Action]:
     """Register a parse action for 'lhs : rhs ...' productions; ``builds`` names the
     instruction classes the action creates. Terminals are token names: a word written in
-    capitals that is no other token is a keyword, spelt in lower case (tinytc/parser/lexer)."""
+    capitals that is no other token is a keyword, spelt in lower case (tinytc/parser/lexer).
+    The productions belong to both dialects unless ``dialect`` names one (docs/language.md,
+    "Dialects")."""
+    if dialect is not None and dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}")
 
     def add(action: Action) -> Action:
-        GRAMMAR.extend((p, action) for p in productions)
+        target = GRAMMAR if dialect is None else DIALECT_GRAMMAR[dialect]
+        target.extend((p, action) for p in productions)
         register("syntax", *builds)(action)
         return action
 
     return add
+
+
+def productions(dialect: str) -> list[tuple[str, Action]]:
+    """The grammar of one dialect: the shared productions and its own."""
+    return GRAMMAR + DIALECT_GRAMMAR[dialect]
 
 
 def part(name: str, cls: type[Inst]) -> object | None:

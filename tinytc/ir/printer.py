@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .core import Function, Inst, Program, Region, Value
 from .types import ScalarType
@@ -13,9 +13,7 @@ from .types import ScalarType
 def format_constant(value: int | float, type: ScalarType) -> str:
     """A literal that parses back to the same value."""
     if type.is_float:
-        if math.isfinite(value):
-            return repr(float(value))
-        raise ValueError(f"{value} cannot be written as a constant")
+        return repr(float(value))  # also inf, -inf and nan, which the language writes so
     if type.is_bool:
         return "true" if value else "false"
     return str(int(value))
@@ -38,9 +36,12 @@ def format_attribute(value: object) -> str:
 
 
 class Printer:
-    """Collects lines with indentation and gives every value a printable name."""
+    """Collects lines with indentation and gives every value a printable name; in v0.4, whose
+    operands are identifiers, a constant operand is defined by a 'constant' line first."""
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: str = "rev2") -> None:
+        self.dialect = dialect
+        self.constants: list[Value] = []  # constants named in the regions being printed
         self.lines: list[str] = []
         self.indent = 0
         self._names: dict[Value, str] = {}
@@ -49,8 +50,14 @@ class Printer:
         self.counter = 0
 
     def name(self, value: Value) -> str:
-        if value.constant is not None and value.owner is None and value.name is None:
-            return format_constant(value.constant, value.type)  # type: ignore[arg-type]
+        if value.constant is not None and value.owner is None and value not in self._names:
+            if self.dialect == "rev2":
+                return self.literal(value)
+            self._names[value] = self._fresh(value.name)
+            self.constants.append(value)
+            self.line(
+                f"%{self._names[value]} = constant {self.literal(value)} : {self.type(value.type)}"
+            )
         if value not in self._names:
             self._names[value] = self._fresh(value.name)
         return "%" + self._names[value]
@@ -63,6 +70,20 @@ class Printer:
             self.counter += 1
         self.used.add(str(self.counter))
         return str(self.counter)
+
+    def literal(self, value: Value) -> str:
+        """A constant as a literal (where both dialects write literals)."""
+        if value.constant is None or value.owner is not None:
+            return self.name(value)
+        return format_constant(value.constant, value.type)  # type: ignore[arg-type]
+
+    def type(self, t: object) -> str:
+        """A type as the dialect writes it."""
+        if self.dialect == "rev2":
+            return str(t)
+        from .printer_v04 import type_v04
+
+        return type_v04(t)
 
     def names(self, values: Iterable[Value]) -> str:
         return ", ".join(self.name(v) for v in values)
@@ -91,27 +112,39 @@ class Printer:
         # Names defined in a region (its parameters included) are free again after it, so
         # that sibling regions keep their own names.
         outside = self.used - {self._names.get(v) for v in region.params}
+        constants = len(self.constants)
+        printers = _printers(self.dialect)
         for inst in region.insts:
-            inst.print(self)
+            printers.get(type(inst), type(inst).print)(inst, self)
+        for value in self.constants[constants:]:  # defined in this region only
+            del self._names[value]
+        del self.constants[constants:]
         self.used = outside
 
     def function(self, func: Function) -> None:
         # Reserve user names first so that numbering of unnamed values never clashes.
         self.reserved = {v.name for v in _all_values(func) if v.name is not None}
         params = ",\n".join(
-            " " * (len(func.name) + 7) * (i > 0) + f"{self.name(v)}: {v.type}"
+            " " * (len(func.name) + 7) * (i > 0) + f"{self.name(v)}: {self.type(v.type)}"
             for i, v in enumerate(func.params)
         )
-        header = f"func @{func.name}({params})"
+        self.open(f"func @{func.name}({params}){self._function_attributes(func)}")
+        self.region(func.body)
+        self.close("}")
+
+    def _function_attributes(self, func: Function) -> str:
+        if self.dialect != "rev2":
+            from .printer_v04 import function_attributes
+
+            return function_attributes(func)
+        header = ""
         if func.work_group_size is not None:
             header += " work_group_size({},{})".format(*func.work_group_size)
         if func.subgroup_size is not None:
             header += f" subgroup_size({func.subgroup_size})"
         if func.batch_per_group != 1:
             header += f" batch_per_group({func.batch_per_group})"
-        self.open(header)
-        self.region(func.body)
-        self.close("}")
+        return header
 
 
 def _all_values(func: Function) -> Iterable[Value]:
@@ -122,11 +155,21 @@ def _all_values(func: Function) -> Iterable[Value]:
             yield from region.params
 
 
-def print_program(program: Program) -> str:
-    """The rev2 text of a program."""
+def _printers(dialect: str) -> dict[type, Callable[[Any, Printer], None]]:
+    """How a dialect prints each instruction class where it differs from the class's own
+    print (which writes rev2)."""
+    if dialect == "rev2":
+        return {}
+    from .printer_v04 import PRINTERS
+
+    return PRINTERS
+
+
+def print_program(program: Program, dialect: str = "rev2") -> str:
+    """The text of a program in a dialect (rev2 or v0.4; docs/language.md, "Dialects")."""
     blocks = []
     for func in program.functions:
-        p = Printer()
+        p = Printer(dialect)
         p.function(func)
         blocks.append("\n".join(p.lines))
     return "\n\n".join(blocks) + "\n"

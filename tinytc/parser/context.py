@@ -28,6 +28,10 @@ def parse_int(token: Token) -> int:
 
 
 def parse_float(text: str, loc: Location) -> float:
+    body = text.lstrip("+-")
+    if body in ("inf", "nan"):  # the literals of v0.4, in both dialects
+        value = math.inf if body == "inf" else math.nan
+        return -value if text.startswith("-") else value
     try:
         body = text.lstrip("+-")
         value = float.fromhex(body) if body[:2].lower() == "0x" else float(body)
@@ -41,8 +45,9 @@ def parse_float(text: str, loc: Location) -> float:
 
 
 class ParseContext(Span):
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, dialect: str = "rev2") -> None:
         self.source = source
+        self.dialect = dialect  # the actions of shared productions read it where they differ
         self.builder = Builder()
         self.scopes: list[dict[str, Value]] = []
         self.left_scope: dict[str, Value] = {}  # names of closed regions, for diagnostics
@@ -80,15 +85,28 @@ class ParseContext(Span):
             )
         raise CompilationError(loc, f"%{name} is not defined")
 
+    def typed(self, ref: Ref, fallback: Type | None = None) -> Value:
+        """An operand that brings its own type (v0.4 annotates results, not operands): the
+        value of a local identifier, or a literal of type ``fallback``."""
+        if ref.kind == "local":
+            return self.lookup(ref.text[1:], ref.loc)
+        if fallback is None:
+            raise CompilationError(
+                ref.loc, f"constant {shorten(ref.text)} has no type here: define it with 'constant'"
+            )
+        return self.value(ref, fallback)
+
     def value(self, ref: Ref, type: Type, check: bool = True) -> Value:
         """The value an operand denotes; literals take ``type``, identifiers must have it
         (unless ``check`` is off: the instruction then reports a mismatch itself)."""
         if ref.kind == "local":
             value = self.lookup(ref.text[1:], ref.loc)
             if check and value.type != type:
-                raise CompilationError(
+                error = CompilationError(
                     ref.loc, f"{ref.text} has type {value.type}, but {type} is written"
                 )
+                error.annotation = True  # type: ignore[attr-defined]  # read by parser.parse
+                raise error
             return value
         if not isinstance(type, ScalarType):
             raise CompilationError(ref.loc, f"a constant cannot have type {type}")
@@ -96,7 +114,7 @@ class ParseContext(Span):
             if not type.is_float:
                 raise CompilationError(ref.loc, f"floating constant for integer type {type}")
             number: int | float = parse_float(ref.text, ref.loc)
-            if abs(number) > FLOAT_MAX[type.name]:
+            if math.isfinite(number) and abs(number) > FLOAT_MAX[type.name]:
                 raise CompilationError(
                     ref.loc, f"constant {shorten(ref.text)} is out of range of {type}"
                 )

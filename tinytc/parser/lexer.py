@@ -12,8 +12,9 @@ from ..ir.types import MATRIX_USES, SCALAR_TYPES, CoopMatrixType
 
 COOPMATRIX = "coopmatrix"
 INT_LIMIT = 2**63 - 1  # every integer literal of the language fits a signed 64-bit integer
-# rev1 spellings without 'arith.', and v0.4's min, max, abs
+# rev1 spellings without 'arith.', and v0.4's (min, max, abs, the bitwise ones)
 REV1_ARITH = ("add", "sub", "mul", "div", "rem", "neg", "min", "max", "abs")
+REV1_ARITH += ("shl", "shr", "and", "or", "xor", "not")
 
 PUNCTUATION = {
     "->": "ARROW",
@@ -36,6 +37,7 @@ _HEX = (
     r"|[0-9a-fA-F]+[pP][+-]?[0-9]+)"
 )
 _DEC = r"[+-]?(?:(?:[0-9]*\.[0-9]+|[0-9]+\.)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
+_SPECIAL = r"[+-]?(?:inf|nan)(?![A-Za-z0-9_])"  # v0.4's infinity and not-a-number
 # A name is a number or a letter then letters, digits and '_', all ASCII. A name that runs on
 # into other characters of a word (non-ASCII letters, or a leading '_') is one BAD_NAME token,
 # so that the diagnostic covers the whole would-be identifier.
@@ -54,7 +56,7 @@ def token_re() -> re.Pattern[str]:
         "|".join(
             [
                 r"(?P<SKIP>[ \t\r\n]+|;[^\n]*)",
-                f"(?P<FLOAT>{_HEX}|{_DEC})",
+                f"(?P<FLOAT>{_HEX}|{_DEC}|{_SPECIAL})",
                 r"(?P<INTEGER>[+-]?[0-9]+)",
                 r"(?P<PUNCT>->|[(){}\[\]<>,:=?])",
                 r'(?P<STRING>"[ !#-~]*")',
@@ -63,7 +65,7 @@ def token_re() -> re.Pattern[str]:
                 f"(?P<BAD_NAME>[%@]{_WORDISH}*)",
                 r"(?P<MODIFIER>\.[A-Za-z_][A-Za-z0-9_]*)",
                 f"(?P<TYPE>{scalar_type})",
-                r"(?P<X>x)",
+                r"(?P<X>x(?!or(?![A-Za-z0-9_])))",  # the shape separator; xor is a word
                 r"(?P<WORD>[A-Za-z_][A-Za-z0-9_]*)",
                 r"(?P<ERROR>.)",
             ]
@@ -87,8 +89,11 @@ class Token:
         return self.value
 
 
+# v0.4's address spaces: words whose names as tokens would be those of identifiers
+ADDRESS_SPACES = {"local": "LOCAL_SPACE", "global": "GLOBAL_SPACE"}
 FIXED_TOKENS = frozenset(
     {"FLOAT", "INTEGER", "LOCAL", "GLOBAL", "MODIFIER", "TYPE", "X", "REV1_ARITH", "STRING"}
+    | set(ADDRESS_SPACES.values())
     | set(PUNCTUATION.values())
 )
 
@@ -97,14 +102,11 @@ FIXED_TOKENS = frozenset(
 def keywords() -> frozenset[str]:
     """The words of the language: every terminal of the registered productions that is no
     other token (tinytc.ir.definition.syntax), so a new instruction needs no entry here."""
-    from ..ir.definition import GRAMMAR
+    from ..ir.definition import DIALECTS, productions
 
-    terminals = {word for production, _ in GRAMMAR for word in production.split()[2:]}
+    grammar = [p for d in DIALECTS for p, _ in productions(d)]
+    terminals = {word for production in grammar for word in production.split()[2:]}
     return frozenset(w.lower() for w in terminals if w.isupper() and w not in FIXED_TOKENS)
-
-
-def token_types() -> list[str]:
-    return sorted(FIXED_TOKENS | {k.upper() for k in keywords()})
 
 
 RawToken = tuple[str, str, Location]  # kind of the regular expression's group, text, where
@@ -169,6 +171,8 @@ def tokenize(source: Source) -> Iterator[Token]:
         elif kind == "WORD":
             if value in REV1_ARITH:
                 kind = "REV1_ARITH"
+            elif value in ADDRESS_SPACES:
+                kind = ADDRESS_SPACES[value]
             elif value in keywords():
                 kind = value.upper()
             elif value == COOPMATRIX:

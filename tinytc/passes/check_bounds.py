@@ -1,12 +1,11 @@
 """check-bounds: every memory access of a kernel checks its indices at run time
 (docs/bounds-checking.md).
 
-The pass adds a last parameter, ``%bounds_record: memref<index x N>``. Its first entries hold
-the member count of each group parameter (the host writes them), the next one the number of
-the first violated site plus one (0 while there is none), then that site's values. Every
-access becomes ``if %oob { record; yield 0 } else { access }``, or, when it runs in every
-iteration of a loop of step 1 and its indices are the loop variable or come from outside, is
-checked once for the loop's range before the loop, which then runs only if that passes. A
+The pass adds a last parameter, ``%bounds_record``, laid out as tinytc/passes/bounds_record.py
+says. Every access becomes ``if %oob { record; yield 0 } else { access }``, or, when it runs
+in every iteration of a loop of step 1 and its indices are the loop variable or come from
+outside, is checked once for the loop's range before the loop, which then runs only if that
+passes (tinytc/passes/bounds_loops.py). A
 view (subview, expand, fuse, a group member) carries an ``%oob`` flag of its own, that every
 later access through it and every collective instruction on it includes, so nothing touches
 memory through a bad view.
@@ -21,15 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Location
 from ..ir import (
     INDEX,
     ArithInst,
     ArithUnaryInst,
-    BarrierInst,
     CompareInst,
     CoopMatrixLoadInst,
     CoopMatrixStoreInst,
@@ -39,7 +35,6 @@ from ..ir import (
     ForInst,
     Function,
     FuseInst,
-    GroupIdInst,
     GroupType,
     IfInst,
     Inst,
@@ -55,42 +50,17 @@ from ..ir import (
     YieldInst,
 )
 from ..ir.instructions.memref import SizeInst
-from .check_ir import uses_coopmatrix
-from .index_builder import IndexBuilder, Size
-
-RECORD_NAME = "bounds_record"
-
-
-@dataclass(frozen=True)
-class Site:
-    """An access that is checked: where it is written and how to read its recorded values."""
-
-    kind: str  # "element", "member", "subview", "tile" or "expand"
-    loc: Location
-    text: str  # the access as the message names it, e.g. "load %x"
-    modes: int  # how many indices (or modes, or sizes) it records
-    shape: tuple[int, ...] = ()  # the tile's rows and columns along the memref's modes
-    slices: tuple[str, ...] = ()  # a subview's kind of slice per mode
-
-
-@dataclass
-class BoundsCheck:
-    """What check-bounds added to one kernel: the record layout and its sites."""
-
-    # what the host writes first, per entry (parameter position, mode): the member count of
-    # a group (mode None), or the element stride of a mode of a memref (read by fuse checks)
-    header: list[tuple[int, int | None]]
-    width: int  # values recorded per violation
-    sites: list[Site]
-
-    @property
-    def size(self) -> int:
-        return len(self.header) + 1 + self.width
-
-
-def bounds_check_of(func: Function) -> BoundsCheck | None:
-    """The record layout check-bounds gave a kernel, None if it did not run on it."""
-    return getattr(func, "bounds_check", None)
+from .bounds_loops import LoopChecks
+from .bounds_record import (
+    RECORD_NAME,
+    BoundsCheck,
+    Site,
+    bounds_check_of,
+    record_header,
+    record_width,
+    source_text,
+)
+from .index_builder import Size
 
 
 def with_bounds_checks(passes: Sequence[str]) -> tuple[str, ...]:
@@ -109,52 +79,14 @@ class CheckBoundsPass:
                 func.bounds_check = Checker(func).run()  # type: ignore[attr-defined]
 
 
-def _record_width(func: Function) -> int:
-    """Values one violation records: a subview's offsets, sizes and extents at most."""
-    orders = [
-        v.type.order
-        for inst in func.walk()
-        for v in inst.operands
-        if isinstance(v.type, MemrefType)
-    ]
-    return max([4, *(3 * o for o in orders)])
-
-
-def _header(func: Function) -> list[tuple[int, int | None]]:
-    """Group member counts; the dynamic strides of memref parameters if anything is fused."""
-    header: list[tuple[int, int | None]] = []
-    header += [(k, None) for k, p in enumerate(func.params) if isinstance(p.type, GroupType)]
-    if any(isinstance(inst, FuseInst) for inst in func.walk()):
-        for k, p in enumerate(func.params):
-            if isinstance(p.type, MemrefType):
-                header += [(k, mode) for mode, s in enumerate(p.type.stride) if s is None]
-    return header
-
-
-def _source_text(inst: Inst, operand: int) -> str:
-    """An operand as it is written, for messages ("%x"), or its name."""
-    value = inst.operands[operand]
-    if operand < len(inst.operand_locs):
-        loc = inst.operand_locs[operand]
-        if loc.source is not None and loc.end > loc.start:
-            return loc.source.text[loc.start : loc.end]
-    return f"%{value.name}" if value.name else "a memref"
-
-
-def _needs_all_items(inst: Inst) -> bool:
-    """A barrier or a coopmatrix instruction: all work-items (of the work-group or of the
-    subgroup) must run it, so it may not sit in an if whose condition differs between them."""
-    return isinstance(inst, BarrierInst) or uses_coopmatrix(inst)
-
-
-class Checker(IndexBuilder):
+class Checker(LoopChecks):
     """Rewrites one kernel; ``oob`` maps each view to its out-of-bounds flag (absent: never)."""
 
     def __init__(self, func: Function) -> None:
         self.func = func
-        header = _header(func)
+        header = record_header(func)
         self.slots = {entry: slot for slot, entry in enumerate(header)}
-        self.layout = BoundsCheck(header, _record_width(func), [])
+        self.layout = BoundsCheck(header, record_width(func), [])
         record_type = MemrefType.make(INDEX, (self.layout.size,))
         self.record = Value(record_type, RECORD_NAME, func.loc)
         self.oob: dict[Value, Value] = {}
@@ -249,95 +181,6 @@ class Checker(IndexBuilder):
                 self.b.add(YieldInst([anchor.result], loc=anchor.loc))
         return guard
 
-    def number(self, region: Region, counter: list[int]) -> None:
-        """Numbers regions in depth-first order, so that whether a value is defined inside a
-        loop is one comparison of numbers."""
-        own = counter[0]
-        counter[0] += 1
-        for param in region.params:
-            self.scope[param] = own
-        for inst in region.insts:
-            for result in inst.results:
-                self.scope[result] = own
-            for child in inst.regions:
-                self.number(child, counter)
-        self.spans[region] = (own, counter[0] - 1)
-
-    def inside(self, value: Value, region: Region) -> bool:
-        first, last = self.spans[region]
-        return first <= self.scope.get(value, -1) <= last
-
-    def hoist(self, loop: ForInst | ForeachInst) -> Inst:
-        """Loads and stores that run in every iteration of a loop of step 1, with indices that
-        are the loop variable or values from outside, are checked once before the loop for
-        its whole range; the loop runs only if they all pass, and without their checks."""
-        if isinstance(loop, ForInst) and loop.num_bounds == 3 and self.known(loop.bounds[2]) != 1:
-            return loop
-        if self.in_spmd and any(_needs_all_items(i) for i in [loop, *loop.body.walk()]):
-            return loop  # the guard could differ between work-items that must run together
-        accesses = [a for a in loop.body.insts if self.hoistable(a, loop)]
-        self.hoisted.update(accesses)
-        flags = [self.range_check(a, loop) for a in accesses]
-        if all(f is None for f in flags):
-            return loop
-        with self.before():
-            ok = self.b.add(ArithUnaryInst("not", self.any(flags), loc=loop.loc)).result
-        guard = IfInst(ok, [r.type for r in loop.results], loc=loop.loc)
-        for result, outer in zip(loop.results, guard.results):
-            result.replace_all_uses_with(outer)
-        with self.b.at(guard.then):
-            self.b.add(loop)
-            if loop.results:
-                self.b.add(YieldInst(loop.results, loc=loop.loc))
-        if loop.results:  # a loop that does not run gives its initial values
-            assert isinstance(loop, ForInst)
-            with self.b.at(guard.otherwise):
-                self.b.add(YieldInst(loop.init, loc=loop.loc))
-        return guard
-
-    def hoistable(self, inst: Inst, loop: ForInst | ForeachInst) -> bool:
-        if isinstance(inst, LoadInst) and not isinstance(inst.operands[0].type, GroupType):
-            m, indices = inst.operands[0], inst.operands[1:]
-        elif isinstance(inst, StoreInst):
-            m, indices = inst.operands[1], inst.operands[2:]
-        else:
-            return False
-        return not self.inside(m, loop.body) and all(
-            i is loop.var or not self.inside(i, loop.body) for i in indices
-        )
-
-    def range_check(self, inst: Inst, loop: ForInst | ForeachInst) -> Value | None:
-        """The flag of an access over the loop's range, recording its violation."""
-        memref = 0 if isinstance(inst, LoadInst) else 1
-        m, indices = inst.operands[memref], inst.operands[memref + 1 :]
-        start, stop = loop.operands[0], loop.operands[1]
-        lows: list[Size] = []
-        highs: list[Size] = []
-        with self.before():
-            extents = [self.extent(m, k) for k in range(len(indices))]
-            conds: list[Value | None] = [self.oob.get(m)]
-            for i, e in zip(indices, extents):
-                if i is loop.var:
-                    below = None if self.nonnegative(start) else self.cmp("lt", start, 0)
-                    conds += [below, self.cmp("gt", stop, e)]
-                    lows.append(start)
-                    highs.append(self.sub(stop, 1))
-                else:
-                    conds.append(self.outside(i, 0, e))
-                    lows.append(i)
-                    highs.append(i)
-            oob = self.any(conds)
-            runs = self.cmp("lt", start, stop)
-            if oob is None or runs is None:
-                return None
-            oob = self.b.add(ArithInst("and", runs, oob, loc=self.loc)).result
-            text = f"{inst.mnemonic} {_source_text(inst, memref)}"
-            site = self.site("range", inst, text, len(indices))
-            guard = self.b.add(IfInst(oob, loc=self.loc))
-            with self.b.at(guard.regions[0]):
-                self.record_violation(site, [*lows, *highs, *extents])
-        return oob
-
     def inherit(self, view: Inst, oob: Value | None) -> None:
         if oob is not None:
             self.oob[view.result] = oob
@@ -360,7 +203,7 @@ class Checker(IndexBuilder):
             oob = self.any([self.outside(i, 0, e) for i, e in zip(indices, extents)])
             oob = self.any([self.oob.get(m), oob])
         if oob is not None:
-            text = f"{inst.mnemonic} {_source_text(inst, memref)}"
+            text = f"{inst.mnemonic} {source_text(inst, memref)}"
             site = self.site("element", inst, text, len(indices))
             return self.guard(inst, oob, site, [*indices, *extents])
         return inst
@@ -372,7 +215,7 @@ class Checker(IndexBuilder):
             count = self.read_record(slot)
             oob = self.outside(index, 0, count)
             assert oob is not None
-            site = self.site("member", inst, f"load {_source_text(inst, 0)}", 1)
+            site = self.site("member", inst, f"load {source_text(inst, 0)}", 1)
             # the pointer table itself must not be read out of range: member 0 instead (its
             # memref is flagged, so nothing reads through it; an empty group has one entry)
             safe = self.b.add(IfInst(oob, [INDEX], loc=self.loc))
@@ -412,7 +255,7 @@ class Checker(IndexBuilder):
                 sizes.append(length)
             oob = self.any(conds)
         if oob is not None:
-            text = f"subview {_source_text(inst, 0)}"
+            text = f"subview {source_text(inst, 0)}"
             site = self.site("subview", inst, text, len(offsets), slices=tuple(inst.kinds))
             with self.before():
                 guard = self.b.add(IfInst(oob, loc=self.loc))
@@ -442,7 +285,7 @@ class Checker(IndexBuilder):
                 conds.append(self.outside(product, 0, extent, inclusive=True))
             oob = self.any(conds)
         if oob is not None:
-            site = self.site("expand", inst, f"expand {_source_text(inst, 0)}", len(given))
+            site = self.site("expand", inst, f"expand {source_text(inst, 0)}", len(given))
             with self.before():
                 guard = self.b.add(IfInst(oob, loc=self.loc))
                 with self.b.at(guard.regions[0]):
@@ -470,7 +313,7 @@ class Checker(IndexBuilder):
                     )
                 if oob is not None:
                     site = self.site(
-                        "fuse", inst, f"fuse {_source_text(inst, 0)}", len(modes), shape=(first,)
+                        "fuse", inst, f"fuse {source_text(inst, 0)}", len(modes), shape=(first,)
                     )
                     guard = self.b.add(IfInst(oob, loc=self.loc))
                     with self.b.at(guard.regions[0]):
@@ -549,7 +392,7 @@ class Checker(IndexBuilder):
                     oob = self.b.add(ArithInst("and", oob, accessed, loc=self.loc)).result
             oob = self.any([self.oob.get(m), oob])
         if oob is not None:
-            text = f"{inst.mnemonic} {_source_text(inst, memref)}"
+            text = f"{inst.mnemonic} {source_text(inst, memref)}"
             site = self.site("tile", inst, text, 2, shape=lengths)
             return self.guard(inst, oob, site, [x, y, *extents])
         return inst
@@ -588,22 +431,6 @@ class Checker(IndexBuilder):
 
     def store_at(self, value: Value, at: int) -> None:
         self.b.add(StoreInst(value, self.record, [self.const(at)], loc=self.loc))
-
-    def nonnegative(self, x: Size) -> bool:
-        """Whether a value is known to be >= 0: a constant, group_id, group_size, a size, or
-        the variable of a loop that starts at such a value."""
-        k = self.known(x)
-        if k is not None:
-            return k >= 0
-        assert isinstance(x, Value)
-        if isinstance(x.owner, GroupIdInst | SizeInst):  # GroupSizeInst is a GroupIdInst
-            return True
-        loop = self.loops.get(x)
-        if loop is None:
-            return False
-        # the lowered loops keep their variable in [start, stop) whatever the step
-        # (Lowering.loop in tinytc/spirv/convert.py)
-        return self.nonnegative(loop.operands[0])
 
 
 # the access kinds checked, by instruction type; cooperative_matrix_prefetch is a hint that

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import ArgumentError
+from ..arguments import ArgumentError, check_howmany
 from ..gemm import lanes_per_register
 from ..target import get_target
 from .build import compile_kernels
@@ -97,8 +97,7 @@ class SmallGemmBatched:
         )
 
     def __call__(self, howmany: int, alpha: float, A: Any, B: Any, beta: float, C: Any) -> None:
-        if not isinstance(howmany, int | np.integer) or howmany < 0:
-            raise ArgumentError(f"howmany must be a non-negative integer, got {howmany!r}")
+        howmany = check_howmany(howmany)
         a, b, c = (self._batch(w, x, i, howmany) for i, (w, x) in enumerate(zip("ABC", (A, B, C))))
         if howmany == 0:
             return

@@ -10,7 +10,7 @@ import numpy as np
 from ..arguments import ArgumentError, bind_memref
 from ..errors import BoundsError
 from ..ir import MemrefType
-from ..passes.check_bounds import BoundsCheck, Site
+from ..passes.bounds_record import BoundsCheck, Site
 
 
 class CheckedKernel:

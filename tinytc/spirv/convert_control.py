@@ -12,13 +12,14 @@ from .instruction import Id
 
 
 @converts(ir.GroupIdInst)
-def _group_id(lo: Lowering, inst: ir.Inst) -> None:
-    lo.values[inst.result] = lo.group_id
+def _group_id(lo: Lowering, inst: ir.GroupIdInst) -> None:
+    # the batch is one-dimensional: modes y and z have group 0 of 1 (docs/language.md)
+    lo.values[inst.result] = lo.group_id if inst.mode == "x" else lo.as_id(0)
 
 
 @converts(ir.GroupSizeInst)
-def _group_size(lo: Lowering, inst: ir.Inst) -> None:
-    lo.values[inst.result] = lo.group_size
+def _group_size(lo: Lowering, inst: ir.GroupSizeInst) -> None:
+    lo.values[inst.result] = lo.group_size if inst.mode == "x" else lo.as_id(1)
 
 
 @converts(ir.BarrierInst)

@@ -11,6 +11,7 @@ from ._grammar import Op, OpenCLStd
 from .convert import Lowering, converts
 from .convert_bf16 import from_bf16, to_bf16
 from .instruction import Id
+from .negate import negate, negation_operand
 
 FLOAT_BINARY = {"add": Op.FAdd, "sub": Op.FSub, "mul": Op.FMul, "div": Op.FDiv, "rem": Op.FRem}
 INT_BINARY = {
@@ -71,6 +72,9 @@ def binary(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
 
 
 def _float_binary(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
+    negated = negation_operand(lo, op, a, b)
+    if negated is not None:  # the runtime's LLVM would make it an fneg (negate.py)
+        return negate(lo, t, negated)
     result = lo.op(FLOAT_BINARY[op], lo.scalar_type(t), a, b)
     return round_bf16(lo, result) if t == ir.BF16 else result
 
@@ -126,10 +130,9 @@ def unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
 
 
 def _float_unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
-    rt = lo.scalar_type(t)
     if op == "abs":
-        return lo.b.ext_inst(rt, OpenCLStd.fabs, a)
-    return lo.op(Op.FNegate, rt, a)
+        return lo.b.ext_inst(lo.scalar_type(t), OpenCLStd.fabs, a)
+    return negate(lo, t, a)  # not OpFNegate: negate.py says why
 
 
 def _integer_unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:

@@ -10,6 +10,7 @@ shrinks) with the program text in its message.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import signal
@@ -76,13 +77,15 @@ def time_limit(seconds: float, what: str, text: str = "") -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def retile(program: Program, seed: int) -> None:
+def retile(program: Program, seed: int, target: CoreInfo) -> None:
     """Give every collective instruction a random tiling (as an autotuner may, between the
-    tile-linalg pass and the lowering): random sizes, on the unit and with the staging that
-    tile-linalg chose, not fused."""
+    tile-linalg pass and the lowering), in the units of its lowering: register blocks of
+    lanes for fma, DPAS blocks for a gemm on DPAS, drawn among those its tiles can hold; with
+    the staging tile-linalg chose, not fused."""
     import dataclasses
     import random
 
+    from tinytc.gemm.dpas import check_dpas_tiling
     from tinytc.ir import LinalgInst
 
     rng = random.Random(seed)
@@ -90,11 +93,29 @@ def retile(program: Program, seed: int) -> None:
         assert func.work_group_size is not None
         for inst in func.walk():
             if isinstance(inst, LinalgInst) and inst.tiling is not None:
+                chosen = dataclasses.replace(inst.tiling, prefetch=0, prefetch_ahead=1, fuse=False)
+
+                def sized(r: int, c: int, k: int, chosen: Any = chosen) -> Any:
+                    return dataclasses.replace(chosen, rows_per_item=r, cols_per_item=c, k_unroll=k)
+
                 rows, cols, k = rng.randint(1, 4), rng.randint(1, 8), rng.choice([1, 2, 3, 4])
-                inst.tiling = dataclasses.replace(
-                    inst.tiling, rows_per_item=rows, cols_per_item=cols, k_unroll=k, prefetch=0,
-                    prefetch_ahead=1, fuse=False,
-                )  # fmt: skip
+                inst.tiling = sized(rows, cols, k)
+                unit = dpas_unit(inst, func, target)
+                if chosen.dpas and unit is not None and check_dpas_tiling(inst.tiling, unit):
+                    fitting = [
+                        tiling
+                        for r, c, d in itertools.product(range(1, 5), range(1, 9), range(1, 5))
+                        if not check_dpas_tiling(tiling := sized(r, c, d), unit)
+                    ]
+                    inst.tiling = rng.choice(fitting)
+
+
+def dpas_unit(inst: Any, func: Any, target: CoreInfo) -> Any:
+    """The DPAS instruction whose blocks a gemm's tiling counts (tinytc/gemm/dpas.py), or
+    None where it is lowered with fma and counts register blocks."""
+    from tinytc.passes.matrix_unit import matrix_unit_of
+
+    return matrix_unit_of(inst, target, func.subgroup_size)
 
 
 def compile_case(
@@ -108,7 +129,7 @@ def compile_case(
     cut = DEFAULT_PIPELINE.index("tile-linalg") + 1  # a tuner sets tilings right after it
     program = run_pipeline(text, target, opt_level, DEFAULT_PIPELINE[:cut])
     if tiling is not None:
-        retile(program, tiling)
+        retile(program, tiling, target)
     program = run_passes(program, DEFAULT_PIPELINE[cut:], target, opt_level)
     return program, lower(program, target).assemble()
 

@@ -126,14 +126,18 @@ def tolerance(element: ScalarType) -> float:
 
 
 def max_error(got: np.ndarray, want: np.ndarray, element: ScalarType) -> float:
-    """Largest error relative to the data's magnitude (0 for exact integer agreement)."""
+    """Largest error relative to the data's finite magnitude (0 for exact agreement, NaN
+    against NaN and an infinity against the same one included; inf where a NaN or an
+    infinity differs)."""
     if element == BF16:
         got, want = bf16.from_bits(got), bf16.from_bits(want)
     g, w = got.astype(np.float64), want.astype(np.float64)
-    both_nan = np.isnan(g) & np.isnan(w)
-    diff = np.where(both_nan, 0.0, np.abs(g - w))
-    if diff.size == 0:
+    if g.size == 0:
         return 0.0
-    scale = 1.0 + float(np.nanmax(np.abs(w))) if np.isfinite(w).any() else 1.0
+    same = (g == w) | (np.isnan(g) & np.isnan(w))
+    with np.errstate(invalid="ignore"):  # inf - inf, masked out by ``same`` or kept as nan
+        diff = np.where(same, 0.0, np.abs(g - w))
+    finite = np.isfinite(w)
+    scale = 1.0 + float(np.max(np.abs(w[finite]))) if finite.any() else 1.0
     err = float(np.max(diff)) / scale
     return err if np.isfinite(err) else float("inf")

@@ -188,17 +188,19 @@ def _answer(message: dict[str, Any], queue: Any) -> tuple[str, Any]:
 
 
 def _load(text: str, queue: Any, opt_level: int, tiling: int | None, target: str | None) -> Any:
-    """tinytc.jit at an optimization level (and with random tilings, or for another target's
-    geometry with DPAS emulated)."""
+    """tinytc.jit at an optimization level, with random tilings if ``tiling`` is a seed, for
+    another target's geometry with DPAS emulated if ``target`` names one."""
     import tinytc
     from tinytc.runtime.device import core_info_from_device
     from tinytc.runtime.jit import Kernels
+    from tinytc.target import configure
 
-    if target is not None:
+    if target is not None and tiling is None:
         return tinytc.jit(text, queue, opt_level, target=target, dpas="emulate")
-    if opt_level == 2 and tiling is None:
+    if target is None and opt_level == 2 and tiling is None:
         return tinytc.jit(text, queue)
-    program, binary = compile_case(text, core_info_from_device(queue.device), opt_level, tiling)
+    core = configure(target, "emulate") if target else core_info_from_device(queue.device)
+    program, binary = compile_case(text, core, opt_level, tiling)
     return Kernels(program, binary, queue)
 
 

@@ -15,22 +15,28 @@ if TYPE_CHECKING:
 
 
 class GroupIdInst(Inst):
-    """``group_id``: the index of this work-group in the batch."""
+    """``group_id``: the index of this work-group in the batch; ``group_id.y`` and ``.z``
+    (v0.4's modes) are 0, the batch being one-dimensional (docs/language.md, "Dialects")."""
 
     mnemonic = "group_id"
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, mode: str = "x", **kw: Any) -> None:
+        if mode not in ("x", "y", "z"):
+            raise ValueError(f"unknown mode {mode!r} of {self.mnemonic}")
+        self.mode = mode
         super().__init__([], **kw)
 
     def infer(self) -> list[Type]:
         return [INDEX]
 
     def print(self, p: Printer) -> None:
-        p.line(f"{p.lhs(self)}{self.mnemonic}")
+        mode = "" if self.mode == "x" else f".{self.mode}"
+        p.line(f"{p.lhs(self)}{self.mnemonic}{mode}")
 
 
 class GroupSizeInst(GroupIdInst):
-    """``group_size``: the number of work-groups in the batch."""
+    """``group_size``: the number of work-groups in the batch (v0.4's ``num_groups.x``; the
+    modes .y and .z are 1)."""
 
     mnemonic = "group_size"
 
@@ -40,14 +46,16 @@ class BarrierInst(Inst):
 
     mnemonic = "barrier"
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, fences: tuple[str, ...] = (), **kw: Any) -> None:
+        # v0.4's .global and .local, as written (the lowering fences both kinds of memory)
+        self.fences = fences
         super().__init__([], **kw)
 
     def infer(self) -> list[Type]:
         return []
 
     def print(self, p: Printer) -> None:
-        p.line("barrier")
+        p.line("barrier" + "".join(f".{f}" for f in self.fences))
 
 
 class YieldInst(Inst):
@@ -185,6 +193,7 @@ class ForInst(_LoopInst):
         **kw: Any,
     ) -> None:
         self.num_bounds = 2 if step is None else 3
+        self.unroll: bool | int | None = None  # v0.4's hint attributes{unroll=...}
         self.carried_types = [v.type for v in init]
         names = list(carried_names) + [None] * (len(init) - len(carried_names))
         locs = list(carried_locs) + [UNKNOWN] * (len(init) - len(carried_locs))
@@ -225,7 +234,14 @@ class ForInst(_LoopInst):
             header += f" init({pairs}) -> ({', '.join(str(v.type) for v in self.init)})"
         p.open(header)
         p.region(self.body)
-        p.close("}")
+        p.close("}" + unroll_attribute(self))
+
+
+def unroll_attribute(inst: ForInst) -> str:
+    if inst.unroll is None:
+        return ""
+    value = str(inst.unroll).lower() if isinstance(inst.unroll, bool) else inst.unroll
+    return f" attributes{{unroll={value}}}"
 
 
 class ForeachInst(_LoopInst):

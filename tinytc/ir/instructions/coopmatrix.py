@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...errors import UNKNOWN, Location
-from ..core import Inst, Region, Value
+from ..core import Inst, Region, Value, static_dim
 from ..types import I32, INDEX, CoopMatrixType, MemrefType, ScalarType, Type
 from .linalg import MIXED_PRECISION
 
@@ -51,21 +51,29 @@ class SubgroupBuiltinInst(Inst):
 
     mnemonic = ""
     spmd_only: ClassVar[bool] = True  # the value differs between work-items
+    modes: ClassVar[tuple[str, ...]] = ("",)
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, mode: str = "", **kw: Any) -> None:
+        if mode not in self.modes:
+            raise ValueError(f"unknown mode {mode!r} of {self.mnemonic}")
+        self.mode = mode
         super().__init__([], **kw)
 
     def infer(self) -> list[Type]:
         return [I32]
 
     def print(self, p: Printer) -> None:
-        p.line(f"{p.lhs(self)}{self.mnemonic}")
+        mode = f".{self.mode}" if self.mode else ""
+        p.line(f"{p.lhs(self)}{self.mnemonic}{mode}")
 
 
 class SubgroupIdInst(SubgroupBuiltinInst):
-    """The work-item's subgroup: 0 .. num_subgroups - 1."""
+    """The work-item's subgroup: 0 .. num_subgroups - 1; with mode x or y (v0.4's
+    two-dimensional id) its column in the work-group, id mod num_subgroups.x, or its row,
+    id div num_subgroups.x."""
 
     mnemonic = "subgroup_id"
+    modes = ("", "x", "y")
 
 
 class SubgroupLocalIdInst(SubgroupBuiltinInst):
@@ -75,10 +83,12 @@ class SubgroupLocalIdInst(SubgroupBuiltinInst):
 
 
 class NumSubgroupsInst(SubgroupBuiltinInst):
-    """Subgroups per work-group: work_group_size[0] / subgroup_size * work_group_size[1]."""
+    """Subgroups per work-group: work_group_size[0] / subgroup_size * work_group_size[1];
+    with mode x the first factor, with mode y the second."""
 
     mnemonic = "num_subgroups"
     spmd_only = False
+    modes = ("", "x", "y")
 
 
 class SubgroupSizeBuiltinInst(SubgroupBuiltinInst):
@@ -116,6 +126,34 @@ class CoopMatrixInst(Inst):
             self.expect_type(i, INDEX, "position")
         return m
 
+    def check_tile_fits(self, first: int, reach: tuple[int | None, int | None]) -> None:
+        """A constant position in a mode that is not checked keeps the tile inside a static
+        extent (a mode the memref lacks has size 1)."""
+        m: MemrefType = self.operands[first].type  # type: ignore[assignment]
+        extents = (*m.shape, 1, 1)[:2]
+        for mode, (cover, extent) in enumerate(zip(reach, extents)):
+            at = static_dim(self.operands[first + 1 + mode])
+            if cover is None or at is None or extent is None:
+                continue
+            if at < 0 or at + cover > extent:
+                raise self.error(
+                    f"{self.mnemonic}: the tile covers indices {at} to {at + cover - 1} of mode "
+                    f"{mode}, of size {extent}, and that mode is not checked",
+                    first + 1 + mode,
+                )
+
+
+def tile_reach(
+    shape: tuple[int, int], transpose: bool, checked: str
+) -> tuple[int | None, int | None]:
+    """How many indices from its position a tile of ``shape`` covers in memref modes 0 and 1
+    (rows go along mode 1 when transposed); None for a mode the access checks."""
+    row_mode = 1 if transpose else 0
+    modes = {"": (), "rows": (row_mode,), "cols": (1 - row_mode,), "both": (0, 1)}[checked]
+    cover = [0, 0]
+    cover[row_mode], cover[1 - row_mode] = shape
+    return cover[0] if 0 not in modes else None, cover[1] if 1 not in modes else None
+
 
 def _access_flags(transpose: bool, checked: str) -> str:
     return (".t" if transpose else ".n") + (f".{checked}_checked" if checked else "")
@@ -145,7 +183,12 @@ class CoopMatrixLoadInst(CoopMatrixInst):
 
     def infer(self) -> list[Type]:
         self.check_position(0, self.type.element)
+        self.check_tile_fits(0, self.reach())
         return [self.type]
+
+    def reach(self) -> tuple[int | None, int | None]:
+        """The indices the tile covers in the memref's unchecked modes (``tile_reach``)."""
+        return tile_reach(self.type.shape, self.transpose, self.checked)
 
     def print(self, p: Printer) -> None:
         m, x, y = self.operands
@@ -182,9 +225,14 @@ class CoopMatrixStoreInst(CoopMatrixInst):
     def infer(self) -> list[Type]:
         t = self.expect_coopmatrix(0, "stored value")
         self.check_position(1, t.element)
+        self.check_tile_fits(1, self.reach())
         if self.atomic_add and t.element.bits not in (32, 64):
             raise self.error(f"atomic_add needs a 32- or 64-bit element type, got {t.element}")
         return []
+
+    def reach(self) -> tuple[int | None, int | None]:
+        """The indices the tile covers in the memref's unchecked modes (``tile_reach``)."""
+        return tile_reach(self.operands[0].type.shape, self.transpose, self.checked)  # type: ignore[attr-defined]
 
     def print(self, p: Printer) -> None:
         v, m, x, y = self.operands

@@ -6,7 +6,19 @@ and its scope before the body is parsed.
 """
 
 # importing the modules registers their productions (tinytc.ir.definition.syntax)
-from . import attributes, control, coopmatrix, linalg, memory, program, scalar, types  # noqa: F401
+from . import (  # noqa: F401
+    attributes,
+    constants,
+    control,
+    coopmatrix,
+    linalg,
+    memory,
+    program,
+    scalar,
+    types,
+    v04,
+    v04_coopmatrix,
+)
 from .attributes import tiling_attribute
 
 __all__ = ["tiling_attribute"]

@@ -12,7 +12,17 @@ from ..context import ParseContext
 Ctx = ParseContext
 P = list[Any]
 # names an attribute dictionary takes unquoted (any other is written as a string)
-ATTRIBUTE_KEYS = ("TILING", *(f.name.upper() for f in dataclasses.fields(Tiling)))
+ATTRIBUTE_KEYS = (
+    "TILING",
+    *(f.name.upper() for f in dataclasses.fields(Tiling)),  # a collective's (tile-linalg)
+    "ALIGNMENT",  # v0.4's attributes of functions, parameters, alloca and for
+    "SHAPE_GCD",
+    "STRIDE_GCD",
+    "SUBGROUP_SIZE",
+    "WORK_GROUP_SIZE",
+    "BATCH_PER_GROUP",
+    "UNROLL",
+)
 
 
 def operand_locs(*refs: Any) -> list[Location]:

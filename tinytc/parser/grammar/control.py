@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...errors import CompilationError
 from ...ir import (
     INDEX,
@@ -21,8 +23,20 @@ from ..lexer import Token
 from .base import Ctx, P, operand_locs
 
 
-@rule("for : for_header body", "statement : foreach_header body")
-def _loop(ctx: Ctx, p: P) -> Inst:
+@rule("for : for_header body", "for : for_header body ATTRIBUTES dictionary")
+def _for(ctx: Ctx, p: P) -> Inst:
+    ctx.close_region()
+    if len(p) > 2:  # v0.4's attributes{unroll=true|false|n}: kept and printed, a hint
+        attrs, loc = p[3]
+        unroll = attrs.get("unroll")
+        if set(attrs) - {"unroll"} or not isinstance(unroll, bool | int) or unroll is None:
+            raise CompilationError(loc, "a for loop takes attributes{unroll=true|false|N}")
+        p[0].unroll = unroll
+    return p[0]
+
+
+@rule("statement : foreach_header body")
+def _foreach(ctx: Ctx, p: P) -> Inst:
     ctx.close_region()
     return p[0]
 
@@ -32,39 +46,66 @@ def _for_statement(ctx: Ctx, p: P) -> Inst:
     return p[0]
 
 
-@rule(
-    "for_header : FOR LOCAL EQUALS operands loop_type carried",
-    "foreach_header : FOREACH LOCAL EQUALS operands loop_type",
-    builds=(ForInst, ForeachInst),
-)
-def _loop_header(ctx: Ctx, p: P) -> Inst:
-    loop_type, refs = p[4], p[3]
-    is_for = p[0].type == "FOR"
-    if not isinstance(loop_type, ScalarType) or not loop_type.is_integer or loop_type.is_bool:
-        raise CompilationError(ctx.loc, f"loop type must be an integer type, got {loop_type}")
-    carried = p[5] if is_for else ([], [])
-    if not 2 <= len(refs) <= (3 if is_for else 2):
-        want = "from, to [, step]" if is_for else "from, to"
-        raise CompilationError(ctx.loc, f"{p[0].value} takes bounds {want}, got {len(refs)} values")
-    bounds = [ctx.value(r, loop_type, check=False) for r in refs]
-    names, init_refs = carried[0], carried[1]
-    kw = dict(
-        loop_type=loop_type,
-        var_name=p[1].value[1:],
-        var_loc=p[1].loc,
-        loc=ctx.loc,
-        operand_locs=operand_locs(*refs, *init_refs),
+@rule("for_header : FOR LOCAL EQUALS operands loop_type carried", builds=(ForInst,))
+def _for_header(ctx: Ctx, p: P) -> Inst:
+    refs, (names, init_refs, types) = p[3], p[5]
+    loop_type = p[4] if p[4] is not None else _bound_type(ctx, refs)
+    bounds = _bounds(ctx, p[0], refs, loop_type, 3)
+    step = bounds[2] if len(bounds) > 2 else None
+    init = [ctx.value(r, t) for r, t in zip(init_refs, types)]
+    inst = ForInst(
+        bounds[0],
+        bounds[1],
+        step,
+        init,
+        [n.value[1:] for n in names],
+        [n.loc for n in names],
+        **_loop_parts(ctx, p[1], loop_type, [*refs, *init_refs]),
     )
-    if is_for:
-        step = bounds[2] if len(bounds) > 2 else None
-        init = [ctx.value(r, t) for r, t in zip(init_refs, carried[2])]
-        carried_names = [n.value[1:] for n in names]
-        carried_locs = [n.loc for n in names]
-        inst = ForInst(bounds[0], bounds[1], step, init, carried_names, carried_locs, **kw)
-    else:
-        inst = ForeachInst(*bounds, **kw)
     ctx.open_region(inst.regions[0])
     return inst
+
+
+@rule(
+    "foreach_header : FOREACH LOCAL EQUALS operands loop_type",
+    builds=(ForeachInst,),
+    dialect="rev2",
+)
+def _foreach_header(ctx: Ctx, p: P) -> Inst:
+    loop_type = INDEX if p[4] is None else p[4]
+    bounds = _bounds(ctx, p[0], p[3], loop_type, 2)
+    inst = ForeachInst(*bounds, **_loop_parts(ctx, p[1], loop_type, p[3]))
+    ctx.open_region(inst.regions[0])
+    return inst
+
+
+def _bound_type(ctx: Ctx, refs: list[Ref]) -> Type:
+    """The loop type where none is written: index in rev2; in v0.4 the type of the bounds."""
+    if ctx.dialect == "rev2":
+        return INDEX
+    local = next((r for r in refs if r.kind == "local"), None)
+    return INDEX if local is None else ctx.lookup(local.text[1:], local.loc).type
+
+
+def _bounds(ctx: Ctx, keyword: Token, refs: list[Ref], loop_type: Type, most: int) -> list[Any]:
+    if not isinstance(loop_type, ScalarType) or not loop_type.is_integer or loop_type.is_bool:
+        raise CompilationError(ctx.loc, f"loop type must be an integer type, got {loop_type}")
+    if not 2 <= len(refs) <= most:
+        want = "from, to [, step]" if most == 3 else "from, to"
+        raise CompilationError(
+            ctx.loc, f"{keyword.value} takes bounds {want}, got {len(refs)} values"
+        )
+    return [ctx.value(r, loop_type, check=False) for r in refs]
+
+
+def _loop_parts(ctx: Ctx, var: Token, loop_type: Type, refs: list[Ref]) -> dict[str, Any]:
+    return dict(
+        loop_type=loop_type,
+        var_name=var.value[1:],
+        var_loc=var.loc,
+        loc=ctx.loc,
+        operand_locs=operand_locs(*refs),
+    )
 
 
 @rule("carried : ", "carried : INIT LPAREN inits RPAREN ARROW LPAREN types RPAREN")
@@ -93,8 +134,8 @@ def _init(ctx: Ctx, p: P) -> tuple[Token, Ref]:
 
 
 @rule("loop_type : ", "loop_type : COLON value_type")
-def _loop_type(ctx: Ctx, p: P) -> Type:
-    return p[1] if p else INDEX
+def _loop_type(ctx: Ctx, p: P) -> Type | None:
+    return p[1] if p else None
 
 
 @rule("if : if_then", "if : if_then else_header body")
@@ -136,7 +177,12 @@ def _else_header(ctx: Ctx, p: P) -> None:
     ctx.open_region(ctx.last_if.regions[1])
 
 
-@rule("statement : YIELD operands COLON types", "statement : YIELD COLON", builds=(YieldInst,))
+@rule(
+    "statement : YIELD operands COLON types",
+    "statement : YIELD COLON",
+    builds=(YieldInst,),
+    dialect="rev2",
+)
 def _yield(ctx: Ctx, p: P) -> Inst:
     refs, types = (p[1], p[3]) if len(p) == 4 else ([], [])
     if len(refs) != len(types):

@@ -56,9 +56,16 @@ SUBGROUP_BUILTIN_TOKENS = {
 
 @rule(
     *(f"value_instruction : {token}" for token in SUBGROUP_BUILTIN_TOKENS),
+    "value_instruction : SUBGROUP_ID MODIFIER",
+    "value_instruction : NUM_SUBGROUPS MODIFIER",
+    dialect="rev2",
     builds=tuple(SUBGROUP_BUILTIN_TOKENS.values()),
 )
 def _subgroup_builtin(ctx: Ctx, p: P) -> Inst:
+    if len(p) == 2:
+        from .v04 import builtin
+
+        return builtin(p[0].value, p[1], ctx.loc)
     return SUBGROUP_BUILTIN_TOKENS[p[0].type](loc=ctx.loc)
 
 
@@ -131,6 +138,7 @@ def _coopmatrix_of(located: tuple[Type, Location], what: str) -> CoopMatrixType:
 
 @rule(
     "value_instruction : COOPERATIVE_MATRIX_LOAD modifiers position COLON type ARROW located_type",
+    dialect="rev2",
     builds=(CoopMatrixLoadInst,),
 )
 def _coopmatrix_load(ctx: Ctx, p: P) -> Inst:
@@ -149,6 +157,7 @@ def _coopmatrix_load(ctx: Ctx, p: P) -> Inst:
 
 @rule(
     "statement : COOPERATIVE_MATRIX_STORE modifiers operand COMMA position COLON type COMMA type",
+    dialect="rev2",
     builds=(CoopMatrixStoreInst,),
 )
 def _coopmatrix_store(ctx: Ctx, p: P) -> Inst:
@@ -169,6 +178,7 @@ def _coopmatrix_store(ctx: Ctx, p: P) -> Inst:
 @rule(
     "value_instruction : COOPERATIVE_MATRIX_MUL_ADD operand COMMA operand COMMA operand"
     " COLON type COMMA type COMMA type",
+    dialect="rev2",
     builds=(CoopMatrixMulAddInst,),
 )
 def _coopmatrix_mul_add(ctx: Ctx, p: P) -> Inst:
@@ -179,6 +189,7 @@ def _coopmatrix_mul_add(ctx: Ctx, p: P) -> Inst:
 
 @rule(
     "value_instruction : COOPERATIVE_MATRIX_SCALE operand COMMA operand COLON type COMMA type",
+    dialect="rev2",
     builds=(CoopMatrixScaleInst,),
 )
 def _coopmatrix_scale(ctx: Ctx, p: P) -> Inst:
@@ -206,6 +217,7 @@ def _coopmatrix_apply(ctx: Ctx, p: P) -> Inst:
 @rule(
     "apply_header : COOPERATIVE_MATRIX_APPLY LPAREN LOCAL COMMA LOCAL COMMA LOCAL RPAREN"
     " EQUALS operand COLON type",
+    dialect="rev2",
     builds=(CoopMatrixApplyInst,),
 )
 def _coopmatrix_apply_header(ctx: Ctx, p: P) -> Inst:
@@ -224,6 +236,7 @@ def _coopmatrix_apply_header(ctx: Ctx, p: P) -> Inst:
 
 @rule(
     "value_instruction : COOPERATIVE_MATRIX_EXTRACT operand LBRACKET INTEGER RBRACKET COLON type",
+    dialect="rev2",
     builds=(CoopMatrixExtractInst,),
 )
 def _coopmatrix_extract(ctx: Ctx, p: P) -> Inst:
@@ -252,6 +265,7 @@ def _coopmatrix_insert(ctx: Ctx, p: P) -> Inst:
         f"value_instruction : COOPERATIVE_MATRIX_REDUCE_{op.upper()} modifiers operand COLON type"
         for op in ("add", "max", "min")
     ),
+    dialect="rev2",
     builds=(CoopMatrixReduceInst,),
 )
 def _coopmatrix_reduce(ctx: Ctx, p: P) -> Inst:
@@ -264,6 +278,7 @@ def _coopmatrix_reduce(ctx: Ctx, p: P) -> Inst:
 @rule(
     "statement : COOPERATIVE_MATRIX_PREFETCH INTEGER COMMA position COMMA INTEGER COMMA INTEGER"
     " COLON type",
+    dialect="rev2",
     builds=(CoopMatrixPrefetchInst,),
 )
 def _coopmatrix_prefetch(ctx: Ctx, p: P) -> Inst:

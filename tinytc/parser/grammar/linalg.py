@@ -41,6 +41,7 @@ LINALG["hadamard"] = HadamardProductInst  # the spelling of tinytc v0.3
         f"statement : {name.upper()} modifiers operands COLON types ATTRIBUTES dictionary"
         for name in LINALG
     ),
+    dialect="rev2",
     builds=tuple(LINALG.values()),
 )
 def _linalg(ctx: Ctx, p: P) -> Inst:

@@ -28,6 +28,7 @@ from .base import Ctx, P, operand_locs
 
 @rule(
     "value_instruction : EXPAND operand LBRACKET INTEGER ARROW expand_shape RBRACKET COLON type",
+    dialect="rev2",
     builds=(ExpandInst,),
 )
 def _expand(ctx: Ctx, p: P) -> Inst:
@@ -50,6 +51,7 @@ def _expand_entry(ctx: Ctx, p: P) -> Ref | None:
 
 @rule(
     "value_instruction : FUSE operand LBRACKET INTEGER COMMA INTEGER RBRACKET COLON type",
+    dialect="rev2",
     builds=(FuseInst,),
 )
 def _fuse(ctx: Ctx, p: P) -> Inst:
@@ -59,6 +61,7 @@ def _fuse(ctx: Ctx, p: P) -> Inst:
 
 @rule(
     "value_instruction : LOAD operand LBRACKET indices RBRACKET COLON located_type",
+    dialect="rev2",
     builds=(LoadInst,),
 )
 def _load(ctx: Ctx, p: P) -> Inst:
@@ -79,14 +82,20 @@ def _group_annotation(ctx: Ctx, ref: Ref, written: Type, loc: Location) -> Type:
     return written
 
 
-@rule("value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type", builds=(SizeInst,))
+@rule(
+    "value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type",
+    dialect="rev2",
+    builds=(SizeInst,),
+)
 def _size(ctx: Ctx, p: P) -> Inst:
     src = ctx.value(p[1], p[6])
     return SizeInst(src, parse_int(p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
 
 
 @rule(
-    "value_instruction : SUBVIEW operand LBRACKET slices RBRACKET COLON type", builds=(SubviewInst,)
+    "value_instruction : SUBVIEW operand LBRACKET slices RBRACKET COLON type",
+    dialect="rev2",
+    builds=(SubviewInst,),
 )
 def _subview(ctx: Ctx, p: P) -> Inst:
     slices: list[tuple[Value, Any]] = []
@@ -122,11 +131,21 @@ def _slice(ctx: Ctx, p: P) -> tuple[Ref, Any]:
         return p[0], None  # a single index: the mode is removed
     if len(p) == 1:
         return Ref("int", "0", ctx.loc), "?"
+    zero = isinstance(p[2], Ref) and p[2].kind == "int" and parse_int_text(p[2]) == 0
+    if zero and ctx.dialect == "v0.4":
+        return p[0], None  # v0.4's %i:0 removes the mode, as rev2's single index %i does
     return p[0], p[2] if isinstance(p[2], Ref) else "?"
+
+
+def parse_int_text(ref: Ref) -> int:
+    from ..lexer import Token
+
+    return parse_int(Token("INTEGER", ref.text, ref.loc))
 
 
 @rule(
     "statement : STORE operand COMMA operand LBRACKET indices RBRACKET COLON type",
+    dialect="rev2",
     builds=(StoreInst,),
 )
 def _store(ctx: Ctx, p: P) -> Inst:
@@ -140,9 +159,23 @@ def _store(ctx: Ctx, p: P) -> Inst:
     return StoreInst(value, target, indices, loc=ctx.loc, operand_locs=locs)
 
 
-@rule("statement : BARRIER", builds=(BarrierInst,))
+@rule("statement : BARRIER", "statement : BARRIER fences", builds=(BarrierInst,))
 def _barrier(ctx: Ctx, p: P) -> Inst:
-    return BarrierInst(loc=ctx.loc)
+    """barrier, and v0.4's barrier[.global][.local] naming the memory it fences."""
+    fences: list[str] = []
+    for token in p[1] if len(p) > 1 else []:
+        name = token.value[1:]
+        if name not in ("global", "local") or name in fences:
+            raise CompilationError(
+                token.loc, f"barrier takes [.global][.local], got '{token.value}'"
+            )
+        fences.append(name)
+    return BarrierInst(tuple(fences), loc=ctx.loc)
+
+
+@rule("fences : MODIFIER", "fences : fences MODIFIER")
+def _fences(ctx: Ctx, p: P) -> list[Any]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[1]]
 
 
 @rule("statement : LIFETIME_STOP operand", builds=(LifetimeStopInst,))

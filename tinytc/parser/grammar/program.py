@@ -69,19 +69,53 @@ def _param_list(ctx: Ctx, p: P) -> list[Any]:
     return [p[0]] if len(p) == 1 else p[0] + [p[2]]
 
 
-@rule("param : LOCAL COLON type")
+@rule("param : LOCAL COLON type", "param : LOCAL COLON type dictionary")
 def _param(ctx: Ctx, p: P) -> tuple[Token, Type]:
+    if len(p) == 4:  # v0.4's parameter attributes: assertions the lowering does not use yet
+        attrs, loc = p[3]
+        unknown = set(attrs) - {"alignment", "shape_gcd", "stride_gcd"}
+        if unknown:
+            want = "alignment, shape_gcd or stride_gcd"
+            raise CompilationError(
+                loc, f"unknown parameter attribute {sorted(unknown)[0]} ({want})"
+            )
     return p[0], p[2]
 
 
 @rule("attributes : ", "attributes : attributes attribute")
 def _attributes(ctx: Ctx, p: P) -> list[Any]:
-    return p[0] + [p[1]] if p else []
+    if not p:
+        return []
+    return p[0] + (p[1] if isinstance(p[1], list) else [p[1]])
 
 
 @rule("attribute : WORK_GROUP_SIZE LPAREN INTEGER COMMA INTEGER RPAREN")
 def _work_group_size(ctx: Ctx, p: P) -> tuple[str, Any, Location]:
     return "work_group_size", (parse_int(p[2]), parse_int(p[4])), ctx.loc
+
+
+@rule("attribute : ATTRIBUTES dictionary")
+def _attribute_dictionary(ctx: Ctx, p: P) -> list[tuple[str, Any, Location]]:
+    """v0.4's attributes{subgroup_size=16, work_group_size=[64, 1]} (and tinytc's
+    batch_per_group)."""
+    attrs, loc = p[1]
+    out: list[tuple[str, Any, Location]] = []
+    for name, value in attrs.items():
+        if name == "work_group_size":
+            if not (
+                isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value)
+            ):
+                raise CompilationError(loc, "work_group_size must be [rows, columns]")
+            value = tuple(value)
+        elif name in ("subgroup_size", "batch_per_group"):
+            if type(value) is not int:
+                raise CompilationError(loc, f"{name} must be an integer")
+        else:
+            raise CompilationError(
+                loc, f"unknown function attribute {name} (work_group_size, subgroup_size)"
+            )
+        out.append((name, value, loc))
+    return out
 
 
 @rule("attribute : SUBGROUP_SIZE LPAREN INTEGER RPAREN")
@@ -114,6 +148,13 @@ def _instructions(ctx: Ctx, p: P) -> None:
 )
 def _named_instruction(ctx: Ctx, p: P) -> None:
     names, inst = p[0], p[2]
+    if isinstance(inst, Constant):  # 'constant': a name for a literal (grammar/constants.py)
+        if len(names) != 1:
+            loc = names[0].loc.to(names[-1].loc)
+            raise CompilationError(loc, f"{len(names)} names for constant, which has 1 result")
+        inst.name, inst.loc = names[0].value[1:], names[0].loc
+        ctx.define(inst)
+        return
     if len(names) != len(inst.results):
         loc = names[0].loc.to(names[-1].loc)
         raise CompilationError(

@@ -18,7 +18,7 @@ from ..driver import rule
 from .base import Ctx, P, operand_locs
 
 
-@rule("value_instruction : ALLOCA ARROW memref_type", builds=(AllocaInst,))
+@rule("value_instruction : ALLOCA ARROW memref_type", dialect="rev2", builds=(AllocaInst,))
 def _alloca(ctx: Ctx, p: P) -> Inst:
     return AllocaInst(p[2], loc=ctx.loc)
 
@@ -26,6 +26,7 @@ def _alloca(ctx: Ctx, p: P) -> Inst:
 @rule(
     "value_instruction : ARITH MODIFIER operand COMMA operand COLON value_type",
     "value_instruction : REV1_ARITH operand COMMA operand COLON value_type",
+    dialect="rev2",
     builds=(ArithInst,),
 )
 def _arith(ctx: Ctx, p: P) -> Inst:
@@ -37,6 +38,7 @@ def _arith(ctx: Ctx, p: P) -> Inst:
 @rule(
     "value_instruction : ARITH MODIFIER operand COLON value_type",
     "value_instruction : REV1_ARITH operand COLON value_type",
+    dialect="rev2",
     builds=(ArithUnaryInst,),
 )
 def _arith_unary(ctx: Ctx, p: P) -> Inst:
@@ -55,13 +57,19 @@ def _arith_op(p: P, allowed: tuple[str, ...]) -> str:
     return op
 
 
-@rule("value_instruction : CAST operand COLON value_type ARROW value_type", builds=(CastInst,))
+@rule(
+    "value_instruction : CAST operand COLON value_type ARROW value_type",
+    dialect="rev2",
+    builds=(CastInst,),
+)
 def _cast(ctx: Ctx, p: P) -> Inst:
     return CastInst(ctx.value(p[1], p[3]), p[5], loc=ctx.loc, operand_locs=[p[1].loc])
 
 
 @rule(
-    "value_instruction : CMP MODIFIER operand COMMA operand COLON value_type", builds=(CompareInst,)
+    "value_instruction : CMP MODIFIER operand COMMA operand COLON value_type",
+    dialect="rev2",
+    builds=(CompareInst,),
 )
 def _cmp(ctx: Ctx, p: P) -> Inst:
     cond = p[1].value[1:]
@@ -77,7 +85,15 @@ def _cmp(ctx: Ctx, p: P) -> Inst:
 @rule(
     "value_instruction : GROUP_ID",
     "value_instruction : GROUP_SIZE",
+    "value_instruction : GROUP_ID MODIFIER",
+    "value_instruction : GROUP_SIZE MODIFIER",
+    dialect="rev2",
     builds=(GroupIdInst, GroupSizeInst),
 )
 def _group_query(ctx: Ctx, p: P) -> Inst:
-    return (GroupIdInst if p[0].type == "GROUP_ID" else GroupSizeInst)(loc=ctx.loc)
+    from .v04 import builtin
+
+    word = "group_id" if p[0].type == "GROUP_ID" else "num_groups"
+    if len(p) == 1:
+        return (GroupIdInst if p[0].type == "GROUP_ID" else GroupSizeInst)(loc=ctx.loc)
+    return builtin(word, p[1], ctx.loc)

@@ -67,6 +67,9 @@ def _value_type(ctx: Ctx, p: P) -> ScalarType | CoopMatrixType:
 
 @rule("memref_type : MEMREF LANGLE TYPE shape layout RANGLE")
 def _memref_type(ctx: Ctx, p: P) -> MemrefType:
+    """A memref type; v0.4's address space (global or local) is read and not kept: tinytc
+    knows it from where the memref comes from (alloca gives local memory, parameters global;
+    docs/language.md, "Dialects")."""
     if isinstance(p[2], CoopMatrixToken):
         raise CompilationError(
             p[2].loc, f"the element type of a memref must be a scalar type, got {p[2].coopmatrix}"
@@ -87,9 +90,19 @@ def _dim(ctx: Ctx, p: P) -> int | None:
     return None if p[0].type == "QUESTION" else parse_int(p[0])
 
 
-@rule("layout : ", "layout : COMMA STRIDED LANGLE dims RANGLE")
+@rule(
+    "layout : ",
+    "layout : COMMA STRIDED LANGLE dims RANGLE",
+    "layout : COMMA STRIDED LANGLE dims RANGLE COMMA space",
+    "layout : COMMA space",
+)
 def _layout(ctx: Ctx, p: P) -> list[int | None] | None:
-    return p[3] if p else None
+    return p[3] if len(p) > 2 else None
+
+
+@rule("space : LOCAL_SPACE", "space : GLOBAL_SPACE")
+def _space(ctx: Ctx, p: P) -> None:
+    return None
 
 
 @rule("dims : ", "dims : dim_list")
@@ -105,8 +118,14 @@ def _dim_list(ctx: Ctx, p: P) -> list[int | None]:
 @rule(
     "group_type : GROUP LANGLE memref_type RANGLE",
     "group_type : GROUP LANGLE memref_type COMMA OFFSET COLON dim RANGLE",
+    "group_type : GROUP LANGLE memref_type X dim RANGLE",
+    "group_type : GROUP LANGLE memref_type X dim COMMA OFFSET COLON dim RANGLE",
 )
 def _group_type(ctx: Ctx, p: P) -> GroupType:
+    """rev2's group<memref<...>, offset: n> and v0.4's, which writes the group's size
+    (x n or x ?) after the memref type (the size is not checked: docs/language.md)."""
+    if p[3].type == "X":
+        p = p[:3] + p[5:]
     if len(p) == 4:
         ctx.groups_without_offset.add(ctx.loc)
     try:

@@ -112,10 +112,14 @@ def _subgroup_builtin(lo: Lowering, inst: ir.SubgroupBuiltinInst) -> None:
     elif isinstance(inst, ir.SubgroupIdInst):
         # The builtin, not LocalInvocationId.x / S: the CPU runtime drops stores whose address
         # is computed from that quotient (docs/runtime-cpu.md, "subgroup id").
-        lo.values[inst.result] = lo.op(Op.Load, i32, lo.m.builtin(BuiltIn.SubgroupId, i32))
+        linear = lo.op(Op.Load, i32, lo.m.builtin(BuiltIn.SubgroupId, i32))
+        if inst.mode:  # subgroups are numbered along x first (OpenCL's linear local id)
+            op = Op.UMod if inst.mode == "x" else Op.UDiv
+            linear = lo.op(op, i32, linear, lo.const(ir.I32, wg0 // sgs))
+        lo.values[inst.result] = linear
         return
     elif isinstance(inst, ir.NumSubgroupsInst):
-        value = wg0 // sgs * wg1
+        value = {"": wg0 // sgs * wg1, "x": wg0 // sgs, "y": wg1}[inst.mode]
     else:
         value = sgs
     lo.values[inst.result] = (
