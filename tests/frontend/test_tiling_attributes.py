@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -201,3 +203,13 @@ def test_lower_linalg_without_a_tiling_is_a_located_error() -> None:
     with pytest.raises(CompilationError, match="no tiling: run tile-linalg before") as e:
         run_pipeline(gemm_source("f32", 16, "n", "n"), "cpu", passes=passes)
     assert str(e.value).startswith("<input>:6.")
+
+
+def test_tinytc_opt_prints_the_decisions_and_they_compile_back() -> None:
+    """The command line after tile-linalg: the chain's fused pair; that text compiles to the
+    direct compile's SPIR-V."""
+    path = ROOT / "tests" / "programs" / "tutorial.ir"
+    cmd = [sys.executable, "-m", "tinytc.cli", str(path), "-p", ",".join(TILED), "--target", "cpu"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    assert "stage_a=false, fuse=true}}" in out and out.count("dpas=false") == 2
+    assert tinytc.compile(out) == tinytc.compile(path.read_text())
