@@ -77,6 +77,32 @@ def test_the_chain_round_trips_as_a_fused_pair(ty: str) -> None:
     assert "k_unroll=9, prefetch=0, prefetch_ahead=1" in second and "fuse=false" in second
 
 
+def drop_tiling(printed: str, which: int) -> str:
+    """The printed program without the tiling of its gemm number ``which``."""
+    lines = printed.splitlines(keepends=True)
+    at = [i for i, line in enumerate(lines) if line.lstrip().startswith("gemm")][which]
+    lines[at] = re.sub(r" attributes\{tiling=.*\}\}", "", lines[at])
+    return "".join(lines)
+
+
+def test_a_written_fusion_gives_the_second_gemm_its_fused_tiling() -> None:
+    printed = str(run_pipeline(chain(), "cpu", passes=TILED))
+    first_only = drop_tiling(printed, 1)
+    assert first_only.count("tiling=") == 1
+    assert tinytc.compile(first_only) == tinytc.compile(chain())
+
+
+def test_a_written_tiling_of_the_second_gemm_alone_is_kept_unfused() -> None:
+    """tile-linalg fuses only where the second gemm's written tiling agrees."""
+    alone = str(run_pipeline(chain(), "cpu", passes=TILED)).replace("k_unroll=9,", "k_unroll=4,")
+    second_only = drop_tiling(alone, 0)
+    assert second_only.count("tiling=") == 1
+    retiled = str(run_pipeline(second_only, "cpu", passes=TILED))
+    assert "fuse=true" not in retiled and "k_unroll=4, prefetch=0" in retiled
+    lowered = run_pipeline(second_only, "cpu")
+    assert any(isinstance(i, AllocaInst) for i in lowered.functions[0].walk())
+
+
 def test_a_chain_whose_printed_tiling_does_not_fuse_keeps_its_temporary() -> None:
     printed = str(run_pipeline(chain(), "cpu", passes=TILED)).replace("fuse=true", "fuse=false")
     lowered = run_pipeline(printed, "cpu")

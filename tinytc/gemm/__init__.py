@@ -7,6 +7,7 @@ adjacent columns of the output, and walks K in steps of ``k_unroll``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -330,6 +331,16 @@ def fused_cols_per_item(
     free = target.num_registers - depth * row_blocks * per_block
     fitting = max(1, free // (depth + row_blocks * per_block))
     return max(d for d in range(1, min(fitting, cols) + 1) if cols % d == 0)
+
+
+def fused_form(tiling: Tiling, rows_per_item: int, depth: int) -> Tiling:
+    """``tiling`` as the second gemm of a fused pair (Tiling.fuse) takes it: the pair's
+    rows_per_item, the temporary's depth columns as its K in one step, no prefetch of its own
+    and no flag."""
+    return dataclasses.replace(
+        tiling, rows_per_item=rows_per_item, k_unroll=depth, prefetch=0, prefetch_ahead=1,
+        dpas=False, stage_a=False, fuse=False,
+    )  # fmt: skip
 
 
 MAX_TILE_COMPONENTS = 64  # register-block entries per lane that a tiling may ask for

@@ -16,6 +16,7 @@ from ..gemm import (
     Tiling,
     choose_tiling,
     fused_cols_per_item,
+    fused_form,
     fused_k_unroll,
     fused_rows_per_item,
     prefetch_next,
@@ -79,7 +80,11 @@ class TilingPass:
         after = self.default(second, func)  # its prefetch: that of the whole pair
         prefetch = len(pair_operands(inst, second)) if after.prefetch else 0  # type: ignore[arg-type]
         unroll = fused_k_unroll(tiling.k_unroll, mb)
-        return Tiling(tiling.work_group, mb, k2, unroll, prefetch, after.prefetch_ahead, fuse=True)
+        fused = Tiling(tiling.work_group, mb, k2, unroll, prefetch, after.prefetch_ahead, fuse=True)
+        given = second.tiling  # written in the program: fused only where it agrees
+        if given is not None and given != fused_form(given, mb, k2):
+            return tiling
+        return fused
 
     def fused_second(self, func: Function, first: Tiling, second: LinalgInst) -> Tiling:
         """The tiling of the second gemm of a fused pair: the first's row tiles, the whole

@@ -4,8 +4,7 @@ A, keeps the temporary in registers; both run in one parallel region, row tile b
 
 from __future__ import annotations
 
-import dataclasses
-
+from ...gemm import fused_form
 from ...ir import (
     AllocaInst,
     CastInst,
@@ -76,11 +75,7 @@ def fused_second(low: Lowering, region: Region, position: int) -> GemmInst:
             f"holds all {k2} columns of its output (cols_per_item={k2})"
         ))  # fmt: skip
     other = low.tiling(second)
-    want = dataclasses.replace(
-        other, rows_per_item=tiling.rows_per_item, k_unroll=k2, prefetch=0, prefetch_ahead=1,
-        dpas=False, stage_a=False, fuse=False,
-    )  # fmt: skip
-    if other != want:
+    if other != fused_form(other, tiling.rows_per_item, k2):
         low.refuse(second, (
             f"the second gemm of a fused pair takes rows_per_item={tiling.rows_per_item} (the "
             f"first's), k_unroll={k2} (its K in one step), prefetch=0, prefetch_ahead=1, and "
