@@ -8,8 +8,8 @@ import gc
 import pytest
 
 import tinytc.reference
-import tinytc.reference_spmd  # noqa: F401  (registers the spmd handlers)
-import tinytc.testing.strategies  # noqa: F401  (registers the generators)
+import tinytc.reference_spmd
+import tinytc.testing.strategies
 from tinytc.ir import definition
 from tinytc.parser import lexer
 from tinytc.passes import lower_linalg  # noqa: F401  (the lowering of collective instructions)
