@@ -79,8 +79,20 @@ class BoundGroup:
         return BoundMemref(array, tuple(shape), tuple(stride))
 
 
-class ArgumentError(TypeError):
-    """An argument does not fit the kernel's signature."""
+class ArgumentError(Exception):
+    """An argument does not fit the kernel's signature: the common base of
+    ``ArgumentTypeError`` (the wrong kind of object or dtype) and ``ArgumentValueError`` (a
+    shape, stride, range or memory the kernel cannot take), which are also Python's
+    ``TypeError`` and ``ValueError``, as numpy's errors of the same kind are."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong kind: not an array, a scalar of the wrong kind, a dtype."""
+
+
+class ArgumentValueError(ArgumentError, ValueError):
+    """An argument of the right kind whose value does not fit: a shape, a stride, a range,
+    memory shared with a written parameter, a read-only array for a written one."""
 
 
 HOWMANY_LIMIT = 2**63  # group_id is an index, a signed 64-bit integer
@@ -89,9 +101,9 @@ HOWMANY_LIMIT = 2**63  # group_id is an index, a signed 64-bit integer
 def check_howmany(howmany: Any) -> int:
     """The number of work-groups as an int: an integer (not a bool) in 0 .. 2^63 - 1."""
     if isinstance(howmany, bool | np.bool_) or not isinstance(howmany, int | np.integer):
-        raise ArgumentError(f"howmany must be a non-negative integer, got {_show(howmany)}")
+        raise ArgumentTypeError(f"howmany must be a non-negative integer, got {_show(howmany)}")
     if not 0 <= int(howmany) < HOWMANY_LIMIT:
-        raise ArgumentError(
+        raise ArgumentValueError(
             f"howmany must be in 0 .. 2^63 - 1 (group_id is an index, i64), got {int(howmany)}"
         )
     return int(howmany)
@@ -103,7 +115,7 @@ def bind(func: Function, args: Sequence[Any], written: Collection[int] = ()) -> 
     ``written`` holds the indices of parameters the kernel writes: read-only arrays are
     refused for them."""
     if len(args) != len(func.params):
-        raise ArgumentError(f"@{func.name} takes {len(func.params)} arguments, got {len(args)}")
+        raise ArgumentTypeError(f"@{func.name} takes {len(func.params)} arguments, got {len(args)}")
     bound = []
     for i, (p, a) in enumerate(zip(func.params, args)):
         what = f"argument {i} (%{p.name})"
@@ -131,7 +143,7 @@ def _check_not_shared(func: Function, bound: list[Any], written: Collection[int]
     ]
     whom = "this group" if isinstance(bound[shared.first], BoundGroup) else "it"
     how = "shares memory" if shared.certain else "may share memory (their byte ranges overlap)"
-    raise ArgumentError(
+    raise ArgumentValueError(
         f"{names[0]}: the kernel writes {whom}, and it {how} with {names[1]};"
         " pass arrays that do not overlap (a copy)"
     )
@@ -155,9 +167,9 @@ def _spans(t: Type, arg: Any) -> aliasing.Spans | None:
 
 def _check_writeable(arg: Any, what: str) -> None:
     if isinstance(arg, BoundMemref) and not _writeable(arg.array):
-        raise ArgumentError(f"{what}: the kernel writes it, but the array is read-only")
+        raise ArgumentValueError(f"{what}: the kernel writes it, but the array is read-only")
     if isinstance(arg, BoundGroup) and arg.read_only is not None:
-        raise ArgumentError(
+        raise ArgumentValueError(
             f"{what}[{arg.read_only}]: the kernel writes this group, but the array is read-only"
         )
 
@@ -181,7 +193,7 @@ def _bind(t: Type, arg: Any, what: str) -> Any:
         if isinstance(group.arrays, np.ndarray) and group.arrays.ndim == mt.order + 1:
             bound = _bind_stacked(mt, group.arrays, offset, what)
         elif isinstance(group.arrays, np.ndarray) or not isinstance(group.arrays, Sequence):
-            raise ArgumentError(
+            raise ArgumentTypeError(
                 f"{what}: a group takes a list of arrays or one array with a trailing batch mode"
                 f" ({mt.order + 1} dimensions), got {type(group.arrays).__name__}"
             )
@@ -196,19 +208,19 @@ def _bind(t: Type, arg: Any, what: str) -> Any:
 
 def _group_offset(t: GroupType, offset: Any, what: str) -> int:
     if isinstance(offset, bool) or not isinstance(offset, int | np.integer):
-        raise ArgumentError(f"{what}: a group offset is an integer, got {offset!r}")
+        raise ArgumentTypeError(f"{what}: a group offset is an integer, got {offset!r}")
     if t.offset is not None and offset not in (0, t.offset):
-        raise ArgumentError(f"{what}: the offset of {t} is fixed, got {offset}")
+        raise ArgumentValueError(f"{what}: the offset of {t} is fixed, got {offset}")
     offset = int(offset) if t.offset is None else t.offset
     if not 0 <= offset < 2**63:
-        raise ArgumentError(f"{what}: a group offset is a non-negative i64, got {offset}")
+        raise ArgumentValueError(f"{what}: a group offset is a non-negative i64, got {offset}")
     return offset
 
 
 def _check_offset_fits(group: BoundGroup, item: int, what: str) -> None:
     """The kernel receives ``address - offset``: it must not wrap below address 0."""
     if group.count and group.offset * item > int(group.addresses.min()):
-        raise ArgumentError(
+        raise ArgumentValueError(
             f"{what}: offset {group.offset} reaches below the members' memory"
             " (address - offset * element size would be negative)"
         )
@@ -257,7 +269,7 @@ def _rows(per_member: list[tuple[int, ...]], order: int) -> np.ndarray:
 
 def _address(array: Any, what: str) -> int:
     if not isinstance(array, np.ndarray):
-        raise ArgumentError(f"{what}: group members must be numpy arrays")
+        raise ArgumentTypeError(f"{what}: group members must be numpy arrays")
     return int(array.__array_interface__["data"][0])
 
 
@@ -390,14 +402,14 @@ def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
         if isinstance(arg, float | np.floating) and np.isfinite(arg) and float(arg).is_integer():
             arg = int(arg)
         if not isinstance(arg, int | np.integer):
-            raise ArgumentError(f"{what}: {t} takes an integer scalar, got {_show(arg)}")
+            raise ArgumentTypeError(f"{what}: {t} takes an integer scalar, got {_show(arg)}")
         dtype = dtype_of(t)
         low, high = (0, 1) if t.is_bool else (np.iinfo(dtype).min, np.iinfo(dtype).max)
         if not low <= int(arg) <= high:
-            raise ArgumentError(f"{what}: {_show(arg)} is out of range of {t} [{low}, {high}]")
+            raise ArgumentValueError(f"{what}: {_show(arg)} is out of range of {t} [{low}, {high}]")
         return dtype.type(int(arg))
     if not isinstance(arg, int | float | np.integer | np.floating):
-        raise ArgumentError(f"{what}: {t} takes a real scalar, got {_show(arg)}")
+        raise ArgumentTypeError(f"{what}: {t} takes a real scalar, got {_show(arg)}")
     finite = bool(np.isfinite(arg)) if isinstance(arg, float | np.floating) else True
     try:
         value = float(arg)
@@ -406,7 +418,7 @@ def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
     with np.errstate(over="ignore"):
         out = bf16.round_to_bf16(value) if t == BF16 else dtype_of(t).type(value)
     if finite and not np.isfinite(out):
-        raise ArgumentError(f"{what}: {_show(arg)} is out of range of {t}")
+        raise ArgumentValueError(f"{what}: {_show(arg)} is out of range of {t}")
     return out
 
 
@@ -419,24 +431,26 @@ def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
     """Shape and strides (in elements) of an array viewed as a memref of type ``t``."""
     _check_array(t, arr, what)
     if np.dtype(arr.dtype) != dtype_of(t.element):
-        raise ArgumentError(f"{what}: {t} takes {dtype_of(t.element)} elements, got {arr.dtype}")
+        raise ArgumentTypeError(
+            f"{what}: {t} takes {dtype_of(t.element)} elements, got {arr.dtype}"
+        )
     shape = tuple(int(s) for s in arr.shape)
     if len(shape) != t.order:
-        raise ArgumentError(f"{what}: {t} takes an array of {t.order} dimensions, got {shape}")
+        raise ArgumentValueError(f"{what}: {t} takes an array of {t.order} dimensions, got {shape}")
     item = arr.dtype.itemsize
     stride = tuple(int(s) // item for s in arr.strides)
     if any(w is not None and w != s for w, s in zip(t.shape, shape)):
-        raise ArgumentError(f"{what}: {t} takes shape {_dims(t.shape)}, got {shape}")
+        raise ArgumentValueError(f"{what}: {t} takes shape {_dims(t.shape)}, got {shape}")
     if 0 in shape:  # no element, so no stride matters (numpy gives empty arrays 0)
         packed = _fill_degenerate(stride, tuple(0 for _ in shape))
         return BoundMemref(arr, shape, tuple(w or s for w, s in zip(t.stride, packed)))
     # A mode of size 1 says nothing about its stride either.
     if any(s % item or s < item for s, n in zip(arr.strides, shape) if n > 1):
-        raise ArgumentError(f"{what}: strides {arr.strides} are not positive element strides")
+        raise ArgumentValueError(f"{what}: strides {arr.strides} are not positive element strides")
     stride = _fill_degenerate(stride, shape)
     # Dynamic strides ('?') are taken from the array; static ones must match.
     if any(w is not None and w != s and n > 1 for w, s, n in zip(t.stride, stride, shape)):
-        raise ArgumentError(
+        raise ArgumentValueError(
             f"{what}: element strides {stride} do not fit {t}, which needs {_dims(t.stride)}"
             " (column-major: use np.asfortranarray)"
         )
@@ -448,18 +462,18 @@ def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
 def _check_array(t: MemrefType, arr: Any, what: str) -> None:
     """A numpy array (no masked array: the kernel would ignore its mask) or a pyopencl one."""
     if isinstance(arr, np.ma.MaskedArray):
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"{what}: {t} takes an array, got a masked array, whose mask the kernel would"
             " ignore; pass .filled(value) or .data"
         )
     if isinstance(arr, np.generic):
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"{what}: {t} takes an array, got the numpy scalar {arr!r}, which the kernel"
             " cannot write; pass an array (np.array(x) has 0 dimensions)"
         )
     device = hasattr(arr, "base_data") and hasattr(arr, "queue")  # a pyopencl array
     if not isinstance(arr, np.ndarray) and not device:
-        raise ArgumentError(f"{what}: {t} takes a numpy or pyopencl array, got {_show(arr)}")
+        raise ArgumentTypeError(f"{what}: {t} takes a numpy or pyopencl array, got {_show(arr)}")
 
 
 def _fill_degenerate(stride: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -17,7 +17,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import bf16
-from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, check_howmany, dtype_of
+from ..arguments import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    BoundGroup,
+    BoundMemref,
+    bind,
+    check_howmany,
+    dtype_of,
+)
 from ..compiler import compile_to_module, run_pipeline
 from ..gemm import Tiling
 from ..ir import BF16, Function, GroupType, MemrefType, Program, ScalarType, Type
@@ -201,7 +209,7 @@ class Kernel:
 
     def __call__(self, *args: Any, howmany: int | None = None) -> None:
         if howmany is None:
-            raise ArgumentError(
+            raise ArgumentTypeError(
                 f"@{self.func.name}: howmany (the number of work-groups) is missing"
             )
         howmany = check_howmany(howmany)
@@ -235,9 +243,9 @@ class Kernel:
             if problem is None:
                 continue
             if need.param is None:
-                raise ArgumentError(f"@{self.func.name}: local memory: {problem}")
+                raise ArgumentValueError(f"@{self.func.name}: local memory: {problem}")
             p = self.func.params[need.param]
-            raise ArgumentError(f"argument {need.param} (%{p.name}): {problem}")
+            raise ArgumentValueError(f"argument {need.param} (%{p.name}): {problem}")
 
 
 def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
@@ -272,7 +280,7 @@ def _pointer(array: Any, keep: list[Any]) -> Any:
         return _svm(array, keep)
     data = getattr(array, "base_data", None)  # a pyopencl array
     if data is None or getattr(array, "offset", 0):
-        raise ArgumentError("pyopencl arrays with an offset are not supported; pass .copy()")
+        raise ArgumentValueError("pyopencl arrays with an offset are not supported; pass .copy()")
     return data
 
 
