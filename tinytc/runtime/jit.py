@@ -207,12 +207,26 @@ class Kernel:
         self.requirements = signature.requirements
         self.lock = threading.Lock()
 
-    def __call__(self, *args: Any, howmany: int | None = None) -> None:
+    def __call__(
+        self,
+        *args: Any,
+        howmany: int | None = None,
+        queue: Any = None,
+        wait_for: Sequence[Any] | None = None,
+        blocking: bool = True,
+        **named: Any,
+    ) -> Any:
+        """Launch on ``queue`` (default: the one given to jit) after the events ``wait_for``;
+        arguments by position, then by parameter name. Returns the launch's pyopencl event,
+        complete unless ``blocking`` is False; the arrays stay referenced until it completes
+        (numpy arrays are the kernel's memory: leave them alone until then)."""
         if howmany is None:
             raise ArgumentTypeError(
                 f"@{self.func.name}: howmany (the number of work-groups) is missing"
             )
         howmany = check_howmany(howmany)
+        args = self.arranged(args, named, len(self.func.params))
+        queue = self.queue_for(queue)
         bound = bind(self.func, args, self.written)
         self.check_batch(bound, howmany)
         keep: list[Any] = []  # host objects that must outlive the launch
@@ -222,18 +236,64 @@ class Kernel:
         batch = self.func.batch_per_group
         if batch > 1:
             cl_args.append(np.int64(howmany))  # hidden argument: the body checks the tail
-        if howmany == 0:
-            return
+        if _pending:
+            _prune()
         cl = _pyopencl()
-        wgs0, wgs1 = self.func.work_group_size
-        groups = -(-int(howmany) // batch)
-        with self.lock:
-            for i, a in enumerate(cl_args):
-                self.cl_kernel.set_arg(i, a)
-            cl.enqueue_nd_range_kernel(
-                self.owner.queue, self.cl_kernel, (wgs0, wgs1, groups), (wgs0, wgs1, 1)
+        waits = list(wait_for) if wait_for else None
+        if howmany == 0:
+            event = cl.enqueue_marker(queue, wait_for=waits)
+        else:
+            wgs0, wgs1 = self.func.work_group_size
+            groups = -(-int(howmany) // batch)
+            with self.lock:
+                for i, a in enumerate(cl_args):
+                    self.cl_kernel.set_arg(i, a)
+                event = cl.enqueue_nd_range_kernel(
+                    queue, self.cl_kernel, (wgs0, wgs1, groups), (wgs0, wgs1, 1), wait_for=waits
+                )
+        if blocking:
+            event.wait()
+        else:
+            _in_flight(event, (keep, bound, args))
+        return event
+
+    def arranged(self, args: Sequence[Any], named: Mapping[str, Any], count: int) -> list[Any]:
+        """Positional arguments followed by those ``named`` gives by parameter name, for the
+        first ``count`` parameters (ArgumentTypeError for an unknown, repeated or missing
+        name)."""
+        if not named:
+            return list(args)
+        params = [p.name for p in self.func.params[:count]]
+        unknown = [n for n in named if n not in params]
+        if unknown:
+            raise ArgumentTypeError(
+                f"@{self.func.name} has no parameter %{unknown[0]}; its parameters are "
+                + ", ".join(f"%{n}" for n in params)
             )
-        self.owner.queue.finish()
+        given = [n for n in params[: len(args)] if n in named]
+        if given:
+            raise ArgumentTypeError(
+                f"@{self.func.name}: %{given[0]} is given by position and by name"
+            )
+        missing = [n for n in params[len(args) :] if n not in named]
+        if missing:
+            raise ArgumentTypeError(
+                f"@{self.func.name}: missing " + ", ".join(f"%{n}" for n in missing)
+            )
+        return [*args, *(named[n] for n in params[len(args) :])]
+
+    def queue_for(self, queue: Any) -> Any:
+        """The queue of a call: the program's unless given; one of another context or device
+        cannot run the program (built for the program's)."""
+        own = self.owner.queue
+        if queue is None or queue == own:
+            return own
+        if queue.context != own.context or queue.device != own.device:
+            raise ArgumentValueError(
+                f"@{self.func.name}: queue= is on {_where(queue)}, but the kernels were built"
+                f" for {_where(own)}; pass a queue of that context and device (jit's queue=)"
+            )
+        return queue
 
     def check_batch(self, bound: list[Any], howmany: int) -> None:
         """Refuse a launch whose group_id-indexed arrays or groups hold fewer entries than
@@ -246,6 +306,27 @@ class Kernel:
                 raise ArgumentValueError(f"@{self.func.name}: local memory: {problem}")
             p = self.func.params[need.param]
             raise ArgumentValueError(f"argument {need.param} (%{p.name}): {problem}")
+
+
+# Launches that did not wait: their host arrays, kept alive until the event completes, and
+# dropped by the next launch that finds them complete (the OpenCL runtime holds none of them).
+_pending: list[tuple[Any, Any]] = []
+_pending_lock = threading.Lock()
+
+
+def _in_flight(event: Any, held: Any) -> None:
+    with _pending_lock:
+        _pending.append((event, held))
+
+
+def _prune() -> None:
+    complete = _pyopencl().command_execution_status.COMPLETE
+    with _pending_lock:  # statuses count down to COMPLETE (0); an error is negative
+        _pending[:] = [(e, h) for e, h in _pending if e.command_execution_status > complete]
+
+
+def _where(queue: Any) -> str:
+    return f"device {queue.device.name!r} of context {queue.context.int_ptr:#x}"
 
 
 def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
