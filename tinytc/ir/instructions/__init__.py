@@ -51,11 +51,18 @@ from .memref import (
     StoreInst,
     SubviewInst,
 )
+from .subgroup import (
+    SUBGROUP_OPERATIONS,
+    SubgroupBroadcastInst,
+    SubgroupInst,
+    SubgroupOperationInst,
+)
 
 __all__ = [
     "COOPMATRIX_INSTS",
     "MATH_UNARY",
     "SUBGROUP_BUILTINS",
+    "SUBGROUP_OPERATIONS",
     "AllocaInst",
     "ArithInst",
     "ArithUnaryInst",
@@ -93,9 +100,12 @@ __all__ = [
     "ParallelInst",
     "SizeInst",
     "StoreInst",
+    "SubgroupBroadcastInst",
     "SubgroupBuiltinInst",
     "SubgroupIdInst",
+    "SubgroupInst",
     "SubgroupLocalIdInst",
+    "SubgroupOperationInst",
     "SubgroupSizeBuiltinInst",
     "SubviewInst",
     "SumInst",

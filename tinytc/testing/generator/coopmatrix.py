@@ -70,9 +70,9 @@ from ...ir import (
 )
 from ..intervals import EPSILON, MAG_LIMIT, float_interval, int_interval, value_range, widen
 from .base import generates
-from .collectives import CollectiveStatements
 from .model import Ctx, Matrix, Scalar, View
 from .scalars import _away_from_zero
+from .subgroup import SubgroupStatements
 
 BUDGET = 64  # values per work-item of one matrix (matrix_b: R * C, else ceil(R / S) * C)
 FMA_BUDGET = 512  # multiply-adds per work-item of one mul_add
@@ -136,7 +136,7 @@ def covered(t: CoopMatrixType, transpose: bool) -> tuple[int, int]:
 Meta = tuple[float, float, bool, bool, float]  # lo, hi, exact, bounded, mag
 
 
-class CoopMatrixStatements(CollectiveStatements):
+class CoopMatrixStatements(SubgroupStatements):
     """Parallel regions and the cooperative-matrix instructions in them."""
 
     launch: tuple[int, int, int] | None = None  # wg0, wg1, subgroup size (None: unknown)
@@ -238,6 +238,7 @@ class CoopMatrixStatements(CollectiveStatements):
             (1 if a("load") else 0, self.cm_scalar_load),
             (0.5 if a("barrier") and par.nested == 0 else 0, lambda c: self.cm_barrier()),
             (2 if a("barrier") and par.nested == 0 and written else 0, self.cm_read_back),
+            (2.5 if a("subgroup") else 0, self.subgroup_statement),
         ]
         make = self.weighted(options)
         if make is not None:
