@@ -469,3 +469,4 @@ def _for(sp: Spmd, inst: ir.ForInst, mask: np.ndarray) -> list[Any]:
 # cooperative matrices register their handlers here
 from . import reference_coopmatrix  # noqa: E402, F401
 from . import reference_subgroup  # noqa: E402, F401
+from . import reference_atomic  # noqa: E402, F401

@@ -1,6 +1,7 @@
 """One class per instruction of the language."""
 
 from .arith import ArithInst, ArithUnaryInst, CastInst, CompareInst
+from .atomic import AtomicInst, AtomicLoadInst, AtomicStoreInst, AtomicUpdateInst
 from .control import (
     BarrierInst,
     ForeachInst,
@@ -64,6 +65,10 @@ __all__ = [
     "SUBGROUP_BUILTINS",
     "SUBGROUP_OPERATIONS",
     "AllocaInst",
+    "AtomicInst",
+    "AtomicLoadInst",
+    "AtomicStoreInst",
+    "AtomicUpdateInst",
     "ArithInst",
     "ArithUnaryInst",
     "AxpbyInst",

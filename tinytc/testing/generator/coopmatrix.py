@@ -239,6 +239,7 @@ class CoopMatrixStatements(SubgroupStatements):
             (0.5 if a("barrier") and par.nested == 0 else 0, lambda c: self.cm_barrier()),
             (2 if a("barrier") and par.nested == 0 and written else 0, self.cm_read_back),
             (2.5 if a("subgroup") else 0, self.subgroup_statement),
+            (1 if a("atomic") else 0, self.atomic_update),
         ]
         make = self.weighted(options)
         if make is not None:

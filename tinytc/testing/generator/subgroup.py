@@ -16,12 +16,12 @@ from ... import ir
 from ...ir import I32, Constant, SubgroupBroadcastInst, SubgroupLocalIdInst, SubgroupOperationInst
 from ..intervals import MAG_LIMIT, value_range
 from .base import generates
-from .collectives import CollectiveStatements
+from .atomic import AtomicStatements
 from .features import FLOAT_TYPES, INT_TYPES
 from .model import Ctx, Scalar
 
 
-class SubgroupStatements(CollectiveStatements):
+class SubgroupStatements(AtomicStatements):
     """The subgroup operations of a parallel region (``self.par`` is coopmatrix.py's Par)."""
 
     par: Any = None
