@@ -74,8 +74,9 @@ def form(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
 
 def test_atomics_print_and_parse_back() -> None:
     printed = str(tinytc.parse(histogram("f32")))
-    for text in ("atomic_load.device.acquire %x", "atomic_add.device %v", "atomic_max.acquire_release",
-                 "atomic_min.cross_device.sequentially_consistent", "atomic_store.subgroup.release",
+    for text in ("atomic_load.device.acquire %x", "atomic_add.device %v",
+                 "atomic_max.acquire_release", "atomic_min.cross_device.sequentially_consistent",
+                 "atomic_store.subgroup.release",
                  "atomic_store %v, %y[%i]"):  # fmt: skip
         assert text in printed
     assert str(tinytc.parse(printed)) == printed

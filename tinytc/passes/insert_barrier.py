@@ -122,7 +122,8 @@ def _accesses(
     access = getattr(inst, "memory_access", None)  # the atomics: (memref operand, kind)
     if access is not None:
         memory = {root(inst.operands[access[0]])}
-        return (memory if access[1] != "write" else set()), (memory if access[1] != "read" else set())
+        reads = memory if access[1] != "write" else set()
+        return reads, (memory if access[1] != "read" else set())
     reads, writes = set(), set()
     for region in inst.regions:
         for child in region.insts:

@@ -77,40 +77,63 @@ def _as_bits(lo: Lowering, m: Memref, pointer: Id) -> tuple[Id, Id]:
     return lo.op(Op.Bitcast, lo.m.type_pointer(m.space, it), pointer), it
 
 
-@converts(ir.AtomicLoadInst)
-def _atomic_load(lo: Lowering, inst: ir.AtomicLoadInst) -> None:
-    m, pointer, scope, order = _access(lo, inst)
+def atomic_load(lo: Lowering, m: Memref, pointer: Id, scope: str, order: str) -> Id:
     bits_pointer, it = _as_bits(lo, m, pointer)
-    bits = lo.op(Op.AtomicLoad, it, bits_pointer, scope, order)
-    rt = lo.scalar_type(m.type.element)
-    lo.values[inst.result] = lo.op(Op.Bitcast, rt, bits) if m.type.element.is_float else bits
+    ordering = lo.u32(semantics(order, m.space))
+    bits = lo.op(Op.AtomicLoad, it, bits_pointer, lo.u32(SCOPES[scope]), ordering)
+    el = m.type.element
+    return lo.op(Op.Bitcast, lo.scalar_type(el), bits) if el.is_float else bits
 
 
-@converts(ir.AtomicStoreInst)
-def _atomic_store(lo: Lowering, inst: ir.AtomicStoreInst) -> None:
-    m, pointer, scope, order = _access(lo, inst)
+def atomic_store(lo: Lowering, m: Memref, pointer: Id, scope: str, order: str, value: Id) -> None:
     bits_pointer, it = _as_bits(lo, m, pointer)
-    value = lo.get(inst.operands[0])
     if m.type.element.is_float:
         value = lo.op(Op.Bitcast, it, value)
     if m.type.element.bits == 64:  # the capability rules see no result type to tell them
         lo.m.require_capability(Capability.Int64Atomics)
-    lo.b.emit(Op.AtomicStore, bits_pointer, scope, order, value)
+    ordering = lo.u32(semantics(order, m.space))
+    lo.b.emit(Op.AtomicStore, bits_pointer, lo.u32(SCOPES[scope]), ordering, value)
+
+
+def atomic_update(
+    lo: Lowering, m: Memref, pointer: Id, scope: str, order: str, op: str, value: Id
+) -> Id:
+    """element = element op value atomically; returns the element before."""
+    el = m.type.element
+    if not native_atomic(lo.target, op, el):
+        combine = lambda old: binary(lo, op, el, old, value)  # noqa: E731
+        return cas_update(lo, m, pointer, lo.u32(SCOPES[scope]), order, combine)
+    ordering = lo.u32(semantics(order, m.space))
+    opcode = Op.AtomicFAddEXT if el.is_float else INT_UPDATES[(op, el.kind)]
+    return lo.op(opcode, lo.scalar_type(el), pointer, lo.u32(SCOPES[scope]), ordering, value)
+
+
+def _access(lo: Lowering, inst: ir.AtomicInst) -> tuple[Memref, Id]:
+    """The memref and the element's pointer of a scalar atomic."""
+    m_at = inst.memory_access[0]
+    m: Memref = lo.get(inst.operands[m_at])
+    return m, element_pointer(lo, m, inst.operands[m_at + 1 :])
+
+
+@converts(ir.AtomicLoadInst)
+def _atomic_load(lo: Lowering, inst: ir.AtomicLoadInst) -> None:
+    m, pointer = _access(lo, inst)
+    lo.values[inst.result] = atomic_load(lo, m, pointer, inst.scope, inst.semantics)
+
+
+@converts(ir.AtomicStoreInst)
+def _atomic_store(lo: Lowering, inst: ir.AtomicStoreInst) -> None:
+    m, pointer = _access(lo, inst)
+    atomic_store(lo, m, pointer, inst.scope, inst.semantics, lo.get(inst.operands[0]))
 
 
 @converts(ir.AtomicUpdateInst)
 def _atomic_update(lo: Lowering, inst: ir.AtomicUpdateInst) -> None:
-    m, pointer, scope, order = _access(lo, inst)
-    el = m.type.element
-    rt, value = lo.scalar_type(el), lo.get(inst.operands[0])
-    if not native_atomic(lo.target, inst.op, el):
-        combine = lambda old: binary(lo, inst.op, el, old, value)  # noqa: E731
-        lo.values[inst.result] = cas_update(lo, m, pointer, scope, inst.semantics, combine)
-    elif el.is_float:
-        lo.values[inst.result] = lo.op(Op.AtomicFAddEXT, rt, pointer, scope, order, value)
-    else:
-        opcode = INT_UPDATES[(inst.op, el.kind)]
-        lo.values[inst.result] = lo.op(opcode, rt, pointer, scope, order, value)
+    m, pointer = _access(lo, inst)
+    value = lo.get(inst.operands[0])
+    lo.values[inst.result] = atomic_update(
+        lo, m, pointer, inst.scope, inst.semantics, inst.op, value
+    )
 
 
 def cas_update(

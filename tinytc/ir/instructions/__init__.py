@@ -32,6 +32,11 @@ from .coopmatrix import (
     SubgroupLocalIdInst,
     SubgroupSizeBuiltinInst,
 )
+from .coopmatrix_atomic import (
+    CoopMatrixAtomicLoadInst,
+    CoopMatrixAtomicStoreInst,
+    CoopMatrixAtomicUpdateInst,
+)
 from .linalg import (
     AxpbyInst,
     GemmInst,
@@ -76,6 +81,9 @@ __all__ = [
     "CastInst",
     "CompareInst",
     "CoopMatrixApplyInst",
+    "CoopMatrixAtomicLoadInst",
+    "CoopMatrixAtomicStoreInst",
+    "CoopMatrixAtomicUpdateInst",
     "CoopMatrixConstructInst",
     "CoopMatrixExtractInst",
     "CoopMatrixInsertInst",

@@ -81,9 +81,7 @@ class AtomicInst(Inst):
         m, first = self.memory_access[0], self.memory_access[0] + 1
         t = self.expect_memref(m, f"{self.print_name} target")
         if t.element.bits not in (32, 64) or t.element.is_bool:
-            raise self.error(
-                f"{self.print_name} needs 32- or 64-bit elements, got {t.element}", m
-            )
+            raise self.error(f"{self.print_name} needs 32- or 64-bit elements, got {t.element}", m)
         count = len(self.operands) - first
         if count != t.order:
             raise self.error(f"{self.print_name} on {t} takes {t.order} indices, got {count}")
@@ -216,8 +214,7 @@ def _value_and_target(ctx: Any, p: list[Any]) -> tuple[Value, Value, list[Value]
 
 
 @syntax(
-    "statement : ATOMIC_STORE modifiers operand COMMA operand LBRACKET indices RBRACKET"
-    " COLON type",
+    "statement : ATOMIC_STORE modifiers operand COMMA operand LBRACKET indices RBRACKET COLON type",
     builds=(AtomicStoreInst,),
 )
 def _parse_store(ctx: Any, p: list[Any]) -> Inst:

@@ -122,7 +122,10 @@ def _parse_broadcast(ctx: Any, p: list[Any]) -> Inst:
 
 
 @syntax(
-    *(f"value_instruction : {name.upper()} operand COLON value_type" for name in SUBGROUP_OPERATIONS),
+    *(
+        f"value_instruction : {name.upper()} operand COLON value_type"
+        for name in SUBGROUP_OPERATIONS
+    ),
     builds=(SubgroupOperationInst,),
 )
 def _parse_operation(ctx: Any, p: list[Any]) -> Inst:

@@ -14,7 +14,18 @@ from __future__ import annotations
 from typing import Any
 
 from ... import ir
-from ...ir import AtomicUpdateInst, ScalarType
+from ...ir import (
+    AtomicUpdateInst,
+    CoopMatrixAtomicLoadInst,
+    CoopMatrixAtomicStoreInst,
+    CoopMatrixAtomicUpdateInst,
+    CoopMatrixLoadInst,
+    CoopMatrixStoreInst,
+    CoopMatrixType,
+    Inst,
+    ScalarType,
+    Value,
+)
 from ..intervals import MAG_LIMIT
 from .base import generates
 from .collectives import CollectiveStatements
@@ -61,3 +72,25 @@ class AtomicStatements(CollectiveStatements):
         if element.bits not in (32, 64) or not self.allows("atomic") or not self.flag(15):
             return None
         return str(self.pick(["relaxed", "sequentially_consistent"]))
+
+    @generates(ir.CoopMatrixAtomicLoadInst)
+    def cm_load_form(self, t: CoopMatrixType, *operands: Any) -> Inst:
+        """The load coopmatrix.py draws (memref, row, column, transpose, checked), at times in
+        its atomic form (the same entries)."""
+        if self.atomic_form(t.element) is None:
+            return CoopMatrixLoadInst(t, *operands)
+        return CoopMatrixAtomicLoadInst(t, *operands)
+
+    @generates(ir.CoopMatrixAtomicStoreInst, ir.CoopMatrixAtomicUpdateInst)
+    def cm_store_form(self, value: Value, *operands: Any) -> Inst:
+        """The store coopmatrix.py draws, at times in its atomic form: an atomic store for a
+        plain one, cooperative_matrix_atomic_add (its old values unused) for .atomic_add."""
+        memref, row, col, transpose, checked, atomic_add = operands
+        t: CoopMatrixType = value.type  # type: ignore[assignment]
+        position = (value, memref, row, col, transpose, checked)
+        if self.atomic_form(t.element) is None:
+            return CoopMatrixStoreInst(*position, atomic_add)
+        scope = self.pick(SCOPES[1:])
+        if atomic_add:
+            return CoopMatrixAtomicUpdateInst("add", *position, scope=scope)
+        return CoopMatrixAtomicStoreInst(*position, scope=scope)

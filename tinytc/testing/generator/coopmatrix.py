@@ -51,12 +51,10 @@ from ...ir import (
     CoopMatrixConstructInst,
     CoopMatrixExtractInst,
     CoopMatrixInsertInst,
-    CoopMatrixLoadInst,
     CoopMatrixMulAddInst,
     CoopMatrixPrefetchInst,
     CoopMatrixReduceInst,
     CoopMatrixScaleInst,
-    CoopMatrixStoreInst,
     CoopMatrixType,
     ForInst,
     LoadInst,
@@ -451,7 +449,7 @@ class CoopMatrixStatements(SubgroupStatements):
         if w is None:
             return None
         checked, (x, y) = self.placement(w, t, transpose, fixed or {})
-        inst = CoopMatrixLoadInst(t, w.value, x.value, y.value, transpose, checked)
+        inst = self.cm_load_form(t, w.value, x.value, y.value, transpose, checked)
         value = self.emit(inst).result
         par.reads.add(id(v.root))
         s = self.loaded(value, v.root)
@@ -911,9 +909,8 @@ class CoopMatrixStatements(SubgroupStatements):
                 only.enter_context(self.b.at(self.b.if_(cond).then))
                 only.enter_context(self.scope())
             checked, (x, y) = self.placement(w, m.type, transpose, fixed)
-            self.emit(
-                CoopMatrixStoreInst(m.value, w.value, x.value, y.value, transpose, checked, atomic)
-            )
+            position = (w.value, x.value, y.value, transpose, checked, atomic)
+            self.emit(self.cm_store_form(m.value, *position))
         m.uses += 1
         if atomic:
             par.atomic.add(id(root))

@@ -15,8 +15,8 @@ from typing import Any
 from ... import ir
 from ...ir import I32, Constant, SubgroupBroadcastInst, SubgroupLocalIdInst, SubgroupOperationInst
 from ..intervals import MAG_LIMIT, value_range
-from .base import generates
 from .atomic import AtomicStatements
+from .base import generates
 from .features import FLOAT_TYPES, INT_TYPES
 from .model import Ctx, Scalar
 
