@@ -3,7 +3,6 @@ checked against a function's signature. Shared by the JIT and the reference inte
 
 from __future__ import annotations
 
-import ctypes
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import aliasing, bf16
+from .array_table import read_arrays
 from .ir import BF16, Function, GroupType, MemrefType, ScalarType, Type
 
 
@@ -190,15 +190,18 @@ def _bind(t: Type, arg: Any, what: str) -> Any:
     key = (t, offset)
     if key not in group.bound:  # a Group object is checked once, a list on every call
         mt = t.memref
-        if isinstance(group.arrays, np.ndarray) and group.arrays.ndim == mt.order + 1:
-            bound = _bind_stacked(mt, group.arrays, offset, what)
-        elif isinstance(group.arrays, np.ndarray) or not isinstance(group.arrays, Sequence):
+        arrays = host_view(group.arrays, what) if _is_dlpack(group.arrays) else group.arrays
+        if isinstance(arrays, np.ndarray) and arrays.ndim == mt.order + 1:
+            bound = _bind_stacked(mt, arrays, offset, what)
+        elif isinstance(arrays, np.ndarray) or not isinstance(arrays, Sequence):
             raise ArgumentTypeError(
                 f"{what}: a group takes a list of arrays or one array with a trailing batch mode"
-                f" ({mt.order + 1} dimensions), got {type(group.arrays).__name__}"
+                f" ({mt.order + 1} dimensions), got {type(arrays).__name__}"
             )
         else:
-            bound = _bind_list(mt, group.arrays, offset, what)
+            if set(map(type, arrays)) - {np.ndarray}:  # members seen through DLPack
+                arrays = [host_view(a, f"{what}[{k}]") for k, a in enumerate(arrays)]
+            bound = _bind_list(mt, arrays, offset, what)
         _check_offset_fits(bound, dtype_of(mt.element).itemsize, what)
         if not isinstance(arg, Group):
             return bound
@@ -269,128 +272,11 @@ def _rows(per_member: list[tuple[int, ...]], order: int) -> np.ndarray:
 
 def _address(array: Any, what: str) -> int:
     if not isinstance(array, np.ndarray):
-        raise ArgumentTypeError(f"{what}: group members must be numpy arrays")
+        raise ArgumentTypeError(
+            f"{what}: group members must be host arrays (numpy, or DLPack tensors on the CPU),"
+            f" got {_show(array)}; the kernel reads their addresses from a table in host memory"
+        )
     return int(array.__array_interface__["data"][0])
-
-
-# Many arrays at once. Asking numpy for an array's address, shape, strides, dtype and flags
-# costs 2-3 us per array, too much for groups of 10^4-10^5 members. numpy's array object is a
-# public C struct (PyArrayObject_fields in numpy/ndarraytypes.h, the same since numpy 1.7):
-# after the object header come data, nd (int), dimensions, strides, base, descr, flags (int).
-# These words are read for all arrays at once through a view of the memory that spans their
-# objects, then the dimension and stride values through the pointers read; only the arrays'
-# own fields are touched. The layout is checked on sample arrays when tinytc is imported and
-# again on three members of every table, so any doubt falls back to asking numpy.
-_FIELDS = {"data": 0, "nd": 8, "dimensions": 16, "strides": 24, "descr": 40, "flags": 48}
-_WRITEABLE = 0x0400  # NPY_ARRAY_WRITEABLE
-
-
-@dataclass
-class ArrayTable:
-    """Per array (one column each): address, dtype object, flags, shape and strides."""
-
-    arrays: Sequence[np.ndarray]
-    addresses: np.ndarray  # uint64
-    descrs: np.ndarray  # uint64: id() of the dtype
-    flags: np.ndarray  # uint64
-    shapes: np.ndarray  # (order, count) int64
-    strides: np.ndarray  # (order, count) int64, in bytes
-
-    def uniform(self) -> bool:
-        """Whether every array has the dtype object, shape and strides of the first."""
-        return bool(
-            (self.descrs == self.descrs[0]).all()
-            and (self.shapes == self.shapes[:, :1]).all()
-            and (self.strides == self.strides[:, :1]).all()
-        )
-
-    def read_only(self) -> int | None:
-        """The index of the first array that is not writeable, if any."""
-        locked = np.flatnonzero((self.flags & np.uint64(_WRITEABLE)) == 0)
-        return int(locked[0]) if locked.size else None
-
-    def agrees_with_numpy(self, i: int) -> bool:
-        a = self.arrays[i]
-        return (
-            int(self.addresses[i]) == a.__array_interface__["data"][0]
-            and int(self.descrs[i]) == id(a.dtype)
-            and bool(self.flags[i] & np.uint64(_WRITEABLE)) == a.flags.writeable
-            and self.shapes[:, i].tolist() == list(a.shape)
-            and self.strides[:, i].tolist() == list(a.strides)
-        )
-
-
-def read_arrays(arrays: Sequence[Any], order: int) -> ArrayTable | None:
-    """The table of many numpy arrays of ``order`` dimensions, or None when the arrays are
-    not all numpy arrays of that order (or too few to be worth it, or the check fails)."""
-    count = len(arrays)
-    if not _LAYOUT_HOLDS or count < 64 or order < 1:
-        return None
-    kinds = set(map(type, arrays))
-    if not all(issubclass(k, np.ndarray) and not issubclass(k, np.ma.MaskedArray) for k in kinds):
-        return None  # each member is bound alone, and refused if it must be
-    ids = np.fromiter(map(id, arrays), np.uint64, count)
-    header = object.__basicsize__
-    data, nd, dimensions, strides, descr, flags = _gather(
-        ids, [header + _FIELDS[name] for name in _FIELDS]
-    )
-    if ((nd & np.uint64(0xFFFFFFFF)) != order).any():
-        return None
-    steps = [8 * k for k in range(order)]
-    table = ArrayTable(
-        arrays,
-        data,
-        descr,
-        flags & np.uint64(0xFFFFFFFF),
-        _gather(dimensions, steps).view(np.int64),
-        _gather(strides, steps).view(np.int64),
-    )
-    if not all(table.agrees_with_numpy(i) for i in (0, count // 2, count - 1)):
-        return None
-    return table
-
-
-def _gather(pointers: np.ndarray, offsets: list[int]) -> np.ndarray:
-    """The 8-byte words at ``pointers + offset`` for each offset, one row per offset (all
-    readable: fields of live objects)."""
-    low, high = int(pointers.min()), int(pointers.max())
-    relative = pointers - np.uint64(low)
-    if (relative & np.uint64(7)).any():
-        raise ValueError("unaligned pointers")  # never seen: malloc aligns to 16
-    first, last = min(offsets), max(offsets)
-    words = (high - low + last - first) // 8 + 1
-    memory = np.frombuffer((ctypes.c_uint64 * words).from_address(low + first), np.uint64)
-    index = (relative >> np.uint64(3)).astype(np.intp)
-    return memory[np.array([(o - first) // 8 for o in offsets]).reshape(-1, 1) + index]
-
-
-def _check_layout() -> bool:
-    """Whether numpy's array struct is laid out as ``read_arrays`` expects (the pointers to
-    dimensions and strides are followed only once the fields around them have matched)."""
-    if ctypes.sizeof(ctypes.c_void_p) != 8:
-        return False
-    samples = [np.zeros((2, 3, 4), order="F")[:, ::2], np.zeros(5, np.int8), np.ones((7, 1))]
-    samples[1].flags.writeable = False
-    for a in samples:
-        start = id(a) + object.__basicsize__
-        word = {
-            name: ctypes.c_uint64.from_address(start + at).value for name, at in _FIELDS.items()
-        }
-        if (
-            word["data"] != a.__array_interface__["data"][0]
-            or word["nd"] & 0xFFFFFFFF != a.ndim
-            or word["descr"] != id(a.dtype)
-            or bool(word["flags"] & _WRITEABLE) != a.flags.writeable
-        ):
-            return False
-        for name, want in (("dimensions", a.shape), ("strides", a.strides)):
-            got = [ctypes.c_int64.from_address(word[name] + 8 * k).value for k in range(a.ndim)]
-            if got != list(want):
-                return False
-    return True
-
-
-_LAYOUT_HOLDS = _check_layout()
 
 
 def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
@@ -428,7 +314,10 @@ def _show(arg: Any) -> str:
 
 
 def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
-    """Shape and strides (in elements) of an array viewed as a memref of type ``t``."""
+    """Shape and strides (in elements) of an array viewed as a memref of type ``t``; a
+    DLPack tensor on the CPU is bound as the numpy array that views its memory."""
+    if type(arr) is not np.ndarray and _is_dlpack(arr):
+        arr = host_view(arr, what)
     _check_array(t, arr, what)
     if np.dtype(arr.dtype) != dtype_of(t.element):
         raise ArgumentTypeError(
@@ -452,11 +341,53 @@ def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
     if any(w is not None and w != s and n > 1 for w, s, n in zip(t.stride, stride, shape)):
         raise ArgumentValueError(
             f"{what}: element strides {stride} do not fit {t}, which needs {_dims(t.stride)}"
-            " (column-major: use np.asfortranarray)"
+            " (memrefs are column-major: pass np.asfortranarray(a), or a.T of a C-order array"
+            " with the modes reversed, or declare the memref's strides)"
         )
     return BoundMemref(
         arr, shape, tuple(w if w is not None else s for w, s in zip(t.stride, stride))
     )
+
+
+KDL_CPU = 1  # DLPack's DLDeviceType for host memory (dlpack.h)
+
+
+def _is_dlpack(arr: Any) -> bool:
+    """An object that exports DLPack and is not a numpy or pyopencl array (bound as such)."""
+    return (
+        hasattr(arr, "__dlpack__")
+        and not isinstance(arr, np.ndarray | np.generic)
+        and not _is_pyopencl(arr)
+    )
+
+
+def _is_pyopencl(arr: Any) -> bool:
+    return hasattr(arr, "base_data") and hasattr(arr, "queue")
+
+
+def host_view(arr: Any, what: str) -> Any:
+    """The numpy array that views a DLPack tensor's memory (no copy; it keeps the tensor
+    alive), or ``arr`` itself when it is not one. Strides come from the tensor, so a C-order
+    tensor keeps its C-order strides."""
+    if not _is_dlpack(arr):
+        return arr
+    try:
+        kind, number = arr.__dlpack_device__()
+    except (AttributeError, TypeError, ValueError) as e:
+        raise ArgumentTypeError(
+            f"{what}: {_show(arr)} has no usable __dlpack_device__: {e}"
+        ) from None
+    if int(kind) != KDL_CPU:
+        raise ArgumentTypeError(
+            f"{what}: a DLPack tensor on device type {int(kind)} (number {number}), not the CPU"
+            " (1); copy it to host memory first (torch: .cpu())"
+        )
+    try:
+        return np.from_dlpack(arr)
+    except (BufferError, TypeError, ValueError, RuntimeError) as e:
+        raise ArgumentTypeError(
+            f"{what}: numpy cannot view {_show(arr)} through DLPack: {e}"
+        ) from None
 
 
 def _check_array(t: MemrefType, arr: Any, what: str) -> None:
@@ -471,9 +402,11 @@ def _check_array(t: MemrefType, arr: Any, what: str) -> None:
             f"{what}: {t} takes an array, got the numpy scalar {arr!r}, which the kernel"
             " cannot write; pass an array (np.array(x) has 0 dimensions)"
         )
-    device = hasattr(arr, "base_data") and hasattr(arr, "queue")  # a pyopencl array
-    if not isinstance(arr, np.ndarray) and not device:
-        raise ArgumentTypeError(f"{what}: {t} takes a numpy or pyopencl array, got {_show(arr)}")
+    if not isinstance(arr, np.ndarray) and not _is_pyopencl(arr):
+        raise ArgumentTypeError(
+            f"{what}: {t} takes a numpy array, a pyopencl array or a DLPack tensor on the CPU,"
+            f" got {_show(arr)}"
+        )
 
 
 def _fill_degenerate(stride: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

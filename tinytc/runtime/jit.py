@@ -229,6 +229,9 @@ class Kernel:
         queue = self.queue_for(queue)
         bound = bind(self.func, args, self.written)
         self.check_batch(bound, howmany)
+        for i, arg in enumerate(bound):
+            if isinstance(arg, BoundMemref) and type(arg.array) is not np.ndarray:
+                self.check_context(i, arg.array, queue)
         keep: list[Any] = []  # host objects that must outlive the launch
         cl_args: list[Any] = []
         for param, arg in zip(self.func.params, bound):
@@ -281,6 +284,19 @@ class Kernel:
                 f"@{self.func.name}: missing " + ", ".join(f"%{n}" for n in missing)
             )
         return [*args, *(named[n] for n in params[len(args) :])]
+
+    def check_context(self, i: int, array: Any, queue: Any) -> None:
+        """A pyopencl array's buffer belongs to one context: the kernel's, or it is refused
+        (OpenCL would refuse it with INVALID_MEM_OBJECT)."""
+        if array.context != queue.context:
+            p = self.func.params[i]
+            q = array.queue
+            mine = _where(q) if q is not None else f"context {array.context.int_ptr:#x}"
+            raise ArgumentValueError(
+                f"argument {i} (%{p.name}): a pyopencl array of {mine}, but the kernel runs on"
+                f" {_where(queue)}; create the array with that queue, or jit with the array's"
+                " (tinytc.jit(text, queue=array.queue))"
+            )
 
     def queue_for(self, queue: Any) -> Any:
         """The queue of a call: the program's unless given; one of another context or device
