@@ -31,7 +31,7 @@ class Conv2d(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, stride: int,
                 padding: int) -> torch.Tensor:  # fmt: skip
-        x, w, b = x.contiguous(), w.contiguous(), b.contiguous()
+        x, w, b = (t.detach().contiguous() for t in (x, w, b))  # DLPack exports no grad
         conv = recipes(tuple(x.shape), tuple(w.shape), stride, padding)
         ctx.save_for_backward(x, w)
         ctx.conv = conv
