@@ -195,3 +195,31 @@ def test_a_new_process_neither_parses_nor_lowers(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr[-3000:]
         counts.append(done.stdout.split())
     assert counts == [["1", "1"], ["0", "0"]]  # (compilations, parser tables built)
+
+
+NAMED_LIKE_THE_BUILD = """func @binary(%a: memref<f32x4>) {
+  foreach %i = 0, 4 {
+    %x = load %a[%i] : memref<f32x4>
+    %y = arith.add %x, 1.0 : f32
+    store %y, %a[%i] : memref<f32x4>
+  }
+}
+func @queue(%a: memref<f32x4>) {
+  foreach %i = 0, 4 {
+    %x = load %a[%i] : memref<f32x4>
+    %y = arith.mul %x, 2.0 : f32
+    store %y, %a[%i] : memref<f32x4>
+  }
+}
+"""
+
+
+def test_kernels_named_like_the_build_are_cached_and_called(own_cache_directory: Path) -> None:
+    for _ in range(2):  # cold, then from the persistent cache
+        kernels = tinytc.jit(NAMED_LIKE_THE_BUILD)
+        a = np.arange(4, dtype=np.float32)
+        kernels.binary(a, howmany=1)
+        kernels.queue(a, howmany=1)
+        np.testing.assert_array_equal(a, 2 * (np.arange(4, dtype=np.float32) + 1))
+        assert isinstance(kernels.build.binary, bytes)
+    assert len(entries(own_cache_directory)) == 1

@@ -142,7 +142,7 @@ def _kernels(
     if stored is not None:
         discard_compiled(key)
     kernels = Kernels(*compile_to_module(source, target, opt_level, passes, tilings), queue)
-    store_compiled(key, (kernels.binary, kernels.signatures))
+    store_compiled(key, (kernels.build.binary, kernels.build.signatures))
     return kernels
 
 
@@ -159,10 +159,12 @@ def _well_formed(stored: Any) -> bool:
 
 
 class Kernels:
-    """The kernels of one compiled program, as attributes.
+    """The kernels of one compiled program, as attributes (``kernels.NAME``).
 
-    ``program`` is the lowered Program, or (for kernels loaded from the persistent cache) a
-    function that compiles it again when the attribute is first read."""
+    ``binary``, ``queue``, ``signatures``, ``cl_program`` and ``program`` (the lowered Program;
+    for kernels loaded from the persistent cache it is compiled again when first read) describe
+    the build; a kernel of the same name takes the attribute, and the build stays reachable
+    through ``kernels.build``."""
 
     def __init__(
         self,
@@ -171,26 +173,44 @@ class Kernels:
         queue: Any,
         signatures: tuple[Signature, ...] | None = None,
     ) -> None:
-        self._program = program
-        self.binary = binary
-        self.queue = queue
         if signatures is None:
             assert isinstance(program, Program)
             signatures = tuple(signature_of(f) for f in program.functions)
-        self.signatures = signatures
-        self.cl_program = load_program(binary, queue.context, queue.device, validate)
-        for signature in signatures:
-            setattr(self, signature.name, Kernel(self, signature))
+        self.build = Build(program, binary, queue, signatures)
+        self.build.cl_program = load_program(binary, queue.context, queue.device, validate)
+        self.__dict__.update(
+            binary=binary, queue=queue, signatures=signatures, cl_program=self.build.cl_program
+        )
+        for signature in signatures:  # kernels take precedence over the build's names
+            self.__dict__[signature.name] = Kernel(self, signature)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "program":
+            return self.build.program
+        known = ", ".join(s.name for s in self.build.signatures)
+        raise AttributeError(f"no kernel named {name!r}; the program has: {known}")
+
+
+class Build:
+    """What one jit built: the program (or how to compile it again), SPIR-V, queue, kernel
+    signatures and the OpenCL program."""
+
+    def __init__(
+        self,
+        program: Program | Callable[[], Program],
+        binary: bytes,
+        queue: Any,
+        signatures: tuple[Signature, ...],
+    ) -> None:
+        self._program = program
+        self.binary, self.queue, self.signatures = binary, queue, signatures
+        self.cl_program: Any = None
 
     @property
     def program(self) -> Program:
         if not isinstance(self._program, Program):
             self._program = self._program()
         return self._program
-
-    def __getattr__(self, name: str) -> Any:
-        known = ", ".join(s.name for s in self.__dict__.get("signatures", ()))
-        raise AttributeError(f"no kernel named {name!r}; the program has: {known}")
 
 
 class Kernel:
@@ -202,7 +222,7 @@ class Kernel:
     def __init__(self, owner: Kernels, signature: Signature) -> None:
         self.owner = owner
         self.func = signature
-        self.cl_kernel = make_kernel(owner.cl_program, signature.name)
+        self.cl_kernel = make_kernel(owner.build.cl_program, signature.name)
         self.written = signature.written
         self.requirements = signature.requirements
         self.lock = threading.Lock()
@@ -301,7 +321,7 @@ class Kernel:
     def queue_for(self, queue: Any) -> Any:
         """The queue of a call: the program's unless given; one of another context or device
         cannot run the program (built for the program's)."""
-        own = self.owner.queue
+        own = self.owner.build.queue
         if queue is None or queue == own:
             return own
         if queue.context != own.context or queue.device != own.device:
@@ -401,7 +421,7 @@ def _svm(array: np.ndarray, keep: list[Any]) -> Any:
 def _bounds_checked(kernels: Kernels) -> Kernels:
     """Kernels compiled with check-bounds are called through CheckedKernel, which passes and
     reads back their hidden record parameter."""
-    for signature in kernels.signatures:
+    for signature in kernels.build.signatures:
         if signature.check is not None:
             kernel = getattr(kernels, signature.name)
             setattr(kernels, signature.name, CheckedKernel(kernel, signature.check))
