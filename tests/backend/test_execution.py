@@ -1,6 +1,7 @@
 """Scalar instructions on the CPU runtime against the reference interpreter: arith (binary and
 unary), cast between every pair of scalar types, cmp, group_id and group_size, scalar kernel
-parameters, and the corpus kernels that random arguments can drive.
+parameters (the kernels: scalar_kernels.py), and the corpus kernels that random arguments can
+drive.
 
 Integer results must agree exactly, floating-point ones within the type's tolerance (NaN for
 NaN, infinities of the same sign). The edge cases of integer division (by zero gives 0,
@@ -26,13 +27,26 @@ from backend_support import (
     run_both,
     scalar_types,
 )
+from scalar_kernels import (
+    BOOL_FROM_I8,
+    BOOL_OPS,
+    CAST_TARGETS,
+    CONDITIONS,
+    FLOAT_BINARY,
+    GROUP_QUERIES,
+    INT_BINARY,
+    SCALAR_PARAMS,
+    binary_program,
+    cast_program,
+    cmp_program,
+    elementwise,
+    unary_kernel,
+)
 
 from tinytc.arguments import dtype_of
 from tinytc.ir import SCALAR_TYPES, ScalarType
 from tinytc.testing.inputs import random_arguments
 
-INT_BINARY = ["add", "sub", "mul", "div", "rem", "shl", "shr", "and", "or", "xor"]
-FLOAT_BINARY = ["add", "sub", "mul", "div", "rem"]
 FLOAT_SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-3, 7.25, np.inf, -np.inf, np.nan]
 
 
@@ -54,49 +68,6 @@ def pairs(t: ScalarType) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of edge values, as two column-major arrays of ``t``."""
     a, b = zip(*itertools.product(edges(t), repeat=2))
     return array_of(t, a), array_of(t, b)
-
-
-def elementwise(name: str, params: str, n_type: str, body: list[str]) -> str:
-    lines = "\n    ".join(body)
-    return f"""
-func @{name}({params}) {{
-  %n = size %a[0] : {n_type}
-  foreach %i = 0, %n {{
-    {lines}
-  }}
-}}
-"""
-
-
-def binary_program(t: str) -> str:
-    st = SCALAR_TYPES[t]
-    ops = FLOAT_BINARY if st.is_float else INT_BINARY
-    v, o = f"memref<{t}x?>", f"memref<{t}x?x{len(ops)}>"
-    body = [f"%x = load %a[%i] : {v}", f"%y = load %b[%i] : {v}"]
-    for k, op in enumerate(ops):
-        body += [f"%r{k} = arith.{op} %x, %y : {t}", f"store %r{k}, %out[%i, {k}] : {o}"]
-    # constant operands, which the compiler may treat differently from variables
-    consts = ["div 0", "rem 0", "div 1", "rem 3", "mul 0"] if st.is_integer else ["div 0.0"]
-    if st.is_integer:
-        consts += [f"shl {st.bits}", f"shr {st.bits + 1}", "shr 1"]
-        consts += ["div -1", "rem -1"] if st.kind == "int" else []
-    c = f"memref<{t}x?x{len(consts)}>"
-    body += [f"%cx = load %a[%i] : {v}"]
-    for k, spec in enumerate(consts):
-        op, value = spec.split()
-        body += [f"%c{k} = arith.{op} %cx, {value} : {t}", f"store %c{k}, %cout[%i, {k}] : {c}"]
-    params = f"%a: {v}, %b: {v}, %out: {o}, %cout: {c}"
-    return elementwise("binary", params, v, body)
-
-
-def unary_kernel(t: str) -> str:
-    st = SCALAR_TYPES[t]
-    ops = ["neg"] + (["not"] if st.is_integer else [])
-    v, o = f"memref<{t}x?>", f"memref<{t}x?x{len(ops)}>"
-    body = [f"%x = load %a[%i] : {v}"]
-    for k, op in enumerate(ops):
-        body += [f"%r{k} = arith.{op} %x : {t}", f"store %r{k}, %out[%i, {k}] : {o}"]
-    return elementwise("unary", f"%a: {v}, %out: {o}", v, body)
 
 
 @pytest.mark.parametrize("t", scalar_types())
@@ -154,34 +125,6 @@ def test_arith_unary(t: str) -> None:
         assert np.signbit(negated_zeros).tolist() == [True, False], "neg flips the sign of zero"
 
 
-BOOL_OPS = """
-func @logic(%a: memref<i8x?>, %b: memref<i8x?>, %out: memref<i8x?x5>) {
-  %n = size %a[0] : memref<i8x?>
-  foreach %i = 0, %n {
-    %x8 = load %a[%i] : memref<i8x?>
-    %y8 = load %b[%i] : memref<i8x?>
-    %x = cmp.ne %x8, 0 : i8
-    %y = cmp.ne %y8, 0 : i8
-    %r0 = arith.and %x, %y : i1
-    %r1 = arith.or %x, %y : i1
-    %r2 = arith.xor %x, %y : bool
-    %r3 = arith.not %x : i1
-    %r4 = arith.xor %x, true : i1
-    %s0 = cast %r0 : i1 -> i8
-    %s1 = cast %r1 : i1 -> i8
-    %s2 = cast %r2 : i1 -> i8
-    %s3 = cast %r3 : bool -> i8
-    %s4 = cast %r4 : i1 -> i8
-    store %s0, %out[%i, 0] : memref<i8x?x5>
-    store %s1, %out[%i, 1] : memref<i8x?x5>
-    store %s2, %out[%i, 2] : memref<i8x?x5>
-    store %s3, %out[%i, 3] : memref<i8x?x5>
-    store %s4, %out[%i, 4] : memref<i8x?x5>
-  }
-}
-"""
-
-
 def test_arith_on_i1() -> None:
     a = np.array([0, 0, 1, 1, 7, -3], np.int8)
     b = np.array([0, 1, 0, 1, -1, 0], np.int8)
@@ -190,21 +133,6 @@ def test_arith_on_i1() -> None:
     x, y = a != 0, b != 0
     want = np.stack([x & y, x | y, x ^ y, ~x, ~x], axis=1).astype(np.int8)
     assert np.array_equal(got, want)
-
-
-CAST_TARGETS = scalar_types()
-
-
-def cast_program(src: str) -> str:
-    """@cast: every value of %a cast to every scalar type and to i1 (stored as i8)."""
-    params = [f"%a: memref<{src}x?>"] + [f"%o_{t}: memref<{t}x?>" for t in CAST_TARGETS]
-    params.append("%o_i1: memref<i8x?>")
-    body = [f"%x = load %a[%i] : memref<{src}x?>"]
-    for t in CAST_TARGETS:
-        body += [f"%c_{t} = cast %x : {src} -> {t}", f"store %c_{t}, %o_{t}[%i] : memref<{t}x?>"]
-    body += [f"%b = cast %x : {src} -> i1", "%b8 = cast %b : i1 -> i8"]
-    body += ["store %b8, %o_i1[%i] : memref<i8x?>"]
-    return elementwise("cast", ", ".join(params), f"memref<{src}x?>", body)
 
 
 def cast_outputs(n: int) -> list[np.ndarray]:
@@ -291,18 +219,6 @@ def test_cast_edge_values_by_hand() -> None:
     assert by_type["i1"].tolist() == [1, 1, 1, 1, 1]
 
 
-CONDITIONS = ["eq", "ne", "gt", "ge", "lt", "le"]
-
-
-def cmp_program(t: str) -> str:
-    v, o = f"memref<{t}x?>", "memref<i8x?x6>"
-    body = [f"%x = load %a[%i] : {v}", f"%y = load %b[%i] : {v}"]
-    for k, cond in enumerate(CONDITIONS):
-        body += [f"%r{k} = cmp.{cond} %x, %y : {t}", f"%s{k} = cast %r{k} : i1 -> i8",
-                 f"store %s{k}, %out[%i, {k}] : {o}"]  # fmt: skip
-    return elementwise("compare", f"%a: {v}, %b: {v}, %out: {o}", v, body)
-
-
 @pytest.mark.parametrize("t", scalar_types())
 def test_cmp(t: str) -> None:
     st = SCALAR_TYPES[t]
@@ -324,10 +240,6 @@ def test_cmp(t: str) -> None:
         assert got[row].tolist() == [0, 1, 1, 1, 0, 0]
 
 
-BOOL_FROM_I8 = ["%x8 = load %a[%i] : memref<i8x?>", "%y8 = load %b[%i] : memref<i8x?>",
-                "%x = cmp.ne %x8, 0 : i8", "%y = cmp.ne %y8, 0 : i8"]  # fmt: skip
-
-
 def test_cmp_i1() -> None:
     body = list(BOOL_FROM_I8)
     for k, cond in enumerate(CONDITIONS):
@@ -342,31 +254,6 @@ def test_cmp_i1() -> None:
     assert got[2].tolist() == [0, 1, 1, 1, 0, 0], "true > false"
 
 
-GROUP_QUERIES = """
-func @ids(%ids: memref<index x ?>, %sizes: memref<i64x?>) {
-  %gid = group_id
-  %gsz = group_size
-  foreach %i = 0, 1 {
-    store %gid, %ids[%gid] : memref<indexx?>
-    %s = cast %gsz : index -> i64
-    store %s, %sizes[%gid] : memref<i64x?>
-  }
-}
-
-func @per_item(%x: memref<i32x?x?>) work_group_size(32, 2) subgroup_size(16) {
-  %gid = group_id
-  %gsz = group_size
-  %n = size %x[0] : memref<i32x?x?>
-  foreach %i = 0, %n {
-    %a = arith.mul %gid, 1000 : index
-    %b = arith.add %a, %gsz : index
-    %c = cast %b : index -> i32
-    store %c, %x[%i, %gid] : memref<i32x?x?>
-  }
-}
-"""
-
-
 @pytest.mark.parametrize("howmany", [1, 2, 7, 33])
 def test_group_id_and_size(howmany: int) -> None:
     ids = np.full(howmany, -1, np.int64)
@@ -377,15 +264,6 @@ def test_group_id_and_size(howmany: int) -> None:
     x = np.asfortranarray(np.zeros((70, howmany), np.int32))
     got = check_kernel(GROUP_QUERIES, "per_item", [x], howmany)[0]
     assert (got == np.arange(howmany) * 1000 + howmany).all()
-
-
-SCALAR_PARAMS = """
-func @scalars({params}) {{
-  foreach %i = 0, 1 {{
-    {body}
-  }}
-}}
-"""
 
 
 def test_scalar_parameters_of_every_type() -> None:
