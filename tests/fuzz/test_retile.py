@@ -15,7 +15,7 @@ from tinytc.compiler import run_pipeline
 from tinytc.gemm.dpas import check_dpas_tiling
 from tinytc.ir import LinalgInst, Program
 from tinytc.passes import DEFAULT_PIPELINE
-from tinytc.passes.tiling import dpas_shape_of
+from tinytc.passes.matrix_unit import matrix_unit_of
 from tinytc.target import CoreInfo, get_target
 from tinytc.testing.case import Case, KernelCase, arguments_of
 from tinytc.testing.checks import check_execution, compile_case, retile
@@ -65,7 +65,7 @@ def test_random_tilings_of_dpas_gemms_compile(target: str, el: str, acc: str) ->
 def test_dpas_draws_are_tilings_the_tiles_hold() -> None:
     core = get_target("dg2")
     program, inst = tiled(gemm("i8", "i32"), core)
-    unit = dpas_shape_of(inst, program.functions[0], core)
+    unit = matrix_unit_of(inst, core, program.functions[0].subgroup_size)
     assert unit is not None
     for seed in SEEDS:
         retile(program, seed, core)

@@ -110,9 +110,9 @@ def retile(program: Program, seed: int, target: CoreInfo) -> None:
 def dpas_unit(inst: Any, func: Any, target: CoreInfo) -> Any:
     """The DPAS instruction whose blocks a gemm's tiling counts (tinytc/gemm/dpas.py), or
     None where it is lowered with fma and counts register blocks."""
-    from tinytc.passes.tiling import dpas_shape_of
+    from tinytc.passes.matrix_unit import matrix_unit_of
 
-    return dpas_shape_of(inst, func, target)
+    return matrix_unit_of(inst, target, func.subgroup_size)
 
 
 def compile_case(
