@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .worker import Worker
 
 TARGETS = tuple(PREDEFINED_TARGETS)
+DIALECTS = (REV2, V04)
 
 
 class FuzzFailure(AssertionError):
