@@ -17,7 +17,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import bf16
-from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, check_howmany, dtype_of
+from ..arguments import (
+    ArgumentError,
+    BoundGroup,
+    BoundMemref,
+    Groups,
+    bind,
+    check_groups,
+    dtype_of,
+)
 from ..compiler import compile_to_module, run_pipeline
 from ..gemm import Tiling
 from ..ir import BF16, Function, GroupType, MemrefType, Program, ScalarType, Type
@@ -199,39 +207,40 @@ class Kernel:
         self.requirements = signature.requirements
         self.lock = threading.Lock()
 
-    def __call__(self, *args: Any, howmany: int | None = None) -> None:
+    def __call__(self, *args: Any, howmany: int | Sequence[int] | None = None) -> None:
         if howmany is None:
             raise ArgumentError(
                 f"@{self.func.name}: howmany (the number of work-groups) is missing"
             )
-        howmany = check_howmany(howmany)
+        groups = check_groups(howmany)
         bound = bind(self.func, args, self.written)
-        self.check_batch(bound, howmany)
+        self.check_batch(bound, groups)
         keep: list[Any] = []  # host objects that must outlive the launch
         cl_args: list[Any] = []
         for param, arg in zip(self.func.params, bound):
             cl_args += _kernel_args(param.type, arg, keep)
         batch = self.func.batch_per_group
         if batch > 1:
-            cl_args.append(np.int64(howmany))  # hidden argument: the body checks the tail
-        if howmany == 0:
+            cl_args.append(np.int64(groups[0]))  # hidden argument: the body checks the tail
+        if 0 in groups:
             return
         cl = _pyopencl()
         wgs0, wgs1 = self.func.work_group_size
-        groups = -(-int(howmany) // batch)
+        # group_id.x is the NDRange's dimension 2, .y and .z its dimensions 0 and 1
+        # (docs/design.md section 2)
+        nx, ny, nz = groups
+        size = (wgs0 * ny, wgs1 * nz, -(-nx // batch))
         with self.lock:
             for i, a in enumerate(cl_args):
                 self.cl_kernel.set_arg(i, a)
-            cl.enqueue_nd_range_kernel(
-                self.owner.queue, self.cl_kernel, (wgs0, wgs1, groups), (wgs0, wgs1, 1)
-            )
+            cl.enqueue_nd_range_kernel(self.owner.queue, self.cl_kernel, size, (wgs0, wgs1, 1))
         self.owner.queue.finish()
 
-    def check_batch(self, bound: list[Any], howmany: int) -> None:
+    def check_batch(self, bound: list[Any], groups: Groups) -> None:
         """Refuse a launch whose group_id-indexed arrays or groups hold fewer entries than
-        ``howmany`` work-groups reach (docs/jit-safety.md)."""
+        the work-groups ``groups`` reach (docs/jit-safety.md)."""
         for need in self.requirements:
-            problem = need.violation(bound, howmany)
+            problem = need.violation(bound, groups)
             if problem is None:
                 continue
             if need.param is None:
