@@ -3,30 +3,73 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import os
+import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from .arguments import ArgumentError, Group
+from .arguments import ArgumentError, ArgumentTypeError, ArgumentValueError, Group
 from .compiler import compile
 from .errors import BoundsError, CompilationError, Location, Source
 from .ir import Program
 from .parser import parse
 
 if TYPE_CHECKING:
+    import pyopencl as cl
+
     from .gemm import Tiling
+    from .runtime.jit import Kernels
+    from .target import CoreInfo, DpasForm
+
+
+def _version() -> str:
+    """The installed distribution's version, else pyproject.toml's (a source checkout)."""
+    try:
+        return importlib.metadata.version("tinytc")
+    except importlib.metadata.PackageNotFoundError:
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        found = re.search(r'^version = "([^"]+)"', _read(pyproject), re.MULTILINE)
+        return found.group(1) if found else "0+unknown"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+__version__ = _version()
+
+
+def _source_text(source: str | os.PathLike[str] | Program) -> str | Program:
+    """Program text or a Program as given; the text of a file for a path (a ``pathlib.Path``,
+    or a one-line ``str`` ending in ``.ir``, which no program text does)."""
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and source.endswith(".ir") and "\n" not in source
+    ):
+        with open(source, encoding="utf-8") as f:
+            return f.read()
+    return source
 
 
 def jit(
-    source_or_program: str | Program,
-    queue: object = None,
+    source: str | os.PathLike[str] | Program,
+    queue: cl.CommandQueue | None = None,
     opt_level: int = 2,
-    target: object = None,
-    dpas: str | None = None,
+    target: str | CoreInfo | None = None,
+    dpas: DpasForm | None = None,
     tf32: bool = False,
     check_bounds: bool = False,
     tilings: Mapping[str, Sequence[Tiling]] | None = None,
-) -> object:
+) -> Kernels:
     """Compile and load on an OpenCL device; ``kernels.NAME(*args, howmany=N)`` runs one.
+    ``source`` is program text, a Program, or the path of a ``.ir`` file. ``queue`` is a
+    ``pyopencl.CommandQueue`` of the user's own context (default:
+    ``tinytc.runtime.default_queue()``); kernels launch on it unless a call names another.
     ``target``, ``dpas`` and ``tf32`` as for ``tinytc.runtime.jit.jit``; with
     ``check_bounds`` a call raises BoundsError for its first out-of-bounds access.
     ``tilings`` (kernel name -> one Tiling per collective instruction) replace tile-linalg's
@@ -35,30 +78,43 @@ def jit(
     from .runtime.device import default_queue
     from .runtime.jit import jit as _jit
 
+    text = _source_text(source)
     queue = queue if queue is not None else default_queue()
     if tilings is None and target is None and dpas is None and not tf32:
         from .tune.store import stored_program_tilings
 
-        tilings = stored_program_tilings(source_or_program, queue.device, opt_level)  # type: ignore[attr-defined]
-    return _jit(source_or_program, queue, opt_level, target, dpas, tf32, check_bounds, tilings)  # type: ignore[arg-type]
+        tilings = stored_program_tilings(text, queue.device, opt_level)
+    return _jit(text, queue, opt_level, target, dpas, tf32, check_bounds, tilings)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "tune":  # the tuner loads on first use: compiling and running never need it
-        return importlib.import_module(".tune", __name__)
+LAZY = ("recipes", "reference", "tune")  # loaded on first use: compiling never needs them
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in LAZY:
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tinytc' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(LAZY))
 
 
 __all__ = [
     "ArgumentError",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "BoundsError",
     "CompilationError",
     "Group",
     "Location",
     "Program",
     "Source",
+    "__version__",
     "compile",
     "jit",
     "parse",
+    "recipes",
+    "reference",
     "tune",
 ]

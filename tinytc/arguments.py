@@ -3,7 +3,6 @@ checked against a function's signature. Shared by the JIT and the reference inte
 
 from __future__ import annotations
 
-import ctypes
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import aliasing, bf16
+from .array_table import read_arrays
 from .ir import BF16, Function, GroupType, MemrefType, ScalarType, Type
 
 
@@ -79,8 +79,20 @@ class BoundGroup:
         return BoundMemref(array, tuple(shape), tuple(stride))
 
 
-class ArgumentError(TypeError):
-    """An argument does not fit the kernel's signature."""
+class ArgumentError(Exception):
+    """An argument does not fit the kernel's signature: the common base of
+    ``ArgumentTypeError`` (the wrong kind of object or dtype) and ``ArgumentValueError`` (a
+    shape, stride, range or memory the kernel cannot take), which are also Python's
+    ``TypeError`` and ``ValueError``, as numpy's errors of the same kind are."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong kind: not an array, a scalar of the wrong kind, a dtype."""
+
+
+class ArgumentValueError(ArgumentError, ValueError):
+    """An argument of the right kind whose value does not fit: a shape, a stride, a range,
+    memory shared with a written parameter, a read-only array for a written one."""
 
 
 HOWMANY_LIMIT = 2**63  # group_id is an index, a signed 64-bit integer
@@ -89,9 +101,9 @@ HOWMANY_LIMIT = 2**63  # group_id is an index, a signed 64-bit integer
 def check_howmany(howmany: Any) -> int:
     """The number of work-groups as an int: an integer (not a bool) in 0 .. 2^63 - 1."""
     if isinstance(howmany, bool | np.bool_) or not isinstance(howmany, int | np.integer):
-        raise ArgumentError(f"howmany must be a non-negative integer, got {_show(howmany)}")
+        raise ArgumentTypeError(f"howmany must be a non-negative integer, got {_show(howmany)}")
     if not 0 <= int(howmany) < HOWMANY_LIMIT:
-        raise ArgumentError(
+        raise ArgumentValueError(
             f"howmany must be in 0 .. 2^63 - 1 (group_id is an index, i64), got {int(howmany)}"
         )
     return int(howmany)
@@ -106,7 +118,9 @@ def check_groups(howmany: Any) -> Groups:
     each as check_howmany takes it."""
     if isinstance(howmany, tuple | list):
         if not 1 <= len(howmany) <= 3:
-            raise ArgumentError(f"howmany takes 1 to 3 counts (x, y, z), got {len(howmany)}")
+            raise ArgumentValueError(
+                f"howmany takes 1 to 3 counts (x, y, z), got {len(howmany)}"
+            )
         counts = [check_howmany(n) for n in howmany]
         return (*counts, *[1] * (3 - len(counts)))  # type: ignore[return-value]
     return (check_howmany(howmany), 1, 1)
@@ -118,7 +132,7 @@ def bind(func: Function, args: Sequence[Any], written: Collection[int] = ()) -> 
     ``written`` holds the indices of parameters the kernel writes: read-only arrays are
     refused for them."""
     if len(args) != len(func.params):
-        raise ArgumentError(f"@{func.name} takes {len(func.params)} arguments, got {len(args)}")
+        raise ArgumentTypeError(f"@{func.name} takes {len(func.params)} arguments, got {len(args)}")
     bound = []
     for i, (p, a) in enumerate(zip(func.params, args)):
         what = f"argument {i} (%{p.name})"
@@ -146,7 +160,7 @@ def _check_not_shared(func: Function, bound: list[Any], written: Collection[int]
     ]
     whom = "this group" if isinstance(bound[shared.first], BoundGroup) else "it"
     how = "shares memory" if shared.certain else "may share memory (their byte ranges overlap)"
-    raise ArgumentError(
+    raise ArgumentValueError(
         f"{names[0]}: the kernel writes {whom}, and it {how} with {names[1]};"
         " pass arrays that do not overlap (a copy)"
     )
@@ -170,9 +184,9 @@ def _spans(t: Type, arg: Any) -> aliasing.Spans | None:
 
 def _check_writeable(arg: Any, what: str) -> None:
     if isinstance(arg, BoundMemref) and not _writeable(arg.array):
-        raise ArgumentError(f"{what}: the kernel writes it, but the array is read-only")
+        raise ArgumentValueError(f"{what}: the kernel writes it, but the array is read-only")
     if isinstance(arg, BoundGroup) and arg.read_only is not None:
-        raise ArgumentError(
+        raise ArgumentValueError(
             f"{what}[{arg.read_only}]: the kernel writes this group, but the array is read-only"
         )
 
@@ -193,15 +207,18 @@ def _bind(t: Type, arg: Any, what: str) -> Any:
     key = (t, offset)
     if key not in group.bound:  # a Group object is checked once, a list on every call
         mt = t.memref
-        if isinstance(group.arrays, np.ndarray) and group.arrays.ndim == mt.order + 1:
-            bound = _bind_stacked(mt, group.arrays, offset, what)
-        elif isinstance(group.arrays, np.ndarray) or not isinstance(group.arrays, Sequence):
-            raise ArgumentError(
+        arrays = host_view(group.arrays, what) if _is_dlpack(group.arrays) else group.arrays
+        if isinstance(arrays, np.ndarray) and arrays.ndim == mt.order + 1:
+            bound = _bind_stacked(mt, arrays, offset, what)
+        elif isinstance(arrays, np.ndarray) or not isinstance(arrays, Sequence):
+            raise ArgumentTypeError(
                 f"{what}: a group takes a list of arrays or one array with a trailing batch mode"
-                f" ({mt.order + 1} dimensions), got {type(group.arrays).__name__}"
+                f" ({mt.order + 1} dimensions), got {type(arrays).__name__}"
             )
         else:
-            bound = _bind_list(mt, group.arrays, offset, what)
+            if set(map(type, arrays)) - {np.ndarray}:  # members seen through DLPack
+                arrays = [host_view(a, f"{what}[{k}]") for k, a in enumerate(arrays)]
+            bound = _bind_list(mt, arrays, offset, what)
         _check_offset_fits(bound, dtype_of(mt.element).itemsize, what)
         if not isinstance(arg, Group):
             return bound
@@ -211,19 +228,19 @@ def _bind(t: Type, arg: Any, what: str) -> Any:
 
 def _group_offset(t: GroupType, offset: Any, what: str) -> int:
     if isinstance(offset, bool) or not isinstance(offset, int | np.integer):
-        raise ArgumentError(f"{what}: a group offset is an integer, got {offset!r}")
+        raise ArgumentTypeError(f"{what}: a group offset is an integer, got {offset!r}")
     if t.offset is not None and offset not in (0, t.offset):
-        raise ArgumentError(f"{what}: the offset of {t} is fixed, got {offset}")
+        raise ArgumentValueError(f"{what}: the offset of {t} is fixed, got {offset}")
     offset = int(offset) if t.offset is None else t.offset
     if not 0 <= offset < 2**63:
-        raise ArgumentError(f"{what}: a group offset is a non-negative i64, got {offset}")
+        raise ArgumentValueError(f"{what}: a group offset is a non-negative i64, got {offset}")
     return offset
 
 
 def _check_offset_fits(group: BoundGroup, item: int, what: str) -> None:
     """The kernel receives ``address - offset``: it must not wrap below address 0."""
     if group.count and group.offset * item > int(group.addresses.min()):
-        raise ArgumentError(
+        raise ArgumentValueError(
             f"{what}: offset {group.offset} reaches below the members' memory"
             " (address - offset * element size would be negative)"
         )
@@ -272,128 +289,11 @@ def _rows(per_member: list[tuple[int, ...]], order: int) -> np.ndarray:
 
 def _address(array: Any, what: str) -> int:
     if not isinstance(array, np.ndarray):
-        raise ArgumentError(f"{what}: group members must be numpy arrays")
+        raise ArgumentTypeError(
+            f"{what}: group members must be host arrays (numpy, or DLPack tensors on the CPU),"
+            f" got {_show(array)}; the kernel reads their addresses from a table in host memory"
+        )
     return int(array.__array_interface__["data"][0])
-
-
-# Many arrays at once. Asking numpy for an array's address, shape, strides, dtype and flags
-# costs 2-3 us per array, too much for groups of 10^4-10^5 members. numpy's array object is a
-# public C struct (PyArrayObject_fields in numpy/ndarraytypes.h, the same since numpy 1.7):
-# after the object header come data, nd (int), dimensions, strides, base, descr, flags (int).
-# These words are read for all arrays at once through a view of the memory that spans their
-# objects, then the dimension and stride values through the pointers read; only the arrays'
-# own fields are touched. The layout is checked on sample arrays when tinytc is imported and
-# again on three members of every table, so any doubt falls back to asking numpy.
-_FIELDS = {"data": 0, "nd": 8, "dimensions": 16, "strides": 24, "descr": 40, "flags": 48}
-_WRITEABLE = 0x0400  # NPY_ARRAY_WRITEABLE
-
-
-@dataclass
-class ArrayTable:
-    """Per array (one column each): address, dtype object, flags, shape and strides."""
-
-    arrays: Sequence[np.ndarray]
-    addresses: np.ndarray  # uint64
-    descrs: np.ndarray  # uint64: id() of the dtype
-    flags: np.ndarray  # uint64
-    shapes: np.ndarray  # (order, count) int64
-    strides: np.ndarray  # (order, count) int64, in bytes
-
-    def uniform(self) -> bool:
-        """Whether every array has the dtype object, shape and strides of the first."""
-        return bool(
-            (self.descrs == self.descrs[0]).all()
-            and (self.shapes == self.shapes[:, :1]).all()
-            and (self.strides == self.strides[:, :1]).all()
-        )
-
-    def read_only(self) -> int | None:
-        """The index of the first array that is not writeable, if any."""
-        locked = np.flatnonzero((self.flags & np.uint64(_WRITEABLE)) == 0)
-        return int(locked[0]) if locked.size else None
-
-    def agrees_with_numpy(self, i: int) -> bool:
-        a = self.arrays[i]
-        return (
-            int(self.addresses[i]) == a.__array_interface__["data"][0]
-            and int(self.descrs[i]) == id(a.dtype)
-            and bool(self.flags[i] & np.uint64(_WRITEABLE)) == a.flags.writeable
-            and self.shapes[:, i].tolist() == list(a.shape)
-            and self.strides[:, i].tolist() == list(a.strides)
-        )
-
-
-def read_arrays(arrays: Sequence[Any], order: int) -> ArrayTable | None:
-    """The table of many numpy arrays of ``order`` dimensions, or None when the arrays are
-    not all numpy arrays of that order (or too few to be worth it, or the check fails)."""
-    count = len(arrays)
-    if not _LAYOUT_HOLDS or count < 64 or order < 1:
-        return None
-    kinds = set(map(type, arrays))
-    if not all(issubclass(k, np.ndarray) and not issubclass(k, np.ma.MaskedArray) for k in kinds):
-        return None  # each member is bound alone, and refused if it must be
-    ids = np.fromiter(map(id, arrays), np.uint64, count)
-    header = object.__basicsize__
-    data, nd, dimensions, strides, descr, flags = _gather(
-        ids, [header + _FIELDS[name] for name in _FIELDS]
-    )
-    if ((nd & np.uint64(0xFFFFFFFF)) != order).any():
-        return None
-    steps = [8 * k for k in range(order)]
-    table = ArrayTable(
-        arrays,
-        data,
-        descr,
-        flags & np.uint64(0xFFFFFFFF),
-        _gather(dimensions, steps).view(np.int64),
-        _gather(strides, steps).view(np.int64),
-    )
-    if not all(table.agrees_with_numpy(i) for i in (0, count // 2, count - 1)):
-        return None
-    return table
-
-
-def _gather(pointers: np.ndarray, offsets: list[int]) -> np.ndarray:
-    """The 8-byte words at ``pointers + offset`` for each offset, one row per offset (all
-    readable: fields of live objects)."""
-    low, high = int(pointers.min()), int(pointers.max())
-    relative = pointers - np.uint64(low)
-    if (relative & np.uint64(7)).any():
-        raise ValueError("unaligned pointers")  # never seen: malloc aligns to 16
-    first, last = min(offsets), max(offsets)
-    words = (high - low + last - first) // 8 + 1
-    memory = np.frombuffer((ctypes.c_uint64 * words).from_address(low + first), np.uint64)
-    index = (relative >> np.uint64(3)).astype(np.intp)
-    return memory[np.array([(o - first) // 8 for o in offsets]).reshape(-1, 1) + index]
-
-
-def _check_layout() -> bool:
-    """Whether numpy's array struct is laid out as ``read_arrays`` expects (the pointers to
-    dimensions and strides are followed only once the fields around them have matched)."""
-    if ctypes.sizeof(ctypes.c_void_p) != 8:
-        return False
-    samples = [np.zeros((2, 3, 4), order="F")[:, ::2], np.zeros(5, np.int8), np.ones((7, 1))]
-    samples[1].flags.writeable = False
-    for a in samples:
-        start = id(a) + object.__basicsize__
-        word = {
-            name: ctypes.c_uint64.from_address(start + at).value for name, at in _FIELDS.items()
-        }
-        if (
-            word["data"] != a.__array_interface__["data"][0]
-            or word["nd"] & 0xFFFFFFFF != a.ndim
-            or word["descr"] != id(a.dtype)
-            or bool(word["flags"] & _WRITEABLE) != a.flags.writeable
-        ):
-            return False
-        for name, want in (("dimensions", a.shape), ("strides", a.strides)):
-            got = [ctypes.c_int64.from_address(word[name] + 8 * k).value for k in range(a.ndim)]
-            if got != list(want):
-                return False
-    return True
-
-
-_LAYOUT_HOLDS = _check_layout()
 
 
 def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
@@ -405,14 +305,14 @@ def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
         if isinstance(arg, float | np.floating) and np.isfinite(arg) and float(arg).is_integer():
             arg = int(arg)
         if not isinstance(arg, int | np.integer):
-            raise ArgumentError(f"{what}: {t} takes an integer scalar, got {_show(arg)}")
+            raise ArgumentTypeError(f"{what}: {t} takes an integer scalar, got {_show(arg)}")
         dtype = dtype_of(t)
         low, high = (0, 1) if t.is_bool else (np.iinfo(dtype).min, np.iinfo(dtype).max)
         if not low <= int(arg) <= high:
-            raise ArgumentError(f"{what}: {_show(arg)} is out of range of {t} [{low}, {high}]")
+            raise ArgumentValueError(f"{what}: {_show(arg)} is out of range of {t} [{low}, {high}]")
         return dtype.type(int(arg))
     if not isinstance(arg, int | float | np.integer | np.floating):
-        raise ArgumentError(f"{what}: {t} takes a real scalar, got {_show(arg)}")
+        raise ArgumentTypeError(f"{what}: {t} takes a real scalar, got {_show(arg)}")
     finite = bool(np.isfinite(arg)) if isinstance(arg, float | np.floating) else True
     try:
         value = float(arg)
@@ -421,7 +321,7 @@ def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
     with np.errstate(over="ignore"):
         out = bf16.round_to_bf16(value) if t == BF16 else dtype_of(t).type(value)
     if finite and not np.isfinite(out):
-        raise ArgumentError(f"{what}: {_show(arg)} is out of range of {t}")
+        raise ArgumentValueError(f"{what}: {_show(arg)} is out of range of {t}")
     return out
 
 
@@ -431,50 +331,99 @@ def _show(arg: Any) -> str:
 
 
 def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
-    """Shape and strides (in elements) of an array viewed as a memref of type ``t``."""
+    """Shape and strides (in elements) of an array viewed as a memref of type ``t``; a
+    DLPack tensor on the CPU is bound as the numpy array that views its memory."""
+    if type(arr) is not np.ndarray and _is_dlpack(arr):
+        arr = host_view(arr, what)
     _check_array(t, arr, what)
     if np.dtype(arr.dtype) != dtype_of(t.element):
-        raise ArgumentError(f"{what}: {t} takes {dtype_of(t.element)} elements, got {arr.dtype}")
+        raise ArgumentTypeError(
+            f"{what}: {t} takes {dtype_of(t.element)} elements, got {arr.dtype}"
+        )
     shape = tuple(int(s) for s in arr.shape)
     if len(shape) != t.order:
-        raise ArgumentError(f"{what}: {t} takes an array of {t.order} dimensions, got {shape}")
+        raise ArgumentValueError(f"{what}: {t} takes an array of {t.order} dimensions, got {shape}")
     item = arr.dtype.itemsize
     stride = tuple(int(s) // item for s in arr.strides)
     if any(w is not None and w != s for w, s in zip(t.shape, shape)):
-        raise ArgumentError(f"{what}: {t} takes shape {_dims(t.shape)}, got {shape}")
+        raise ArgumentValueError(f"{what}: {t} takes shape {_dims(t.shape)}, got {shape}")
     if 0 in shape:  # no element, so no stride matters (numpy gives empty arrays 0)
         packed = _fill_degenerate(stride, tuple(0 for _ in shape))
         return BoundMemref(arr, shape, tuple(w or s for w, s in zip(t.stride, packed)))
     # A mode of size 1 says nothing about its stride either.
     if any(s % item or s < item for s, n in zip(arr.strides, shape) if n > 1):
-        raise ArgumentError(f"{what}: strides {arr.strides} are not positive element strides")
+        raise ArgumentValueError(f"{what}: strides {arr.strides} are not positive element strides")
     stride = _fill_degenerate(stride, shape)
     # Dynamic strides ('?') are taken from the array; static ones must match.
     if any(w is not None and w != s and n > 1 for w, s, n in zip(t.stride, stride, shape)):
-        raise ArgumentError(
+        raise ArgumentValueError(
             f"{what}: element strides {stride} do not fit {t}, which needs {_dims(t.stride)}"
-            " (column-major: use np.asfortranarray)"
+            " (memrefs are column-major: pass np.asfortranarray(a), or a.T of a C-order array"
+            " with the modes reversed, or declare the memref's strides)"
         )
     return BoundMemref(
         arr, shape, tuple(w if w is not None else s for w, s in zip(t.stride, stride))
     )
 
 
+KDL_CPU = 1  # DLPack's DLDeviceType for host memory (dlpack.h)
+
+
+def _is_dlpack(arr: Any) -> bool:
+    """An object that exports DLPack and is not a numpy or pyopencl array (bound as such)."""
+    return (
+        hasattr(arr, "__dlpack__")
+        and not isinstance(arr, np.ndarray | np.generic)
+        and not _is_pyopencl(arr)
+    )
+
+
+def _is_pyopencl(arr: Any) -> bool:
+    return hasattr(arr, "base_data") and hasattr(arr, "queue")
+
+
+def host_view(arr: Any, what: str) -> Any:
+    """The numpy array that views a DLPack tensor's memory (no copy; it keeps the tensor
+    alive), or ``arr`` itself when it is not one. Strides come from the tensor, so a C-order
+    tensor keeps its C-order strides."""
+    if not _is_dlpack(arr):
+        return arr
+    try:
+        kind, number = arr.__dlpack_device__()
+    except (AttributeError, TypeError, ValueError) as e:
+        raise ArgumentTypeError(
+            f"{what}: {_show(arr)} has no usable __dlpack_device__: {e}"
+        ) from None
+    if int(kind) != KDL_CPU:
+        raise ArgumentTypeError(
+            f"{what}: a DLPack tensor on device type {int(kind)} (number {number}), not the CPU"
+            " (1); copy it to host memory first (torch: .cpu())"
+        )
+    try:
+        return np.from_dlpack(arr)
+    except (BufferError, TypeError, ValueError, RuntimeError) as e:
+        raise ArgumentTypeError(
+            f"{what}: numpy cannot view {_show(arr)} through DLPack: {e}"
+        ) from None
+
+
 def _check_array(t: MemrefType, arr: Any, what: str) -> None:
     """A numpy array (no masked array: the kernel would ignore its mask) or a pyopencl one."""
     if isinstance(arr, np.ma.MaskedArray):
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"{what}: {t} takes an array, got a masked array, whose mask the kernel would"
             " ignore; pass .filled(value) or .data"
         )
     if isinstance(arr, np.generic):
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"{what}: {t} takes an array, got the numpy scalar {arr!r}, which the kernel"
             " cannot write; pass an array (np.array(x) has 0 dimensions)"
         )
-    device = hasattr(arr, "base_data") and hasattr(arr, "queue")  # a pyopencl array
-    if not isinstance(arr, np.ndarray) and not device:
-        raise ArgumentError(f"{what}: {t} takes a numpy or pyopencl array, got {_show(arr)}")
+    if not isinstance(arr, np.ndarray) and not _is_pyopencl(arr):
+        raise ArgumentTypeError(
+            f"{what}: {t} takes a numpy array, a pyopencl array or a DLPack tensor on the CPU,"
+            f" got {_show(arr)}"
+        )
 
 
 def _fill_degenerate(stride: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

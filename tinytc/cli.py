@@ -18,6 +18,7 @@ from .ir.core import recursion_for
 from .ir.printer import print_program
 from .parser import parse
 from .passes import NEEDS_TARGET, PASSES, run_passes
+from .spirv.tools import SpirvToolError
 from .target import DPAS_FORMS, TARGETS, CoreInfo, get_target
 
 Main = Callable[[list[str] | None], int]
@@ -38,7 +39,8 @@ def tool(prog: str) -> Callable[[Callable[[argparse.Namespace], int]], Main]:
                 return body(args)
             except (CompilationError, BoundsError) as e:
                 print(e, file=sys.stderr)
-            except (OSError, UnicodeDecodeError, UsageError, ArgumentError) as e:
+            except (OSError, UnicodeDecodeError, UsageError, ArgumentError, SpirvToolError) as e:
+                # SpirvToolError: spirv-dis or spirv-val missing, its message says how to install
                 print(f"{prog}: {e}", file=sys.stderr)
             return 1
 
@@ -142,7 +144,9 @@ PARSERS["tinytc-opt"].add_argument(
     choices=["rev2", "v0.4"],
     help="dialect of the printed program (default rev2; the input's is guessed)",
 )
-PARSERS["tinytc-oc"].add_argument("-o", "--output", required=True, help="file (- for stdout)")
+PARSERS["tinytc-oc"].add_argument(
+    "-o", "--output", help="file (- for stdout; default: stdout with -S, required without)"
+)
 PARSERS["tinytc-oc"].add_argument("--target", default="cpu", choices=list(TARGETS))
 PARSERS["tinytc-oc"].add_argument("-O", dest="opt_level", type=int, default=2, choices=[0, 1, 2])
 PARSERS["tinytc-oc"].add_argument("-S", dest="assembly", action="store_true", help="assembly")
@@ -205,10 +209,14 @@ def opt_main(args: argparse.Namespace) -> int:
 
 @tool("tinytc-oc")
 def oc_main(args: argparse.Namespace) -> int:
-    """tinytc-oc FILE.ir -o OUT.spv [--target T] [-O0|-O1|-O2] [-S]: compile to SPIR-V."""
+    """tinytc-oc FILE.ir -o OUT.spv [--target T] [-O0|-O1|-O2] [-S]: compile to SPIR-V
+    (-S: its assembly, to standard output unless -o names a file)."""
     from .compiler import compile
     from .spirv.tools import disassemble
 
+    if args.output is None and not args.assembly:
+        raise UsageError("-o OUT.spv is required (- for standard output), except with -S")
+    args.output = args.output or "-"
     if args.output != "-" and args.file != "-" and _same_file(args.file, args.output):
         raise UsageError(f"the output {args.output} is the source file {args.file}")
     _check_dpas_options(args, get_target(args.target))
@@ -258,7 +266,8 @@ def run_main(args: argparse.Namespace) -> int:
     program = read_program(args.file, args.dialect)
     names = [args.kernel] if args.kernel else [f.name for f in program.functions]
     if args.kernel and args.kernel not in {f.name for f in program.functions}:
-        raise UsageError(f"no kernel @{args.kernel}")
+        known = ", ".join(f"@{f.name}" for f in program.functions)
+        raise UsageError(f"no kernel @{args.kernel}; the program has {known}")
     fixed = _fixed_scalars(program, names, args.arg)
     if args.dpas is not None or args.tf32:
         from .runtime.device import core_info_from_device, default_queue

@@ -107,7 +107,7 @@ def test_warm_kernels_check_arguments_as_cold_ones(compiles: list[int]) -> None:
         )
     assert len(compiles) == 1
     assert errors[0] == errors[1]
-    assert "ArgumentError: argument 0 (%a)" in errors[0][0] and "read-only" in errors[0][1]
+    assert "ArgumentValueError: argument 0 (%a)" in errors[0][0] and "read-only" in errors[0][1]
 
 
 def test_warm_bounds_checks_report_as_cold_ones(compiles: list[int]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import ArgumentError
+from ..arguments import ArgumentError, host_view
 from ..target import CoreInfo, DpasForm, configure, get_target
 from .build import compile_kernels
 from .column_gemm import column_launches, generate_columns
@@ -121,7 +121,9 @@ class Conv2d:
 
     def _check(self, what: str, array: Any, shape: tuple[int, ...], names: str) -> Any:
         """The array, C-contiguous, if it has the shape and dtype (numpy arrays are copied
-        when they are not contiguous; pyopencl arrays must be)."""
+        when they are not contiguous; pyopencl arrays must be). A DLPack tensor on the CPU
+        (a torch tensor) is taken as the numpy array that views its memory."""
+        array = host_view(array, what)
         if not isinstance(array, np.ndarray) and not _is_pyopencl(array):
             raise ArgumentError(
                 f"{what} must be a numpy or pyopencl array, got {type(array).__name__}"
@@ -164,11 +166,10 @@ class Conv2d:
                 out = cla.empty(queue, self.result_shape, self.dtype)
             else:
                 out = np.empty(self.result_shape, self.dtype)
-        else:
-            self._check("out", out, self.result_shape, names[2])
+        view = self._check("out", out, self.result_shape, names[2])  # numpy for a tensor
         if self._kernels is None:
             self._kernels = compile_kernels(self.source, queue, self.target)
-        for name, howmany, args in self._arguments(a, b, bias, out):
+        for name, howmany, args in self._arguments(a, b, bias, view):
             getattr(self._kernels, name)(*args, howmany=howmany)
         return out
 

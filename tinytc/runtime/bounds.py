@@ -21,8 +21,20 @@ class CheckedKernel:
         self.kernel = kernel
         self.check = check
 
-    def __call__(self, *args: Any, howmany: int | None = None) -> None:
+    def __call__(
+        self,
+        *args: Any,
+        howmany: int | None = None,
+        queue: Any = None,
+        wait_for: Any = None,
+        blocking: bool = True,
+        **named: Any,
+    ) -> Any:
+        """Always blocking: the record is read back after the launch."""
         func = self.kernel.func
+        if not blocking:
+            raise ArgumentError(f"@{func.name}: check_bounds kernels block (blocking=False)")
+        args = tuple(self.kernel.arranged(args, named, len(func.params) - 1))
         if len(args) != len(func.params) - 1:  # the record is not the caller's to count
             raise ArgumentError(
                 f"@{func.name} takes {len(func.params) - 1} arguments, got {len(args)}"
@@ -33,9 +45,10 @@ class CheckedKernel:
                 record[slot] = _member_count(args[param])
             else:
                 record[slot] = _stride(func.params[param].type, args[param], mode)
-        self.kernel(*args, record, howmany=howmany)
+        event = self.kernel(*args, record, howmany=howmany, queue=queue, wait_for=wait_for)
         if record[len(self.check.header)]:
             raise violation(self.check, record)
+        return event
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.kernel, name)  # func, owner, ... of the compiled kernel

@@ -18,7 +18,8 @@ import numpy as np
 
 from .. import bf16
 from ..arguments import (
-    ArgumentError,
+    ArgumentTypeError,
+    ArgumentValueError,
     BoundGroup,
     BoundMemref,
     Groups,
@@ -207,14 +208,31 @@ class Kernel:
         self.requirements = signature.requirements
         self.lock = threading.Lock()
 
-    def __call__(self, *args: Any, howmany: int | Sequence[int] | None = None) -> None:
+    def __call__(
+        self,
+        *args: Any,
+        howmany: int | Sequence[int] | None = None,
+        queue: Any = None,
+        wait_for: Sequence[Any] | None = None,
+        blocking: bool = True,
+        **named: Any,
+    ) -> Any:
+        """Launch on ``queue`` (default: the one given to jit) after the events ``wait_for``;
+        arguments by position, then by parameter name. Returns the launch's pyopencl event,
+        complete unless ``blocking`` is False; the arrays stay referenced until it completes
+        (numpy arrays are the kernel's memory: leave them alone until then)."""
         if howmany is None:
-            raise ArgumentError(
+            raise ArgumentTypeError(
                 f"@{self.func.name}: howmany (the number of work-groups) is missing"
             )
         groups = check_groups(howmany)
+        args = self.arranged(args, named, len(self.func.params))
+        queue = self.queue_for(queue)
         bound = bind(self.func, args, self.written)
         self.check_batch(bound, groups)
+        for i, arg in enumerate(bound):
+            if isinstance(arg, BoundMemref) and type(arg.array) is not np.ndarray:
+                self.check_context(i, arg.array, queue)
         keep: list[Any] = []  # host objects that must outlive the launch
         cl_args: list[Any] = []
         for param, arg in zip(self.func.params, bound):
@@ -222,19 +240,80 @@ class Kernel:
         batch = self.func.batch_per_group
         if batch > 1:
             cl_args.append(np.int64(groups[0]))  # hidden argument: the body checks the tail
-        if 0 in groups:
-            return
+        if _pending:
+            _prune()
         cl = _pyopencl()
-        wgs0, wgs1 = self.func.work_group_size
-        # group_id.x is the NDRange's dimension 2, .y and .z its dimensions 0 and 1
-        # (docs/design.md section 2)
-        nx, ny, nz = groups
-        size = (wgs0 * ny, wgs1 * nz, -(-nx // batch))
-        with self.lock:
-            for i, a in enumerate(cl_args):
-                self.cl_kernel.set_arg(i, a)
-            cl.enqueue_nd_range_kernel(self.owner.queue, self.cl_kernel, size, (wgs0, wgs1, 1))
-        self.owner.queue.finish()
+        waits = list(wait_for) if wait_for else None
+        if 0 in groups:
+            event = cl.enqueue_marker(queue, wait_for=waits)
+        else:
+            wgs0, wgs1 = self.func.work_group_size
+            # group_id.x is the NDRange's dimension 2, .y and .z its dimensions 0 and 1
+            # (docs/design.md section 2)
+            nx, ny, nz = groups
+            size = (wgs0 * ny, wgs1 * nz, -(-nx // batch))
+            with self.lock:
+                for i, a in enumerate(cl_args):
+                    self.cl_kernel.set_arg(i, a)
+                event = cl.enqueue_nd_range_kernel(
+                    queue, self.cl_kernel, size, (wgs0, wgs1, 1), wait_for=waits
+                )
+        if blocking:
+            event.wait()
+        else:
+            _in_flight(event, (keep, bound, args))
+        return event
+
+    def arranged(self, args: Sequence[Any], named: Mapping[str, Any], count: int) -> list[Any]:
+        """Positional arguments followed by those ``named`` gives by parameter name, for the
+        first ``count`` parameters (ArgumentTypeError for an unknown, repeated or missing
+        name)."""
+        if not named:
+            return list(args)
+        params = [p.name for p in self.func.params[:count]]
+        unknown = [n for n in named if n not in params]
+        if unknown:
+            raise ArgumentTypeError(
+                f"@{self.func.name} has no parameter %{unknown[0]}; its parameters are "
+                + ", ".join(f"%{n}" for n in params)
+            )
+        given = [n for n in params[: len(args)] if n in named]
+        if given:
+            raise ArgumentTypeError(
+                f"@{self.func.name}: %{given[0]} is given by position and by name"
+            )
+        missing = [n for n in params[len(args) :] if n not in named]
+        if missing:
+            raise ArgumentTypeError(
+                f"@{self.func.name}: missing " + ", ".join(f"%{n}" for n in missing)
+            )
+        return [*args, *(named[n] for n in params[len(args) :])]
+
+    def check_context(self, i: int, array: Any, queue: Any) -> None:
+        """A pyopencl array's buffer belongs to one context: the kernel's, or it is refused
+        (OpenCL would refuse it with INVALID_MEM_OBJECT)."""
+        if array.context != queue.context:
+            p = self.func.params[i]
+            q = array.queue
+            mine = _where(q) if q is not None else f"context {array.context.int_ptr:#x}"
+            raise ArgumentValueError(
+                f"argument {i} (%{p.name}): a pyopencl array of {mine}, but the kernel runs on"
+                f" {_where(queue)}; create the array with that queue, or jit with the array's"
+                " (tinytc.jit(text, queue=array.queue))"
+            )
+
+    def queue_for(self, queue: Any) -> Any:
+        """The queue of a call: the program's unless given; one of another context or device
+        cannot run the program (built for the program's)."""
+        own = self.owner.queue
+        if queue is None or queue == own:
+            return own
+        if queue.context != own.context or queue.device != own.device:
+            raise ArgumentValueError(
+                f"@{self.func.name}: queue= is on {_where(queue)}, but the kernels were built"
+                f" for {_where(own)}; pass a queue of that context and device (jit's queue=)"
+            )
+        return queue
 
     def check_batch(self, bound: list[Any], groups: Groups) -> None:
         """Refuse a launch whose group_id-indexed arrays or groups hold fewer entries than
@@ -244,9 +323,30 @@ class Kernel:
             if problem is None:
                 continue
             if need.param is None:
-                raise ArgumentError(f"@{self.func.name}: local memory: {problem}")
+                raise ArgumentValueError(f"@{self.func.name}: local memory: {problem}")
             p = self.func.params[need.param]
-            raise ArgumentError(f"argument {need.param} (%{p.name}): {problem}")
+            raise ArgumentValueError(f"argument {need.param} (%{p.name}): {problem}")
+
+
+# Launches that did not wait: their host arrays, kept alive until the event completes, and
+# dropped by the next launch that finds them complete (the OpenCL runtime holds none of them).
+_pending: list[tuple[Any, Any]] = []
+_pending_lock = threading.Lock()
+
+
+def _in_flight(event: Any, held: Any) -> None:
+    with _pending_lock:
+        _pending.append((event, held))
+
+
+def _prune() -> None:
+    complete = _pyopencl().command_execution_status.COMPLETE
+    with _pending_lock:  # statuses count down to COMPLETE (0); an error is negative
+        _pending[:] = [(e, h) for e, h in _pending if e.command_execution_status > complete]
+
+
+def _where(queue: Any) -> str:
+    return f"device {queue.device.name!r} of context {queue.context.int_ptr:#x}"
 
 
 def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
@@ -281,7 +381,7 @@ def _pointer(array: Any, keep: list[Any]) -> Any:
         return _svm(array, keep)
     data = getattr(array, "base_data", None)  # a pyopencl array
     if data is None or getattr(array, "offset", 0):
-        raise ArgumentError("pyopencl arrays with an offset are not supported; pass .copy()")
+        raise ArgumentValueError("pyopencl arrays with an offset are not supported; pass .copy()")
     return data
 
 
