@@ -118,9 +118,7 @@ def check_groups(howmany: Any) -> Groups:
     each as check_howmany takes it."""
     if isinstance(howmany, tuple | list):
         if not 1 <= len(howmany) <= 3:
-            raise ArgumentValueError(
-                f"howmany takes 1 to 3 counts (x, y, z), got {len(howmany)}"
-            )
+            raise ArgumentValueError(f"howmany takes 1 to 3 counts (x, y, z), got {len(howmany)}")
         counts = [check_howmany(n) for n in howmany]
         return (*counts, *[1] * (3 - len(counts)))  # type: ignore[return-value]
     return (check_howmany(howmany), 1, 1)

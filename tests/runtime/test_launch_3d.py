@@ -156,7 +156,7 @@ def test_group_ids_compile_for_every_target() -> None:
 def refused(worker: Worker, text: str, args: list, howmany: tuple, *patterns: str) -> None:
     outcome = worker.run(text, [("k", arguments_of(args), howmany)])
     assert outcome.status == "error", (outcome.status, outcome.message[-500:])
-    assert "ArgumentError" in outcome.message, outcome.message
+    assert "ArgumentValueError" in outcome.message, outcome.message
     for pattern in patterns:
         assert pattern in outcome.message, outcome.message
 
