@@ -109,6 +109,21 @@ def check_howmany(howmany: Any) -> int:
     return int(howmany)
 
 
+Groups = tuple[int, int, int]
+
+
+def check_groups(howmany: Any) -> Groups:
+    """The work-groups of a launch in the modes x, y, z of group_id (docs/design.md section
+    2): an integer N is (N, 1, 1); a tuple or list gives 1 to 3 counts (missing ones are 1),
+    each as check_howmany takes it."""
+    if isinstance(howmany, tuple | list):
+        if not 1 <= len(howmany) <= 3:
+            raise ArgumentValueError(f"howmany takes 1 to 3 counts (x, y, z), got {len(howmany)}")
+        counts = [check_howmany(n) for n in howmany]
+        return (*counts, *[1] * (3 - len(counts)))  # type: ignore[return-value]
+    return (check_howmany(howmany), 1, 1)
+
+
 def bind(func: Function, args: Sequence[Any], written: Collection[int] = ()) -> list[Any]:
     """Check ``args`` against the parameters of ``func``; scalars become numpy scalars.
 

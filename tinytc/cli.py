@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import os
 import sys
 import time
@@ -90,6 +91,20 @@ def bounded(low: int, high: int) -> Callable[[str], int]:
     return parse_int
 
 
+def group_counts(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
+    """An argparse type: N or NX,NY,NZ (the work-groups in the modes of group_id; docs/design.md
+    section 2), each an integer in [low, high]."""
+    count = bounded(low, high)
+
+    def parse_groups(text: str) -> tuple[int, ...]:
+        parts = text.split(",")
+        if len(parts) not in (1, 3):
+            raise argparse.ArgumentTypeError(f"must be N or NX,NY,NZ, got {text!r}")
+        return tuple(count(p) for p in parts)
+
+    return parse_groups
+
+
 def assignment(text: str) -> tuple[str, str]:
     """An argparse type: NAME=VALUE (a leading % in NAME is optional)."""
     name, equals, value = text.partition("=")
@@ -153,7 +168,10 @@ PARSERS["tinytc-run"].add_argument(
 )
 LARGEST = 2**31 - 1  # OpenCL's work-group counts and our '?' sizes stay within an int
 PARSERS["tinytc-run"].add_argument(
-    "--howmany", type=bounded(1, LARGEST), required=True, help="work-groups"
+    "--howmany",
+    type=group_counts(1, LARGEST),
+    required=True,
+    help="work-groups: N, or NX,NY,NZ in the modes x, y, z of group_id",
 )
 PARSERS["tinytc-run"].add_argument("--kernel", help="kernel to run (default: every kernel)")
 PARSERS["tinytc-run"].add_argument("--seed", type=bounded(0, 2**63 - 1), default=0)
@@ -236,7 +254,7 @@ def _same_file(a: str, b: str) -> bool:
 
 @tool("tinytc-run")
 def run_main(args: argparse.Namespace) -> int:
-    """tinytc-run FILE.ir --howmany N [--kernel NAME] [--seed S] [--size N] [--arg NAME=VALUE]:
+    """tinytc-run FILE.ir --howmany N[,NY,NZ] [--kernel NAME] [--seed S] [--size N] [--arg NAME=V]:
     run on random data on the CPU runtime and compare with the reference interpreter; exit 1
     on mismatch. The reference runs first: a kernel it finds reading or writing outside its
     arrays is not launched."""
@@ -286,11 +304,15 @@ def run_main(args: argparse.Namespace) -> int:
         worst = max((err for err, _ in errors), default=0.0)
         verdict = "ok" if ok else "MISMATCH"
         write_output(
-            f"@{name}: howmany={args.howmany} max error {worst:.3g} "
+            f"@{name}: howmany={_show(args.howmany)} max error {worst:.3g} "
             f"time {elapsed * 1e3:.3f} ms {verdict}\n"
         )
         status |= 0 if ok else 1
     return status
+
+
+def _show(howmany: tuple[int, ...]) -> str:
+    return ",".join(map(str, howmany))
 
 
 def _rounded_as(el: ScalarType, tf32: bool) -> ScalarType:
@@ -315,7 +337,7 @@ def _draw(
     tries = DRAWS if any(p.type.is_integer for p in drawn) else 1  # type: ignore[union-attr]
     for _ in range(tries):
         try:
-            inputs = random_arguments(func, args.howmany, rng, args.size)
+            inputs = random_arguments(func, math.prod(args.howmany), rng, args.size)
         except InputTooLarge as e:
             raise UsageError(f"{e}; choose a smaller --size or --howmany") from None
         inputs = [fixed.get(p.name, a) for p, a in zip(func.params, inputs)]  # type: ignore[arg-type]
@@ -325,7 +347,8 @@ def _draw(
             return inputs, expected
         except reference.OutOfRangeError as e:
             problem = e
-    sizes = f"--howmany {args.howmany} and '?' sizes {args.size or args.howmany}"
+    howmany = _show(args.howmany)
+    sizes = f"--howmany {howmany} and '?' sizes {args.size or math.prod(args.howmany)}"
     draws = f" in {tries} draws of its scalars" if tries > 1 else ""
     raise UsageError(
         f"not run: with {sizes}{draws}, the kernel goes outside its arrays (choose --size, "

@@ -4,11 +4,13 @@
 - ``written_params``: the parameters it may write (store, cooperative_matrix_store, the output
   of a collective instruction, also through views and group members), so that read-only
   arrays are accepted for the others and refused for these;
-- ``batch_requirements``: the accesses whose index is an affine function of ``group_id`` and
-  ``group_size`` (``a * group_id + c * group_size + b``, constants included), each with the
-  extent its reach must stay within and the integer types its index is computed in, so that
-  a call whose arrays or groups have fewer entries than ``howmany`` needs, or whose
-  ``howmany`` makes the index wrap around, is refused.
+- ``batch_requirements``: the accesses whose index is an affine function of the group ids
+  and group counts of the three modes (``group_id.x/.y/.z``, ``num_groups.x/.y/.z``; rev2's
+  ``group_id`` and ``group_size`` are mode x), constants included, each with the extent its
+  reach must stay within and the integer types its index is computed in, so that a call whose
+  arrays or groups have fewer entries than its work-groups ``howmany = (nx, ny, nz)`` need, or
+  whose ``howmany`` makes the index wrap around, is refused. An affine function takes its
+  extremes at corners of the box of group ids, so the span it checks is exact.
 
 Accesses inside an ``if`` are left out: a condition may guard them (the bounds-checking mode
 covers those).
@@ -53,29 +55,49 @@ def written_params(func: Function) -> frozenset[int]:
     return frozenset(written)
 
 
+Groups = tuple[int, int, int]  # work-groups in the modes x, y, z (arguments.check_groups)
+NONE = (0, 0, 0)
+
+
+def show(groups: Groups) -> str:
+    """howmany as the call wrote it: N for (N, 1, 1)."""
+    return str(groups[0]) if groups[1:] == (1, 1) else str(tuple(groups))
+
+
 @dataclass(frozen=True)
 class Affine:
-    """``scale * group_id + per_size * group_size + constant``, the value the kernel computes
-    as long as every step in ``steps`` stays in the range of its integer type."""
+    """``sum over the modes d of ids[d] * group_id.d + sizes[d] * num_groups.d, + constant``,
+    the value the kernel computes as long as every step in ``steps`` stays in the range of its
+    integer type."""
 
-    scale: int
-    per_size: int = 0
+    ids: tuple[int, int, int] = NONE
+    sizes: tuple[int, int, int] = NONE
     constant: int = 0
     steps: tuple[Step, ...] = ()
 
-    def span(self, howmany: int) -> tuple[int, int]:
-        """Smallest and largest value over group_id in 0 .. howmany - 1."""
-        ends = [self.scale * g + self.per_size * howmany + self.constant for g in (0, howmany - 1)]
-        return min(ends), max(ends)
+    @staticmethod
+    def of(terms: Sequence[int], steps: tuple[Step, ...] = ()) -> Affine:
+        """The Affine of ``terms`` (ids, sizes, constant; 7 integers)."""
+        ids, sizes = tuple(terms[0:3]), tuple(terms[3:6])
+        return Affine(ids, sizes, terms[6], steps)  # type: ignore[arg-type]
+
+    def span(self, groups: Groups) -> tuple[int, int]:
+        """Smallest and largest value over every group_id.d in 0 .. groups[d] - 1 (at the
+        corners of that box: the value is affine)."""
+        low = high = self.constant + sum(s * n for s, n in zip(self.sizes, groups))
+        for a, n in zip(self.ids, groups):
+            low += min(0, a * (n - 1))
+            high += max(0, a * (n - 1))
+        return low, high
 
     @property
-    def terms(self) -> tuple[int, int, int]:
-        return self.scale, self.per_size, self.constant
+    def terms(self) -> tuple[int, ...]:
+        return (*self.ids, *self.sizes, self.constant)
 
     @property
     def varies(self) -> bool:
-        """Whether the value depends on group_id or group_size."""
-        return bool(self.scale or self.per_size)
+        """Whether the value depends on a group id or count."""
+        return any(self.ids) or any(self.sizes)
 
 
 @dataclass(frozen=True)
@@ -88,16 +110,16 @@ class Step:
     what: str
     loc: Location
 
-    def wraps(self, howmany: int) -> str | None:
-        """Why the kernel's value differs from the affine one for this howmany, or None."""
-        low, high = self.value.span(howmany)
+    def wraps(self, groups: Groups) -> str | None:
+        """Why the kernel's value differs from the affine one for these groups, or None."""
+        low, high = self.value.span(groups)
         least, most = int_range(self.type)
         if least <= low and high <= most:
             return None
         value = low if low < least else high
         return (
             f"{self.what} at {self.loc} wraps around: it would be {value} with"
-            f" howmany={howmany}, outside {self.type} [{least}, {most}]"
+            f" howmany={show(groups)}, outside {self.type} [{least}, {most}]"
         )
 
 
@@ -120,7 +142,7 @@ class Extent:
     less: int = 0
     member: Affine | None = None
 
-    def value(self, bound: Sequence[Any], howmany: int) -> int | None:
+    def value(self, bound: Sequence[Any], groups: Groups) -> int | None:
         """The extent for these bound arguments (the smallest over the members meant)."""
         if self.static is not None:
             return self.static
@@ -131,7 +153,7 @@ class Extent:
             return arg.shape[self.mode] - self.less
         first, last = 0, arg.count - 1
         if self.member is not None:
-            low, high = self.member.span(howmany)
+            low, high = self.member.span(groups)
             first, last = max(low, 0), min(high, last)
         if first > last:
             return None
@@ -149,21 +171,26 @@ class Requirement:
     what: str  # the access, for the message
     loc: Location
 
-    def violation(self, bound: Sequence[Any], howmany: int) -> str | None:
+    def violation(self, bound: Sequence[Any], groups: Groups) -> str | None:
         """Why these arguments do not satisfy it, or None."""
-        if howmany <= 0:
+        if 0 in groups:
             return None
         for step in self.index.steps:
-            wrapped = step.wraps(howmany)
+            wrapped = step.wraps(groups)
             if wrapped is not None:
                 return f"the index of {self.what} at {self.loc} is not exact: {wrapped}"
-        extent = self.extent.value(bound, howmany)
-        low, high = self.index.span(howmany)
+        extent = self.extent.value(bound, groups)
+        low, high = self.index.span(groups)
+        howmany = show(groups)
         if extent is None or (low >= 0 and high + self.reach <= extent):
             return None
         if low < 0:
             return f"{self.what} at {self.loc} gets index {low} with howmany={howmany}"
-        size = "member count" if self.extent.mode is None else "extent"
+        size = (
+            "member count"
+            if self.extent.param is not None and self.extent.mode is None
+            else "extent"
+        )
         return (
             f"{self.what} at {self.loc} reaches index {high + self.reach - 1} with"
             f" howmany={howmany}, but the {size} there is {extent}"
@@ -190,18 +217,18 @@ def _walk(region: ir.Region, func: Function, affine: dict[Value, Affine], out: l
 def _affine_of(value: Value, affine: dict[Value, Affine]) -> Affine | None:
     c = value.constant
     if c is not None and isinstance(c, int):
-        return Affine(0, 0, c)
+        return Affine(constant=c)
     return affine.get(value)
 
 
 def _affine_result(inst: Inst, affine: dict[Value, Affine]) -> None:
-    """Record the result of ``inst`` if it is affine in group_id and group_size, with the
-    integer type it is computed in (group_id and group_size are below 2^63 by the call's
-    check of howmany)."""
-    if type(inst) is ir.GroupIdInst:
-        affine[inst.result] = Affine(1)
-    elif isinstance(inst, ir.GroupSizeInst):
-        affine[inst.result] = Affine(0, 1)
+    """Record the result of ``inst`` if it is affine in the group ids and counts, with the
+    integer type it is computed in (ids and counts are below 2^63 by the call's check of
+    howmany)."""
+    if isinstance(inst, ir.GroupIdInst):
+        unit = tuple(int(m == inst.mode) for m in "xyz")
+        size = isinstance(inst, ir.GroupSizeInst)
+        affine[inst.result] = Affine(NONE, unit) if size else Affine(unit)  # type: ignore[arg-type]
     elif isinstance(inst, ir.CastInst) and isinstance(inst.to, ir.ScalarType):
         a = _affine_of(inst.operands[0], affine)
         if a is not None and inst.to.is_integer and not inst.to.is_bool:
@@ -224,14 +251,14 @@ def _affine_result(inst: Inst, affine: dict[Value, Affine]) -> None:
 
 
 def _computed(
-    terms: tuple[int, int, int], operands: tuple[Affine, ...], inst: Inst, t: ir.ScalarType
+    terms: tuple[int, ...], operands: tuple[Affine, ...], inst: Inst, t: ir.ScalarType
 ) -> Affine:
     """The affine result of ``inst`` in type ``t``: exact while its operands' steps and its
     own value stay in range."""
     steps = tuple(dict.fromkeys(s for a in operands for s in a.steps))
     what = f"{inst.mnemonic}" + (f".{inst.op}" if isinstance(inst, ir.ArithInst) else "")
-    own = Step(Affine(*terms), t, f"{what} (in {t})", inst.loc)
-    return Affine(*terms, steps=(*steps, own))
+    own = Step(Affine.of(terms), t, f"{what} (in {t})", inst.loc)
+    return Affine.of(terms, (*steps, own))
 
 
 def _accesses(inst: Inst, func: Function, affine: dict[Value, Affine], out: list) -> None:

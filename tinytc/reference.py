@@ -6,6 +6,7 @@ work-groups of a launch run one after another. It is the oracle of the execution
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,7 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import bf16, ir
-from .arguments import BoundMemref, bind, dtype_of
+from .arguments import BoundMemref, Groups, bind, check_groups, dtype_of
 from .errors import CompilationError
 from .ir import BF16, Function, Inst, Program, Region, ScalarType, Value, definition
 from .ir.instructions.linalg import summed_type
@@ -41,13 +42,16 @@ def handler_of(inst: Inst) -> Callable[[Any, Any], Any]:
     raise NotImplementedError(f"reference: no handler for {type(inst).__name__}")
 
 
-def run(program: Program, kernel: str, args: Sequence[Any], howmany: int) -> None:
-    """Run kernel ``kernel`` for ``howmany`` work-groups, updating the arrays in ``args``."""
+def run(program: Program, kernel: str, args: Sequence[Any], howmany: int | Sequence[int]) -> None:
+    """Run kernel ``kernel`` for ``howmany`` work-groups (N, or (nx, ny, nz) in the modes of
+    group_id: arguments.check_groups), one after the other, updating the arrays in ``args``."""
     func = program.function(kernel)
     bound = bind(func, args)
+    groups = check_groups(howmany)
+    nx, ny, nz = groups
     with np.errstate(all="ignore"):  # integer wrap-around and inf/nan are the semantics
-        for gid in range(howmany):
-            frame = Frame(gid, howmany, func)
+        for ids in itertools.product(range(nx), range(ny), range(nz)):
+            frame = Frame(ids, groups, func)
             for param, arg in zip(func.params, bound):
                 frame.env[param] = _param_value(param.type, arg)
             frame.region(func.body)
@@ -73,7 +77,7 @@ class OutOfRangeError(CompilationError, IndexError):
 
 def out_of_range(f: Frame, inst: Inst, operand: int | None, message: str) -> OutOfRangeError:
     where = inst.error(message, operand).location
-    return OutOfRangeError(where, f"{message} (work-group {f.gid})")
+    return OutOfRangeError(where, f"{message} (work-group {f.where})")
 
 
 def loop_range(start: int, stop: int, step: int) -> range:
@@ -91,10 +95,15 @@ class Frame:
     """Values of one work-group's execution (``func`` gives the launch attributes that
     parallel regions need, see reference_spmd)."""
 
-    def __init__(self, gid: int, howmany: int, func: Function | None = None) -> None:
-        self.gid, self.howmany = gid, howmany
+    def __init__(self, ids: Groups, counts: Groups, func: Function | None = None) -> None:
+        self.ids, self.counts = ids, counts  # group_id and num_groups of the modes x, y, z
         self.func = func
         self.env: dict[Value, Any] = {}
+
+    @property
+    def where(self) -> str:
+        """This work-group's id as the call's howmany writes it (N or (nx, ny, nz))."""
+        return str(self.ids[0]) if self.counts[1:] == (1, 1) else str(self.ids)
 
     def get(self, v: Value) -> Any:
         if v.constant is not None and v.owner is None and v not in self.env:
@@ -272,12 +281,12 @@ def _cmp(f: Frame, inst: ir.CompareInst) -> Any:
 
 @handles(ir.GroupIdInst)
 def _group_id(f: Frame, inst: Inst) -> Any:
-    return np.int64(f.gid if inst.mode == "x" else 0)  # type: ignore[attr-defined]
+    return np.int64(f.ids["xyz".index(inst.mode)])  # type: ignore[attr-defined]
 
 
 @handles(ir.GroupSizeInst)
 def _group_size(f: Frame, inst: Inst) -> Any:
-    return np.int64(f.howmany if inst.mode == "x" else 1)  # type: ignore[attr-defined]
+    return np.int64(f.counts["xyz".index(inst.mode)])  # type: ignore[attr-defined]
 
 
 # Memory

@@ -172,7 +172,7 @@ class LaneView:
     def __init__(self, spmd: Spmd) -> None:
         self.spmd = spmd
         self.w = 0
-        self.gid, self.howmany = spmd.frame.gid, spmd.frame.howmany
+        self.ids, self.counts = spmd.frame.ids, spmd.frame.counts
         self.func = spmd.frame.func
 
     def get(self, v: Value) -> Any:

@@ -37,8 +37,8 @@ SYNTAX = [
     ),
     case(
         "unexpected-character",
-        func("  %x = group_id $"),
-        "unexpected character '$'",
+        func("  %x = group_id #"),
+        "unexpected character '#'",
         "<input>:2.17-17",
     ),
     case("global-without-at", "func f() {\n}\n", "unknown keyword 'f'", "<input>:1.6-6"),

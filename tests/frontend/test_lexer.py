@@ -116,7 +116,8 @@ def test_true_and_false_are_i1_constants() -> None:
         ("0xff", "unexpected 'x'", "<input>:2.14-14"),  # integers are decimal only
         ("1e", "unknown keyword 'e'", "<input>:2.14-14"),
         ("1.5f", "unknown keyword 'f'", "<input>:2.16-16"),
-        ("$1", "unexpected character '$'", "<input>:2.13-13"),
+        ("#1", "unexpected character '#'", "<input>:2.13-13"),
+        ("$1", "$1 is not defined", "<input>:2.13-14"),  # a preprocessor variable
         ("- 1", "unexpected character '-'", "<input>:2.13-13"),
     ],
 )

@@ -53,7 +53,7 @@ _WORDS = (
 _COMPILED = [(d, re.compile(p, re.MULTILINE)) for d, p in _MARKERS]
 _SCAN = re.compile(
     rf"(?P<comment>;[^\n]*)|(?P<attributes>\)\s*attributes\s*\{{)"
-    rf"|(?<![%@.\w])(?:{'|'.join(sorted(_WORDS, key=len, reverse=True))})\b"
+    rf"|(?<![%@$.\w])(?:{'|'.join(sorted(_WORDS, key=len, reverse=True))})\b"
 )
 
 

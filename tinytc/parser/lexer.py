@@ -62,7 +62,9 @@ def token_re() -> re.Pattern[str]:
                 r'(?P<STRING>"[ !#-~]*")',
                 f"(?P<LOCAL>%{_NAME})",
                 f"(?P<GLOBAL>@{_NAME})",
-                f"(?P<BAD_NAME>[%@]{_WORDISH}*)",
+                f"(?P<DEF>\\${_NAME})",  # a compile-time variable (parser/preprocessor.py)
+                r"(?P<CALC>!calc\s*\([^)]*\))",
+                f"(?P<BAD_NAME>[%@$]{_WORDISH}*)",
                 r"(?P<MODIFIER>\.[A-Za-z_][A-Za-z0-9_]*)",
                 f"(?P<TYPE>{scalar_type})",
                 r"(?P<X>x(?!or(?![A-Za-z0-9_])))",  # the shape separator; xor is a word
@@ -165,6 +167,11 @@ def shorten(literal: str) -> str:
 def tokenize(source: Source) -> Iterator[Token]:
     """Yield the tokens of a source; raises CompilationError on a character that starts none."""
     raw = _raw_tokens(source)
+    if "$" in source.text:  # only then can there be compile-time variables
+        from .preprocessor import Preprocessor
+
+        end = Location(source, len(source.text), len(source.text))
+        raw = Preprocessor(raw, end).tokens()
     for kind, value, loc in raw:
         if kind == "PUNCT":
             kind = PUNCTUATION[value]

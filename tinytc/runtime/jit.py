@@ -22,8 +22,9 @@ from ..arguments import (
     ArgumentValueError,
     BoundGroup,
     BoundMemref,
+    Groups,
     bind,
-    check_howmany,
+    check_groups,
     dtype_of,
 )
 from ..compiler import compile_to_module, run_pipeline
@@ -230,7 +231,7 @@ class Kernel:
     def __call__(
         self,
         *args: Any,
-        howmany: int | None = None,
+        howmany: int | Sequence[int] | None = None,
         queue: Any = None,
         wait_for: Sequence[Any] | None = None,
         blocking: bool = True,
@@ -244,11 +245,11 @@ class Kernel:
             raise ArgumentTypeError(
                 f"@{self.func.name}: howmany (the number of work-groups) is missing"
             )
-        howmany = check_howmany(howmany)
+        groups = check_groups(howmany)
         args = self.arranged(args, named, len(self.func.params))
         queue = self.queue_for(queue)
         bound = bind(self.func, args, self.written)
-        self.check_batch(bound, howmany)
+        self.check_batch(bound, groups)
         for i, arg in enumerate(bound):
             if isinstance(arg, BoundMemref) and type(arg.array) is not np.ndarray:
                 self.check_context(i, arg.array, queue)
@@ -258,21 +259,24 @@ class Kernel:
             cl_args += _kernel_args(param.type, arg, keep)
         batch = self.func.batch_per_group
         if batch > 1:
-            cl_args.append(np.int64(howmany))  # hidden argument: the body checks the tail
+            cl_args.append(np.int64(groups[0]))  # hidden argument: the body checks the tail
         if _pending:
             _prune()
         cl = _pyopencl()
         waits = list(wait_for) if wait_for else None
-        if howmany == 0:
+        if 0 in groups:
             event = cl.enqueue_marker(queue, wait_for=waits)
         else:
             wgs0, wgs1 = self.func.work_group_size
-            groups = -(-int(howmany) // batch)
+            # group_id.x is the NDRange's dimension 2, .y and .z its dimensions 0 and 1
+            # (docs/design.md section 2)
+            nx, ny, nz = groups
+            size = (wgs0 * ny, wgs1 * nz, -(-nx // batch))
             with self.lock:
                 for i, a in enumerate(cl_args):
                     self.cl_kernel.set_arg(i, a)
                 event = cl.enqueue_nd_range_kernel(
-                    queue, self.cl_kernel, (wgs0, wgs1, groups), (wgs0, wgs1, 1), wait_for=waits
+                    queue, self.cl_kernel, size, (wgs0, wgs1, 1), wait_for=waits
                 )
         if blocking:
             event.wait()
@@ -331,11 +335,11 @@ class Kernel:
             )
         return queue
 
-    def check_batch(self, bound: list[Any], howmany: int) -> None:
+    def check_batch(self, bound: list[Any], groups: Groups) -> None:
         """Refuse a launch whose group_id-indexed arrays or groups hold fewer entries than
-        ``howmany`` work-groups reach (docs/jit-safety.md)."""
+        the work-groups ``groups`` reach (docs/jit-safety.md)."""
         for need in self.requirements:
-            problem = need.violation(bound, howmany)
+            problem = need.violation(bound, groups)
             if problem is None:
                 continue
             if need.param is None:

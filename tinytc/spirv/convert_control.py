@@ -10,16 +10,29 @@ from .convert_scalar import convert
 from .coopmatrix import flatten, rebuild
 from .instruction import Id
 
+# Mode x is the NDRange's dimension 2 (batched, see Lowering.kernel), y and z its dimensions
+# 0 and 1, whose work-groups the launch multiplies (docs/design.md section 2).
+NDRANGE_DIMENSION = {"y": 0, "z": 1}
+
 
 @converts(ir.GroupIdInst)
 def _group_id(lo: Lowering, inst: ir.GroupIdInst) -> None:
-    # the batch is one-dimensional: modes y and z have group 0 of 1 (docs/language.md)
-    lo.values[inst.result] = lo.group_id if inst.mode == "x" else lo.as_id(0)
+    if inst.mode == "x":
+        lo.values[inst.result] = lo.group_id
+    else:
+        lo.values[inst.result] = lo.builtin_component(
+            BuiltIn.WorkgroupId, NDRANGE_DIMENSION[inst.mode]
+        )
 
 
 @converts(ir.GroupSizeInst)
 def _group_size(lo: Lowering, inst: ir.GroupSizeInst) -> None:
-    lo.values[inst.result] = lo.group_size if inst.mode == "x" else lo.as_id(1)
+    if inst.mode == "x":
+        lo.values[inst.result] = lo.group_size
+    else:
+        lo.values[inst.result] = lo.builtin_component(
+            BuiltIn.NumWorkgroups, NDRANGE_DIMENSION[inst.mode]
+        )
 
 
 @converts(ir.BarrierInst)

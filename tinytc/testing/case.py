@@ -193,6 +193,7 @@ class Case:
     opt_level: int = 2  # of the compilations that are checked
     tiling: int | None = None  # seed of random tilings of collectives (None: the compiler's)
     target: str | None = None  # run with this GPU target's geometry, DPAS emulated
+    dialect: str = "rev2"  # the text's ("rev2" or "v0.4"; docs/language.md, "Dialects")
 
     @property
     def features(self) -> Counter[str]:
@@ -265,6 +266,8 @@ def _layout(a: ArrayArg) -> dict[str, Any]:
 
 def load_case(ir_path: Any, npz_path: Any) -> Case:
     """A case written by save_case."""
+    from ..parser.dialect import detect
+
     with open(ir_path, encoding="utf-8") as f:
         text = f.read()
     data = np.load(npz_path)
@@ -274,7 +277,8 @@ def load_case(ir_path: Any, npz_path: Any) -> Case:
         kernels.append(KernelCase(m["name"], m["howmany"], [], 0, m["work"], args))
     opt_level = int(data["opt_level"]) if "opt_level" in data.files else 2
     tiling = int(data["tiling"]) if "tiling" in data.files else -1
-    return Case(text, kernels, None, opt_level, None if tiling < 0 else tiling)
+    dialect = detect(text).dialect
+    return Case(text, kernels, None, opt_level, None if tiling < 0 else tiling, dialect=dialect)
 
 
 def _load_argument(data: Any, key: str, a: dict[str, Any]) -> Argument:

@@ -23,6 +23,8 @@ import numpy as np
 from .. import bf16
 from ..errors import CompilationError
 from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
+from ..ir.printer import print_program
+from ..parser.dialect import REV2, V04
 from ..target import TARGETS as PREDEFINED_TARGETS
 from ..target import CoreInfo, get_target
 from .case import Argument, ArrayArg, Case, GroupArg, KernelCase, call_arguments
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from .worker import Worker
 
 TARGETS = tuple(PREDEFINED_TARGETS)
+DIALECTS = (REV2, V04)
 
 
 class FuzzFailure(AssertionError):
@@ -164,7 +167,8 @@ def check_static(case: Case, targets: Sequence[str] = TARGETS, seconds: float = 
 
 def _check_printing(case: Case) -> Program:
     """The program, once check-ir accepts it and printing gives its text (generated text is
-    printed text) and is a fixed point."""
+    printed text) and is a fixed point; printed in either dialect, it reads back (with the
+    dialect guessed and with it named) to the same program."""
     import tinytc
 
     text = case.text
@@ -172,13 +176,39 @@ def _check_printing(case: Case) -> Program:
         program = tinytc.parse(text)
     except CompilationError as e:
         raise failure("check-ir", str(e), text) from None
-    printed = str(program)
+    printed = print_program(program, case.dialect)
     if case.program is not None and printed != text:
         raise failure("round-trip", f"parse and print gives\n{printed}", text)
-    reprinted = str(tinytc.parse(printed))
+    reprinted = print_program(tinytc.parse(printed), case.dialect)
     if reprinted != printed:
         raise failure("round-trip", f"printing is not a fixed point:\n{reprinted}", text)
+    canonical = print_program(program, REV2)  # v0.4 names its constants, rev2 does not
+    for dialect in DIALECTS:
+        _check_dialect(program, canonical, dialect, case.dialect, text)
     return program
+
+
+def _check_dialect(program: Program, canonical: str, dialect: str, own: str, text: str) -> None:
+    """The program printed in ``dialect`` reads back, with the dialect guessed and named, to
+    the same program (``canonical``: its rev2 text); only v0.4 may refuse, an integer division
+    by a constant zero. (Only the readings not yet made: the text in its own dialect has been
+    read guessed; a guess of the right dialect is the named reading.)"""
+    import tinytc
+    from tinytc.parser.dialect import detect
+
+    other = print_program(program, dialect)
+    guessed = detect(other).dialect == dialect
+    for named in [None] * (dialect != own) + [dialect] * (not guessed):
+        try:
+            back = print_program(tinytc.parse(other, dialect=named), REV2)
+        except CompilationError as e:
+            if dialect == "v0.4" and "by the constant zero" in e.message:
+                return  # rev2 reads it, v0.4 refuses it (docs/language.md, "Dialects")
+            how = f"as {named}" if named else "with the dialect guessed"
+            raise failure(f"dialect-{dialect}", f"read {how}: {e}\n{other}", text) from None
+        if back != canonical:
+            how = f"as {named}" if named else "guessed"
+            raise failure(f"dialect-{dialect}", f"{dialect} text read {how} gives\n{back}", text)
 
 
 def _check_target(case: Case, program: Program, name: str, seconds: float) -> None:

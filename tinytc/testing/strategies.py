@@ -46,6 +46,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ..ir import I1, Builder, GroupType, MemrefType, Program, ScalarType
+from ..ir.printer import print_program
 from ..passes.check_ir import CheckIrPass
 from .case import (
     Argument,
@@ -101,7 +102,8 @@ def cases(draw: Callable[..., Any], limits: Limits = DEFAULT_LIMITS) -> Case:
     CheckIrPass().run(b.program)
     opt_level = 2 if draw(st.integers(0, 99)) < 70 else draw(st.sampled_from([0, 1]))
     tiling = draw(st.integers(0, 2**16)) if draw(st.integers(0, 99)) >= 75 else None
-    return Case(str(b.program), kernels, b.program, opt_level, tiling)
+    text = print_program(b.program, limits.dialect)
+    return Case(text, kernels, b.program, opt_level, tiling, dialect=limits.dialect)
 
 
 def programs(limits: Limits = DEFAULT_LIMITS) -> st.SearchStrategy[Program]:

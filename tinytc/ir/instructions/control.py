@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 
 class GroupIdInst(Inst):
-    """``group_id``: the index of this work-group in the batch; ``group_id.y`` and ``.z``
-    (v0.4's modes) are 0, the batch being one-dimensional (docs/language.md, "Dialects")."""
+    """``group_id``: the index of this work-group in mode x of the launch (``howmany``);
+    ``group_id.y`` and ``.z`` are those of modes y and z (docs/language.md, "Batching and
+    howmany")."""
 
     mnemonic = "group_id"
 
@@ -35,8 +36,8 @@ class GroupIdInst(Inst):
 
 
 class GroupSizeInst(GroupIdInst):
-    """``group_size``: the number of work-groups in the batch (v0.4's ``num_groups.x``; the
-    modes .y and .z are 1)."""
+    """``group_size``: the number of work-groups in mode x of the launch (v0.4's
+    ``num_groups.x``; ``.y`` and ``.z`` count those of modes y and z)."""
 
     mnemonic = "group_size"
 

@@ -37,7 +37,7 @@ def next_entries(low: Lowering, values: list[Value], ahead: int = 1) -> dict[Val
             or not low.top_level
         ):
             continue
-        at = [i for i, v in enumerate(inst.operands) if type(v.owner) is GroupIdInst]
+        at = [i for i, v in enumerate(inst.operands) if _batch_id(v)]
         if not at:
             continue
         if following is None:
@@ -110,3 +110,9 @@ def prefetcher(
             e.add(CoopMatrixPrefetchInst(0, m, row, cols[key], share, width))
 
     return touch
+
+
+def _batch_id(v: Value) -> bool:
+    """Whether v is group_id of mode x, the one whose next entry is prefetched (group_size
+    counts that mode only)."""
+    return type(v.owner) is GroupIdInst and v.owner.mode == "x"

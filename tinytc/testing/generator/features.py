@@ -37,11 +37,14 @@ class Limits:
     max_foreach: int = 40  # iterations of a foreach
     max_kernels: int = 2
     exclude: frozenset[str] = frozenset()
+    dialect: str = "rev2"  # of the printed text: "rev2" or "v0.4" (docs/language.md, "Dialects")
 
     def __post_init__(self) -> None:
         unknown = set(self.exclude) - FEATURES
         if unknown:
             raise ValueError(f"unknown features {sorted(unknown)}; known: {sorted(FEATURES)}")
+        if self.dialect not in ("rev2", "v0.4"):
+            raise ValueError(f"unknown dialect {self.dialect!r}, expected 'rev2' or 'v0.4'")
 
     def allows(self, feature: str) -> bool:
         """Whether ``feature`` is not excluded."""

@@ -172,6 +172,8 @@ class ScalarStatements(GeneratorBase):
         """Emit arith.OP a, b (unless a float result could overflow) and track the result."""
         t = a.type
         if not t.is_float:
+            if op in ("div", "rem") and b.value.constant == 0 and self.limits.dialect == "v0.4":
+                b = self.constant(t, 1)  # v0.4 refuses an integer division by a constant zero
             value = self.emit(ArithInst(op, a.value, b.value)).result
             lo, hi = int_interval(op, a, b, t)
             return self.add_scalar(Scalar(value, lo, hi))
