@@ -166,3 +166,33 @@ def test_atomic_diagnostics(inst: str, t: str, match: str) -> None:
 def test_atomics_need_an_spmd_region() -> None:
     text = "func @k(%x: memref<f32x8>) {\n  %r = atomic_add 1.0, %x[0] : memref<f32x8>\n}\n"
     refused(text, "needs an spmd region", 2)
+
+
+V04_ATOMICS = """func @k(%A: memref<f32x8>, %B: memref<f32x8>) {
+  foreach (%i) = (0), (8) {
+    %x = atomic_load %A[%i] : f32
+    %y = atomic_add %x, %B[%i] : f32
+    atomic_store %y, %A[%i]
+  }
+}
+"""
+
+
+def test_v04_spellings_annotate_the_element_and_round_trip() -> None:
+    from tinytc.ir.printer import print_program
+
+    program = tinytc.parse(V04_ATOMICS)
+    v04 = print_program(program, "v0.4")
+    assert "atomic_load %A[%i] : f32" in v04 and "atomic_store %y, %A[%i]\n" in v04
+    assert str(tinytc.parse(v04)) == str(program)
+    a, b = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
+    want = [a.copy(), b.copy()]
+    tinytc.jit(V04_ATOMICS).k(a, b, howmany=1)
+    tinytc.reference.run(program, "k", want, 1)
+    np.testing.assert_array_equal(a, want[0])
+    np.testing.assert_array_equal(b, np.arange(8, dtype=np.float32) + 1)
+
+
+def test_v04_annotation_must_be_the_element_type() -> None:
+    with pytest.raises(CompilationError, match="element type of %A is f32, but f64 is written"):
+        tinytc.parse(V04_ATOMICS.replace("%A[%i] : f32", "%A[%i] : f64"))

@@ -112,7 +112,8 @@ class AtomicLoadInst(AtomicInst):
 
     def print(self, p: Printer) -> None:
         t = self.operands[0].type
-        p.line(f"{p.lhs(self)}{self.mnemonic}{self.flags()} {self.at(p)} : {t}")
+        written = t.element if p.dialect == "v0.4" else t  # type: ignore[union-attr]
+        p.line(f"{p.lhs(self)}{self.mnemonic}{self.flags()} {self.at(p)} : {written}")
 
 
 class AtomicStoreInst(AtomicInst):
@@ -132,7 +133,8 @@ class AtomicStoreInst(AtomicInst):
 
     def print(self, p: Printer) -> None:
         v, m = self.operands[:2]
-        p.line(f"{self.mnemonic}{self.flags()} {p.name(v)}, {self.at(p)} : {m.type}")
+        written = "" if p.dialect == "v0.4" else f" : {m.type}"  # v0.4 writes no type
+        p.line(f"{self.mnemonic}{self.flags()} {p.name(v)}, {self.at(p)}{written}")
 
 
 class AtomicUpdateInst(AtomicInst):
@@ -161,7 +163,10 @@ class AtomicUpdateInst(AtomicInst):
 
     def print(self, p: Printer) -> None:
         v, m = self.operands[:2]
-        p.line(f"{p.lhs(self)}{self.print_name}{self.flags()} {p.name(v)}, {self.at(p)} : {m.type}")
+        written = self.results[0].type if p.dialect == "v0.4" else m.type
+        p.line(
+            f"{p.lhs(self)}{self.print_name}{self.flags()} {p.name(v)}, {self.at(p)} : {written}"
+        )
 
 
 def parse_flags(keyword: Any, modifiers: list[Any]) -> tuple[str, str]:
@@ -196,19 +201,34 @@ def _indices(ctx: Any, refs: list[Any]) -> list[Value]:
 def _parse_load(ctx: Any, p: list[Any]) -> Inst:
     scope, semantics = parse_flags(p[0], p[1])
     refs = [p[2], *p[4]]
-    memref = ctx.value(p[2], p[7])
+    memref = _target(ctx, p[2], p[7])
     return AtomicLoadInst(
         memref, _indices(ctx, p[4]), scope=scope, semantics=semantics, loc=ctx.loc,
         operand_locs=[r.loc for r in refs],
     )  # fmt: skip
 
 
+def _target(ctx: Any, ref: Any, written: Type) -> Value:
+    """The memref operand: rev2 writes its type; v0.4 writes the element type (the result's,
+    or the value's) and the memref brings its own."""
+    if isinstance(written, MemrefType):
+        return ctx.value(ref, written)
+    memref = ctx.typed(ref)
+    t = memref.type
+    if isinstance(t, MemrefType) and t.element != written:
+        raise CompilationError(
+            ctx.loc, f"the element type of {ref.text} is {t.element}, but {written} is written"
+        )
+    return memref
+
+
 def _value_and_target(ctx: Any, p: list[Any]) -> tuple[Value, Value, list[Value], list[Any]]:
     """operand COMMA operand [indices] : memref after the modifiers (p[2:])."""
-    t = p[9]
-    element = t.element if isinstance(t, MemrefType) else t
+    written = p[9] if len(p) > 9 else None  # v0.4 may leave a store's type out
+    memref = _target(ctx, p[4], written) if written is not None else ctx.typed(p[4])
+    t = memref.type
+    element = t.element if isinstance(t, MemrefType) else written
     value = ctx.value(p[2], element, check=False)
-    memref = ctx.value(p[4], t)
     refs = [p[2], p[4], *p[6]]
     return value, memref, _indices(ctx, p[6]), [r.loc for r in refs]
 
@@ -216,6 +236,11 @@ def _value_and_target(ctx: Any, p: list[Any]) -> tuple[Value, Value, list[Value]
 @syntax(
     "statement : ATOMIC_STORE modifiers operand COMMA operand LBRACKET indices RBRACKET COLON type",
     builds=(AtomicStoreInst,),
+)
+@syntax(
+    "statement : ATOMIC_STORE modifiers operand COMMA operand LBRACKET indices RBRACKET",
+    builds=(AtomicStoreInst,),
+    dialect="v0.4",
 )
 def _parse_store(ctx: Any, p: list[Any]) -> Inst:
     scope, semantics = parse_flags(p[0], p[1])
