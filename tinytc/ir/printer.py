@@ -10,8 +10,11 @@ from .core import Function, Inst, Program, Region, Value
 from .types import ScalarType
 
 
-def format_constant(value: int | float, type: ScalarType) -> str:
+def format_constant(value: int | float | complex, type: ScalarType) -> str:
     """A literal that parses back to the same value."""
+    if type.is_complex:  # [re, im]
+        z = complex(value)
+        return f"[{format_constant(z.real, type.component)}, {format_constant(z.imag, type.component)}]"
     if type.is_float:
         if math.isfinite(value):
             return repr(float(value))

@@ -135,13 +135,13 @@ class Plain:
             while block < blocks:
                 width = next(w for w in BLOCK_READ_WIDTHS if w <= blocks - block)
                 start = lo.offset_pointer(column, space, el, sgs * block)
-                if el.is_float:
+                if not el.is_integer:
                     start = lo.op(Op.Bitcast, word_pointer, start)
                 vector = word if width == 1 else lo.m.type_vector(word, width)
                 data = lo.op(Op.SubgroupBlockReadINTEL, vector, start)
                 for k in range(width):
                     value = data if width == 1 else lo.op(Op.CompositeExtract, word, data, k)
-                    if el.is_float:
+                    if not el.is_integer:  # float, or a c32's two f32
                         value = lo.op(Op.Bitcast, lo.scalar_type(el), value)
                     components.append(value)
                 block += width
@@ -179,6 +179,7 @@ class Plain:
             and t.rows % sgs == 0
             and access.col_stride == 1
             and transpose_group(sgs, t.element.size, lo.target) > 0
+            and not t.element.is_complex
         )
 
     def transposed_store(self, lo: Lowering, value: CoopMatrix, access: Access) -> None:
@@ -232,7 +233,11 @@ class Plain:
         el = m.type.element
         scope = lo.u32(Scope.Workgroup if m.space == StorageClass.Workgroup else Scope.Device)
         relaxed = lo.u32(int(MemorySemantics.None_))
-        if el.is_float:
+        if el.is_complex:  # pseudo-atomic: the real and the imaginary part added apart
+            from ..convert_complex import atomic_add
+
+            atomic_add(lo, inst, m, p, v)
+        elif el.is_float:
             supported = lo.target.atomic_add_f64 if el.bits == 64 else lo.target.atomic_add_f32
             if not supported:
                 raise CompilationError(inst.loc, f"{lo.target.name} has no atomic add for {el}")
@@ -284,6 +289,11 @@ class Plain:
         acc = c.type.element
         blocks = c.type.row_blocks(_sgs(lo))
         k_count, n_count = a.type.cols, b.type.cols
+        if acc.is_complex:
+            from ..convert_complex import mul_add
+
+            operands = ((a.type.element, a.components), (b.type.element, b.components))
+            return CoopMatrix(c.type, mul_add(lo, acc, operands, c.components, blocks, k_count))
         a_values = [convert(lo, x, a.type.element, acc) for x in a.components]
         b_values = [convert(lo, x, b.type.element, acc) for x in b.components]
         rt = lo.scalar_type(acc)
@@ -439,6 +449,12 @@ class Plain:
                     x = lo.op(Op.Select, rt, inside, x, identity)
                 parts.append(x)
             own = _fold(combine, parts)
+            if el.is_complex:  # (only add) each part summed over the subgroup
+                from ..convert_complex import per_part
+
+                result.append(per_part(lo, el, own, lambda ct, x: lo.op(
+                    Op.GroupFAdd, ct, lo.u32(Scope.Subgroup), GroupOperation.Reduce, x)))
+                continue
             table = UNSIGNED_REDUCE if el.kind == "uint" else None
             opcode = table[inst.op] if table else REDUCE[(inst.op, el.is_float)]
             total = lo.op(opcode, rt, lo.u32(Scope.Subgroup), GroupOperation.Reduce, own)
@@ -531,6 +547,13 @@ def _check_index(lo: Lowering, inst: ir.Inst, t: ir.CoopMatrixType) -> None:
 
 
 def _broadcast(lo: Lowering, rt: Id, value: Id, lane: int) -> Id:
+    from ..convert_complex import complex_of
+
+    t = complex_of(lo, rt)
+    if t is not None:  # a complex value: its parts one by one
+        from ..convert_complex import per_part
+
+        return per_part(lo, t, value, lambda ct, x: _broadcast(lo, ct, x, lane))
     return lo.op(Op.GroupBroadcast, rt, lo.u32(Scope.Subgroup), value, lo.u32(lane))
 
 
