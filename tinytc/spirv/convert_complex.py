@@ -198,6 +198,8 @@ def mul_add(
 
     (a_el, a), (b_el, b) = operands
     a_parts, b_parts = split(a_el, a), split(b_el, b)
+    if MUL_ADD_FORM == "3m" and a_el.is_complex and b_el.is_complex:
+        return _mul_add_3m(lo, acc, a_parts, b_parts, c, blocks, k_count)  # type: ignore[arg-type]
     minus = [None if yi is None else lo.op(Op.FNegate, ct, yi) for _, yi in b_parts]
     fma = lambda x, y, z: lo.b.ext_inst(ct, OpenCLStd.fma, x, y, z)  # noqa: E731
     result = []
@@ -216,6 +218,42 @@ def mul_add(
             result.append(join(lo, acc, re, im))
     return result
 
+
+def _mul_add_3m(
+    lo: Lowering,
+    acc: ir.ScalarType,
+    a_parts: list[tuple[Id, Id]],
+    b_parts: list[tuple[Id, Id]],
+    c: Sequence[Id],
+    blocks: int,
+    k_count: int,
+) -> list[Id]:
+    """The 3-multiplication (Gauss) form, 3 real fma per complex product: with s = ar + ai
+    per A entry and d = bi - br, e = br + bi per B entry, K1 += s br, K2 += ar d, K3 += ai e,
+    and re = K1 - K3, im = K1 + K2 (K2 starts at ci, K3 at -cr). Measured, not the default:
+    K1 - K3 cancels, so the real part loses accuracy where ar br and ai bi nearly cancel
+    (docs/language.md, "Complex numbers")."""
+    ct = lo.scalar_type(acc.component)
+    add = lambda x, y: lo.op(Op.FAdd, ct, x, y)  # noqa: E731
+    sums = [add(ar, ai) for ar, ai in a_parts]
+    d_e = [(lo.op(Op.FSub, ct, bi, br), add(br, bi)) for br, bi in b_parts]
+    fma = lambda x, y, z: lo.b.ext_inst(ct, OpenCLStd.fma, x, y, z)  # noqa: E731
+    result = []
+    for n in range(len(c) // blocks):
+        for blk in range(blocks):
+            cr, ci = parts(lo, acc, c[blk + blocks * n])
+            k1, k2, k3 = lo.const(acc.component, 0.0), ci, lo.op(Op.FNegate, ct, cr)
+            for k in range(k_count):
+                i, j = blk + blocks * k, k + k_count * n
+                (ar, ai), br, (d, e) = a_parts[i], b_parts[j][0], d_e[j]
+                k1, k2, k3 = fma(sums[i], br, k1), fma(ar, d, k2), fma(ai, e, k3)
+            result.append(join(lo, acc, lo.op(Op.FSub, ct, k1, k3), add(k1, k2)))
+    return result
+
+
+# How mul_add of complex factors sums: "4m", 4 fma per product (the default, as accurate as
+# the textbook product), or "3m" (tools/bench.py --complex-3m measures it).
+MUL_ADD_FORM = "4m"
 
 # The complex kind's entries in the tables of convert_scalar (tinytc.ir.types.SCALAR_KINDS)
 BINARY["complex"] = _binary
