@@ -315,3 +315,44 @@ def test_exp_and_exp2_against_numpy(op: str, t: str) -> None:
     with np.errstate(over="ignore"):
         assert relative(want[1], exact.astype(COMPLEX[t])) == 0  # type: ignore[arg-type]
     assert got[1][0].imag == 0 and got[1][1] == np.inf + 0j  # type: ignore[index]
+
+
+# Bounds checks and the reference's range errors
+
+OUT_OF_RANGE = """func @k(%x: memref<c64x?>, %y: memref<c64x4x?>, %i: index, %j: index) {
+  parallel {
+    %a = cooperative_matrix_load.n.rows_checked %x[%i, 0]
+        : memref<c64x?> -> coopmatrix<c64x8x1,matrix_acc>
+    cooperative_matrix_store.n %a, %y[0, %j] : coopmatrix<c64x8x1,matrix_acc>, memref<c64x4x?>
+  }
+}
+"""
+SCALAR_STORE = """func @k(%y: memref<c32x4x?>, %v: c32, %i: index, %j: index) {
+  store %v, %y[%i, %j] : memref<c32x4x?>
+}
+"""
+
+
+def test_bounds_checks_of_complex_accesses() -> None:
+    """A store outside a complex memref is a BoundsError at its line with check_bounds, and
+    an OutOfRangeError in the reference; nothing is written outside the array."""
+    guard = np.full(20, 7 + 7j, np.complex64)
+    y = guard[4:16].reshape(4, 3, order="F")
+    y[...] = 0
+    with pytest.raises(tinytc.errors.BoundsError) as e:
+        tinytc.jit(SCALAR_STORE, check_bounds=True).k(y, 1 + 2j, 1, 3, howmany=1)
+    assert "2." in str(e.value).split(":")[1] and "index [1, 3] is out of bounds" in str(e.value)
+    assert (guard[:4] == 7 + 7j).all() and (guard[16:] == 7 + 7j).all() and not y.any()
+    with pytest.raises(reference.OutOfRangeError, match="index 3 of mode 1"):
+        reference.run(tinytc.parse(SCALAR_STORE), "k", [y, 1 + 2j, 1, 3], 1)
+    tinytc.jit(SCALAR_STORE, check_bounds=True).k(y, 1 + 2j, 1, 2, howmany=1)
+    assert y[1, 2] == 1 + 2j
+
+
+def test_bounds_checks_of_complex_coopmatrix_tiles() -> None:
+    x = random("c64", 5)
+    y = np.zeros((4, 2), np.complex128, order="F")
+    kernel = tinytc.jit(OUT_OF_RANGE, check_bounds=True).k
+    with pytest.raises(tinytc.errors.BoundsError):
+        kernel(x, y, 0, 0, howmany=1)  # 8 rows into 4
+    assert not y.any()

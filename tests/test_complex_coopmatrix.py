@@ -42,9 +42,11 @@ def run(text: str, t: str, args: list[np.ndarray], howmany: int = 1) -> list[np.
     return expected
 
 
-ELEMENTWISE = """func @k(%x: memref<Tx7x20>, %y: memref<Tx16x8>, %r: memref<Rx16x8>) subgroup_size(S) {
+ELEMENTWISE = """func @k(%x: memref<Tx7x20>, %y: memref<Tx16x8>, %r: memref<Rx16x8>)
+    subgroup_size(S) {
   parallel {
-    %a = cooperative_matrix_load.t.both_checked %x[1, 2] : memref<Tx7x20> -> coopmatrix<Tx16x8,matrix_acc>
+    %a = cooperative_matrix_load.t.both_checked %x[1, 2]
+        : memref<Tx7x20> -> coopmatrix<Tx16x8,matrix_acc>
     %s = cooperative_matrix_scale [0.5, 1.0], %a : T, coopmatrix<Tx16x8,matrix_acc>
     %c = cooperative_matrix_construct [1.0, -2.0] : coopmatrix<Tx16x8,matrix_acc>
     %d = arith.add %s, %c : coopmatrix<Tx16x8,matrix_acc>
@@ -78,7 +80,8 @@ def test_load_checked_transposed_and_arithmetic(t: str, sgs: int) -> None:
     assert np.abs(out[2] - np.abs(want)).max() <= TOL[t] * 10
 
 
-REDUCE = """func @k(%x: memref<Tx16x4>, %rows: memref<Tx16>, %cols: memref<Tx4>, %o: memref<Tx16x4>) subgroup_size(8) {
+REDUCE = """func @k(%x: memref<Tx16x4>, %rows: memref<Tx16>, %cols: memref<Tx4>,
+          %o: memref<Tx16x4>) subgroup_size(8) {
   parallel {
     %a = cooperative_matrix_load.n %x[0, 0] : memref<Tx16x4> -> coopmatrix<Tx16x4,matrix_acc>
     %r = cooperative_matrix_reduce_add.row %a : coopmatrix<Tx16x4,matrix_acc>
@@ -99,7 +102,8 @@ REDUCE = """func @k(%x: memref<Tx16x4>, %rows: memref<Tx16>, %cols: memref<Tx4>,
       %o2 = arith.add %s, %u : T
       yield %o2 : T
     }
-    cooperative_matrix_store.n.atomic_add %p, %o[0, 0] : coopmatrix<Tx16x4,matrix_acc>, memref<Tx16x4>
+    cooperative_matrix_store.n.atomic_add %p, %o[0, 0]
+        : coopmatrix<Tx16x4,matrix_acc>, memref<Tx16x4>
   }
 }
 """
@@ -127,7 +131,8 @@ MUL_ADD = """func @k(%a: memref<Ax16x3>, %b: memref<Bx5x3>, %c: memref<Cx5x16>) 
     %x = cooperative_matrix_load.n %a[0, 0] : memref<Ax16x3> -> coopmatrix<Ax16x3,matrix_a>
     %y = cooperative_matrix_load.t %b[0, 0] : memref<Bx5x3> -> coopmatrix<Bx3x5,matrix_b>
     %z = cooperative_matrix_load.t %c[0, 0] : memref<Cx5x16> -> coopmatrix<Cx16x5,matrix_acc>
-    %d = cooperative_matrix_mul_add %x, %y, %z : coopmatrix<Ax16x3,matrix_a>, coopmatrix<Bx3x5,matrix_b>, coopmatrix<Cx16x5,matrix_acc>
+    %d = cooperative_matrix_mul_add %x, %y, %z
+        : coopmatrix<Ax16x3,matrix_a>, coopmatrix<Bx3x5,matrix_b>, coopmatrix<Cx16x5,matrix_acc>
     cooperative_matrix_store.t %d, %c[0, 0] : coopmatrix<Cx16x5,matrix_acc>, memref<Cx5x16>
   }
 }

@@ -9,7 +9,8 @@ same arrays in alternating rounds. Printed: GFLOP/s of each (8 real flops per co
 multiply-add for both, so that the rates compare times), the median per-round speed ratio
 3m / 4m, and each form's error on a sample against numpy in complex128, on random inputs and
 on nearly real ones (imaginary parts 1e-3 of the real ones), where the 3m form's imaginary
-part loses accuracy (its sums cancel). This is a tool, not a test: timings vary with the machine's load.
+part loses accuracy (its sums cancel). This is a tool, not a test: timings vary with the
+machine's load.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402  (tools/bench.py: shapes, cases, timing)
+import bench  # tools/bench.py: shapes, cases, timing
 
-import tinytc  # noqa: E402
-from tinytc.spirv import convert_complex  # noqa: E402
+import tinytc
+from tinytc.spirv import convert_complex
 
 SHAPES = [s for s in bench.SHAPES if s.startswith(("c32-", "c64-"))]
 

@@ -14,7 +14,8 @@ def format_constant(value: int | float | complex, type: ScalarType) -> str:
     """A literal that parses back to the same value."""
     if type.is_complex:  # [re, im]
         z = complex(value)
-        return f"[{format_constant(z.real, type.component)}, {format_constant(z.imag, type.component)}]"
+        re, im = (format_constant(x, type.component) for x in (z.real, z.imag))
+        return f"[{re}, {im}]"
     if type.is_float:
         if math.isfinite(value):
             return repr(float(value))

@@ -160,7 +160,7 @@ def promotable(a: ScalarType, b: ScalarType) -> bool:
         if b.is_integer:
             return a.kind == b.kind and a.bits <= b.bits
         return a.bits <= PRECISION[b.name] and a != INDEX
-    return b.is_float and a.bits < b.bits and not (a, b) == (BF16, F16)
+    return b.is_float and a.bits < b.bits and (a, b) != (BF16, F16)
 
 
 def promote(a: ScalarType, b: ScalarType) -> ScalarType | None:

@@ -115,7 +115,8 @@ def real_constant(ref: Ref, type: ScalarType) -> int | float:
             raise CompilationError(ref.loc, f"floating constant for integer type {type}")
         number: int | float = parse_float(ref.text, ref.loc)
         if abs(number) > FLOAT_MAX[type.name]:
-            raise CompilationError(ref.loc, f"constant {shorten(ref.text)} is out of range of {type}")
+            message = f"constant {shorten(ref.text)} is out of range of {type}"
+            raise CompilationError(ref.loc, message)
         return number
     number = parse_int(Token("INTEGER", ref.text, ref.loc))
     if type.is_float:

@@ -329,8 +329,12 @@ class Lowering:
         for v in values:
             t = v.type
             el = t.memref.element if isinstance(t, ir.GroupType) else getattr(t, "element", t)
-            if missing.get(getattr(el, "component", el)):  # c64 needs f64
-                raise CompilationError(v.loc, f"{el} is not supported by target {self.target.name}")
+            part = getattr(el, "component", el)
+            if missing.get(part):  # c64 needs f64
+                of = f" (its parts are {part})" if part != el else ""
+                raise CompilationError(
+                    v.loc, f"{el}{of} is not supported by target {self.target.name}"
+                )
 
     def kernel(self, func: ir.Function) -> None:
         self.check_types(func)

@@ -84,9 +84,8 @@ class LinalgInst(Inst):
     def check_scalars(self, elements: list[ScalarType]) -> None:
         """alpha and beta have the output's type; inputs match it or a mixed-precision rule."""
         out = self.expect_memref(len(self.operands) - 1, "output").element
-        scalars = [
-            self.expect_scalar(i, what) for i, what in ((0, "alpha"), (len(self.operands) - 2, "beta"))
-        ]
+        last = len(self.operands) - 2
+        scalars = [self.expect_scalar(i, what) for i, what in ((0, "alpha"), (last, "beta"))]
         if any(t.is_complex for t in [*scalars, *elements, out]):
             self.check_promotion(elements, out)
             return
