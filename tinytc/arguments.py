@@ -309,6 +309,8 @@ def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
         if not low <= int(arg) <= high:
             raise ArgumentValueError(f"{what}: {_show(arg)} is out of range of {t} [{low}, {high}]")
         return dtype.type(int(arg))
+    if t.is_complex:
+        return _complex_scalar(t, arg, what)
     if not isinstance(arg, int | float | np.integer | np.floating):
         raise ArgumentTypeError(f"{what}: {t} takes a real scalar, got {_show(arg)}")
     finite = bool(np.isfinite(arg)) if isinstance(arg, float | np.floating) else True
@@ -320,6 +322,23 @@ def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
         out = bf16.round_to_bf16(value) if t == BF16 else dtype_of(t).type(value)
     if finite and not np.isfinite(out):
         raise ArgumentValueError(f"{what}: {_show(arg)} is out of range of {t}")
+    return out
+
+
+def _complex_scalar(t: ScalarType, arg: Any, what: str) -> Any:
+    """A complex scalar (passed as float2 or double2) from a Python or numpy number whose
+    finite parts the type can hold."""
+    if not isinstance(arg, int | float | complex | np.number):
+        raise ArgumentError(f"{what}: {t} takes a number, got {_show(arg)}")
+    try:
+        value = complex(arg)
+    except OverflowError:  # an int beyond every float type
+        raise ArgumentError(f"{what}: {_show(arg)} is out of range of {t}") from None
+    with np.errstate(over="ignore"):
+        out = dtype_of(t).type(value)
+    for part, got in ((value.real, out.real), (value.imag, out.imag)):
+        if np.isfinite(part) and not np.isfinite(got):
+            raise ArgumentError(f"{what}: {_show(arg)} is out of range of {t}")
     return out
 
 

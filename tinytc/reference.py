@@ -222,7 +222,7 @@ def int_arith(op: str, x: int, y: int, t: ScalarType) -> int:
 
 @handles(ir.ArithUnaryInst)
 def _arith_unary(f: Frame, inst: ir.ArithUnaryInst) -> Any:
-    return unary_value(inst.op, f.get(inst.operands[0]), inst.result.scalar_type)
+    return unary_value(inst.op, f.get(inst.operands[0]), inst.operands[0].scalar_type)
 
 
 def unary_value(op: str, a: Any, t: ScalarType) -> Any:
@@ -296,7 +296,8 @@ def _group_size(f: Frame, inst: Inst) -> Any:
 def _alloca(f: Frame, inst: ir.AllocaInst) -> Any:
     t = inst.type
     size = t.size_in_bytes() // t.element.size
-    fill = 0x7FC0 if t.element == BF16 else (np.nan if t.element.is_float else 0)
+    floating = t.element.is_float or t.element.is_complex
+    fill = 0x7FC0 if t.element == BF16 else (np.nan if floating else 0)
     base = np.full(size, fill, dtype=dtype_of(t.element))  # NaN exposes reads before writes
     return _view(base, 0, t.shape, t.stride)  # type: ignore[arg-type]
 
@@ -484,4 +485,4 @@ def _sum(f: Frame, inst: ir.SumInst) -> None:
 
 
 # parallel regions and cooperative matrices register their handlers here
-from . import reference_spmd  # noqa: E402, F401
+from . import reference_complex, reference_spmd  # noqa: E402, F401

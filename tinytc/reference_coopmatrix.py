@@ -62,7 +62,10 @@ def vec_arith(op: str, a: np.ndarray, b: np.ndarray, t: ScalarType) -> np.ndarra
 
 
 def vec_unary(op: str, a: np.ndarray, t: ScalarType) -> np.ndarray:
-    """arith.neg or arith.abs: exact for floats, wrapping around for integers."""
+    """arith.neg or arith.abs: exact for floats, wrapping around for integers; conj, re, im
+    of complex entries (t is the result's element type)."""
+    if op in ("conj", "re", "im"):
+        return {"conj": np.conj, "re": np.real, "im": np.imag}[op](a).astype(mat_dtype(t))
     return (np.abs if op == "abs" else np.negative)(a).astype(mat_dtype(t))
 
 

@@ -69,7 +69,11 @@ def _load_conv() -> Any:
 
 
 conv = _load_conv()
-DTYPES = {"f32": np.float32, "f64": np.float64}
+DTYPES = {"f32": np.float32, "f64": np.float64, "c32": np.complex64, "c64": np.complex128}
+# A complex multiply-add is 4 real ones (8 flops); the FMA peak is its parts' type's.
+REAL_FLOPS = {"f32": 1, "f64": 1, "c32": 4, "c64": 4}
+PEAK_TYPE = {"f32": "f32", "f64": "f64", "c32": "f32", "c64": "f64"}
+WIDE = {"f32": np.float64, "f64": np.float64, "c32": np.complex128, "c64": np.complex128}
 SHAPES = [
     *(f"{ty}-{n}-{tr}" for ty in DTYPES for n in (8, 16, 32, 64) for tr in ("nn", "tn", "nt")),
     *(f"chain-{ty}" for ty in DTYPES),
@@ -77,7 +81,8 @@ SHAPES = [
 ]
 DRAM_WORKING_SET = 800e6  # bytes per shape: A and B read, C written (the issue's setting)
 QUICK_WORKING_SET = 2e6
-TOLERANCE = {"f32": 1e-5, "f64": 1e-12}  # relative to the largest expected element
+# relative to the largest expected element
+TOLERANCE = {"f32": 1e-5, "f64": 1e-12, "c32": 1e-5, "c64": 1e-12}
 SAMPLE = 64  # batch entries checked against numpy
 
 LIMITS_SOURCE = """
@@ -218,7 +223,10 @@ def make_case(name: str, working_set: float, with_numpy: bool = True, quick: boo
 
 
 def column_major(rng: np.random.Generator, shape: tuple[int, ...], ty: str) -> np.ndarray:
-    """Random values in [0, 1) in a Fortran-ordered array, without a copy."""
+    """Random values in [0, 1) (both parts of a complex one) in a Fortran-ordered array."""
+    if ty in ("c32", "c64"):
+        part = "f32" if ty == "c32" else "f64"
+        return column_major(rng, shape, part) + 1j * column_major(rng, shape, part)
     return rng.random(shape[::-1], DTYPES[ty]).T
 
 
@@ -262,7 +270,7 @@ def gemm_case(ty: str, n: int, trans: str, working_set: float, with_numpy: bool)
         c[...] = np.nan
         case.run()
         expected = np.matmul(
-            *(op(x[:, :, sample].astype(np.float64), t) for x, t in ((a, trans[0]), (b, trans[1])))
+            *(op(x[:, :, sample].astype(WIDE[ty]), t) for x, t in ((a, trans[0]), (b, trans[1])))
         )
         return relative_error(op(c[:, :, sample], "n"), expected)
 
@@ -270,7 +278,7 @@ def gemm_case(ty: str, n: int, trans: str, working_set: float, with_numpy: bool)
         name=f"{ty}-{n}-{trans}",
         ty=ty,
         batch=batch,
-        flops=2.0 * n**3 * batch,
+        flops=2.0 * REAL_FLOPS[ty] * n**3 * batch,
         bytes=3.0 * n * n * size * batch,
         kernel=kernels.gemm,
         args=(a, b, c),
@@ -289,7 +297,9 @@ def chain_case(ty: str, working_set: float, with_numpy: bool) -> Case:
     rng = np.random.default_rng(1)
     k, p = column_major(rng, (56, 56), ty), column_major(rng, (56, 9, batch), ty)
     a, q = column_major(rng, (9, 9, batch), ty), column_major(rng, (56, 9, batch), ty)
-    source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
+    program = "tutorial_complex.ir" if ty in ("c32", "c64") else "tutorial.ir"  # its own
+    source = (ROOT / "tests" / "programs" / program).read_text()
+    source = source.replace("c32", ty) if ty == "c64" else source.replace("f32", ty)
     kernels: Any = tinytc.jit(source)
     pv, av, qv = (x.transpose(2, 0, 1) for x in (p, a, q))
 
@@ -307,16 +317,16 @@ def chain_case(ty: str, working_set: float, with_numpy: bool) -> Case:
 
     def check() -> float:
         q[...] = column_major(np.random.default_rng(2), q.shape, ty)
-        before = qv[sample].astype(np.float64)
+        before = qv[sample].astype(WIDE[ty])
         case.run()
-        expected = before + k.astype(np.float64) @ pv[sample] @ av[sample]
+        expected = before + k.astype(WIDE[ty]) @ pv[sample] @ av[sample]
         return relative_error(qv[sample], expected)
 
     case = Case(
         name=f"chain-{ty}",
         ty=ty,
         batch=batch,
-        flops=2.0 * (56 * 56 * 9 + 56 * 9 * 9) * batch,
+        flops=2.0 * REAL_FLOPS[ty] * (56 * 56 * 9 + 56 * 9 * 9) * batch,
         bytes=56.0 * 56 * size + per_entry * batch,
         kernel=kernels.fused_kernel,
         args=(k, p, a, q),
@@ -337,12 +347,13 @@ def measure(case: Case, limits: Limits, repeat: int, warm: bool) -> dict:
     rates are medians, fractions and ratios medians of the per-round ratios."""
     median = statistics.median
     error = case.check()  # also warms the kernel up
-    limits.size_peak(case.ty, case.flops)
+    peak_ty = PEAK_TYPE.get(case.ty, case.ty)
+    limits.size_peak(peak_ty, case.flops)
     runs: dict[str, Callable[[], Any]] = {
         "tinytc": case.run,
         "numpy": case.run_numpy or (lambda: None),
         "add": limits.run_add,
-        "fma": lambda: limits.run_peak(case.ty),
+        "fma": lambda: limits.run_peak(peak_ty),
     }
     for run in runs.values():
         run()  # first touch, code caches
@@ -353,7 +364,7 @@ def measure(case: Case, limits: Limits, repeat: int, warm: bool) -> dict:
             times[name].append(seconds(runs[name], warm))
     host = median(seconds(lambda: case.run(0)) for _ in range(5))
     bandwidth = [limits.add_bytes / t for t in times["add"]]
-    peak = [limits.peak_flops[case.ty] / t for t in times["fma"]]
+    peak = [limits.peak_flops[peak_ty] / t for t in times["fma"]]
     intensity = case.flops / case.bytes
     # The smaller of the two limits by their medians is the roofline; the fraction pairs each
     # round's kernel with that round's limit (a minimum per round would also pick up noise).

@@ -7,6 +7,8 @@ from .instructions import __all__ as _instructions
 from .types import (
     BF16,
     BOOL,
+    C32,
+    C64,
     DYNAMIC,
     F16,
     F32,
@@ -36,6 +38,8 @@ __all__ = [
     *_instructions,
     "BF16",
     "BOOL",
+    "C32",
+    "C64",
     "MATRIX_USES",
     "CoopMatrixType",
     "DYNAMIC",

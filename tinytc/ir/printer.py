@@ -10,8 +10,12 @@ from .core import Function, Inst, Program, Region, Value
 from .types import ScalarType
 
 
-def format_constant(value: int | float, type: ScalarType) -> str:
+def format_constant(value: int | float | complex, type: ScalarType) -> str:
     """A literal that parses back to the same value."""
+    if type.is_complex:  # [re, im]
+        z = complex(value)
+        re, im = (format_constant(x, type.component) for x in (z.real, z.imag))
+        return f"[{re}, {im}]"
     if type.is_float:
         return repr(float(value))  # also inf, -inf and nan, which the language writes so
     if type.is_bool:

@@ -26,6 +26,7 @@ class ScalarKind:
     signed: bool = False  # integers compare, divide, widen and shift as signed numbers
     floating: bool = False  # values are real IEEE floating-point numbers
     numpy_prefix: str = ""  # numpy's dtype name is prefix + bits
+    complex: bool = False  # values are (real, imaginary) pairs of the float type of half the bits
 
 
 SCALAR_KINDS: dict[str, ScalarKind] = {
@@ -34,6 +35,7 @@ SCALAR_KINDS: dict[str, ScalarKind] = {
         ScalarKind("int", integer=True, signed=True, numpy_prefix="int"),  # signless
         ScalarKind("uint", integer=True, numpy_prefix="uint"),  # rev1's unsigned types
         ScalarKind("float", floating=True, numpy_prefix="float"),
+        ScalarKind("complex", numpy_prefix="complex", complex=True),
     )
 }
 
@@ -70,6 +72,21 @@ class ScalarType:
         return self.family.signed
 
     @property
+    def is_complex(self) -> bool:
+        return self.family.complex
+
+    @property
+    def component(self) -> ScalarType:
+        """The float type of a complex type's real and imaginary parts (itself otherwise)."""
+        return SCALAR_TYPES[f"f{self.bits // 2}"] if self.is_complex else self
+
+    @property
+    def alignment(self) -> int:
+        """Bytes the type's values are aligned to in memory: a complex value only to its
+        component's (numpy's complex64 and complex128 are aligned so)."""
+        return self.component.size
+
+    @property
     def is_bool(self) -> bool:
         return self.bits == 1
 
@@ -104,11 +121,14 @@ F16 = ScalarType("f16", "float", 16)
 BF16 = ScalarType("bf16", "float", 16)
 F32 = ScalarType("f32", "float", 32)
 F64 = ScalarType("f64", "float", 64)
+C32 = ScalarType("c32", "complex", 64)  # components f32 (numpy complex64)
+C64 = ScalarType("c64", "complex", 128)  # components f64 (numpy complex128)
 BOOL = I1
 
 # Every scalar type by its name in the language (the lexer's type names come from here).
 SCALAR_TYPES: dict[str, ScalarType] = {
-    t.name: t for t in (I1, I8, I16, I32, I64, U8, U16, U32, U64, INDEX, F16, BF16, F32, F64)
+    t.name: t
+    for t in (I1, I8, I16, I32, I64, U8, U16, U32, U64, INDEX, F16, BF16, F32, F64, C32, C64)
 }
 SCALAR_TYPES["bool"] = BOOL  # rev1 spelling
 
@@ -118,6 +138,35 @@ def register_scalar_type(t: ScalarType, *names: str) -> ScalarType:
     for name in (t.name, *names):
         SCALAR_TYPES[name] = t
     return t
+
+
+# Bits of precision of each float type (an integer of at most that many bits is exact in it).
+PRECISION = {"bf16": 8, "f16": 11, "f32": 24, "f64": 53}
+
+
+def promotable(a: ScalarType, b: ScalarType) -> bool:
+    """Whether every value of a is exactly a value of b (the order of the promotion table of
+    tinytc v0.4): integers widen within their kind or into a float (or complex) type of enough
+    precision, floats into wider floats and complex types, complex types into wider complex
+    types, and nothing into a narrower or a real type."""
+    if a == b:
+        return True
+    if a.is_bool or b.is_bool or (a.is_complex and not b.is_complex):
+        return False
+    a, b = (a.component, b.component) if b.is_complex else (a, b)
+    if a == b:
+        return True
+    if a.is_integer:
+        if b.is_integer:
+            return a.kind == b.kind and a.bits <= b.bits
+        return a.bits <= PRECISION[b.name] and a != INDEX
+    return b.is_float and a.bits < b.bits and (a, b) != (BF16, F16)
+
+
+def promote(a: ScalarType, b: ScalarType) -> ScalarType | None:
+    """The type of the two that holds both, None when neither does."""
+    return b if promotable(a, b) else a if promotable(b, a) else None
+
 
 # Largest finite value of each floating type, for range checks of constants.
 FLOAT_MAX = {

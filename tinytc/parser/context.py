@@ -16,9 +16,10 @@ from .lexer import Token, parse_integer, shorten
 class Ref:
     """An operand as written: a local identifier or a literal, typed once the type is known."""
 
-    kind: str  # 'local', 'int' or 'float'
+    kind: str  # 'local', 'int', 'float' or 'complex'
     text: str
     loc: Location
+    parts: tuple[Ref, ...] = ()  # a complex constant's real and imaginary literals
 
 
 def parse_int(token: Token) -> int:
@@ -110,26 +111,40 @@ class ParseContext(Span):
             return value
         if not isinstance(type, ScalarType):
             raise CompilationError(ref.loc, f"a constant cannot have type {type}")
-        if ref.kind == "float":
-            if not type.is_float:
-                raise CompilationError(ref.loc, f"floating constant for integer type {type}")
-            number: int | float = parse_float(ref.text, ref.loc)
-            if math.isfinite(number) and abs(number) > FLOAT_MAX[type.name]:
-                raise CompilationError(
-                    ref.loc, f"constant {shorten(ref.text)} is out of range of {type}"
-                )
-        else:
-            number = parse_int(Token("INTEGER", ref.text, ref.loc))
-            if type.is_float:
-                number = float(number)
-                if abs(number) > FLOAT_MAX[type.name]:
-                    raise CompilationError(
-                        ref.loc, f"constant {ref.text} is out of range of {type}"
-                    )
-            else:
-                low, high = type.int_range()
-                if not low <= number <= high:
-                    raise CompilationError(
-                        ref.loc, f"constant {ref.text} is out of range of {type} [{low}, {high}]"
-                    )
-        return Constant(number, type, ref.loc)
+        if type.is_complex or ref.kind == "complex":
+            return Constant(complex_constant(ref, type), type, ref.loc)
+        return Constant(real_constant(ref, type), type, ref.loc)
+
+
+def complex_constant(ref: Ref, type: ScalarType) -> complex:
+    """[re, im] of a complex type, each part in its component type's range; a real literal is
+    the complex number with imaginary part 0."""
+    if not type.is_complex:
+        raise CompilationError(ref.loc, f"complex constant for non-complex type {type}")
+    parts = ref.parts if ref.kind == "complex" else (ref, Ref("int", "0", ref.loc))
+    re, im = (real_constant(part, type.component) for part in parts)
+    return complex(re, im)
+
+
+def real_constant(ref: Ref, type: ScalarType) -> int | float:
+    """The value of an integer or floating literal of a real type, checked against its range."""
+    if ref.kind == "float":
+        if not type.is_float:
+            raise CompilationError(ref.loc, f"floating constant for integer type {type}")
+        number: int | float = parse_float(ref.text, ref.loc)
+        if math.isfinite(number) and abs(number) > FLOAT_MAX[type.name]:  # v0.4: inf, nan
+            message = f"constant {shorten(ref.text)} is out of range of {type}"
+            raise CompilationError(ref.loc, message)
+        return number
+    number = parse_int(Token("INTEGER", ref.text, ref.loc))
+    if type.is_float:
+        number = float(number)
+        if abs(number) > FLOAT_MAX[type.name]:
+            raise CompilationError(ref.loc, f"constant {ref.text} is out of range of {type}")
+        return number
+    low, high = type.int_range()
+    if not low <= number <= high:
+        raise CompilationError(
+            ref.loc, f"constant {ref.text} is out of range of {type} [{low}, {high}]"
+        )
+    return number

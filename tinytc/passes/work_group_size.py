@@ -71,7 +71,8 @@ class WorkGroupSizePass:
         out = max(linalg, key=lambda i: math.prod(s or 64 for s in i.output.type.shape))  # type: ignore[union-attr]
         mt: MemrefType = out.output.type  # type: ignore[assignment]
         rows = mt.shape[0] if mt.order else 1
-        return gemm.subgroup_size(rows, mt.element.size, self.target)
+        # a complex value's parts are vectors of their own: c32 fills a register as f32 does
+        return gemm.subgroup_size(rows, mt.element.component.size, self.target)
 
     def check(self, func: Function) -> None:
         m, n = func.work_group_size  # type: ignore[misc]

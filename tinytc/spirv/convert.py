@@ -96,6 +96,8 @@ class Lowering:
         """The type values of ``t`` have in registers (bf16 is computed in f32)."""
         if t.is_bool:
             return self.m.type_bool()
+        if t.is_complex:  # (real, imaginary): float2 or double2
+            return self.m.type_vector(self.scalar_type(t.component), 2)
         if t.is_float:
             return self.m.type_float(32 if t == ir.BF16 else t.bits)
         return self.m.type_int(t.bits)
@@ -111,7 +113,11 @@ class Lowering:
     def i64(self) -> Id:
         return self.m.type_int(64)
 
-    def const(self, t: ir.ScalarType, value: int | float) -> Id:
+    def const(self, t: ir.ScalarType, value: int | float | complex) -> Id:
+        if t.is_complex:
+            z = complex(value)
+            parts = [self.const(t.component, z.real), self.const(t.component, z.imag)]
+            return self.m.constant_composite(self.scalar_type(t), parts)
         if t.is_bool:
             return self.m.constant(self.m.type_bool(), bool(value))
         if t == ir.BF16:  # computed in f32, but the constant has bf16's precision
@@ -324,8 +330,12 @@ class Lowering:
         for v in values:
             t = v.type
             el = t.memref.element if isinstance(t, ir.GroupType) else getattr(t, "element", t)
-            if missing.get(el):
-                raise CompilationError(v.loc, f"{el} is not supported by target {self.target.name}")
+            part = getattr(el, "component", el)
+            if missing.get(part):  # c64 needs f64
+                of = f" (its parts are {part})" if part != el else ""
+                raise CompilationError(
+                    v.loc, f"{el}{of} is not supported by target {self.target.name}"
+                )
 
     def kernel(self, func: ir.Function) -> None:
         self.check_types(func)

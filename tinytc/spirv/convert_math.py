@@ -21,6 +21,10 @@ def math_function(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
     """OpenCL.std's function of a value of floating type t. f16 computes in f32 and bf16 (held
     in f32) rounds the result, so both are within half an ulp of f32's result; the native
     forms exist for f32 only in OpenCL, so f64 takes the precise one."""
+    if t.is_complex:
+        from .convert_complex import exponential
+
+        return exponential(lo, op, t, a)
     if t.bits == 64 or t == ir.F16:
         op = op.removeprefix("native_")
     function = OpenCLStd[op]

@@ -20,7 +20,7 @@ def element_pointer(lo: Lowering, m: Memref, indices: Sequence[ir.Value]) -> Id:
 
 def load_scalar(lo: Lowering, m: Memref, pointer: Id) -> Id:
     el = m.type.element
-    value = lo.op(Op.Load, lo.storage_type(el), pointer, MemoryAccess.Aligned, el.size)
+    value = lo.op(Op.Load, lo.storage_type(el), pointer, MemoryAccess.Aligned, el.alignment)
     if el == ir.BF16:
         value = from_bf16(lo, value)
     return value
@@ -30,7 +30,7 @@ def store_scalar(lo: Lowering, m: Memref, pointer: Id, value: Id) -> None:
     el = m.type.element
     if el == ir.BF16:
         value = to_bf16(lo, value)
-    lo.b.emit(Op.Store, pointer, value, MemoryAccess.Aligned, el.size)
+    lo.b.emit(Op.Store, pointer, value, MemoryAccess.Aligned, el.alignment)
 
 
 @converts(ir.LoadInst)

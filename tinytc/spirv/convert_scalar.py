@@ -113,9 +113,10 @@ def _safe_division(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
 @converts(ir.ArithUnaryInst)
 def _arith_unary(lo: Lowering, inst: ir.ArithUnaryInst) -> None:
     a = lo.get(inst.operands[0])
-    lo.values[inst.result] = componentwise(
-        lo, inst.result.type, lambda t, x: unary(lo, inst.op, t, x), a
-    )
+    value = componentwise(lo, inst.operands[0].type, lambda t, x: unary(lo, inst.op, t, x), a)
+    if isinstance(inst.result.type, ir.CoopMatrixType):  # abs, re, im of complex are real
+        value = type(value)(inst.result.type, value.components)
+    lo.values[inst.result] = value
 
 
 def unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
@@ -201,13 +202,16 @@ def _cmp(lo: Lowering, inst: ir.CompareInst) -> None:
         a, b = (convert(lo, v, t, ir.U8) for v in (a, b))
         t = ir.U8
     table = COMPARE[t.kind]
+    if callable(table):  # a kind whose comparison is more than one instruction
+        lo.values[inst.result] = table(lo, inst.cond, t, a, b)
+        return
     lo.values[inst.result] = lo.op(table[inst.cond], boolean, a, b)
 
 
 # The semantics of each scalar kind (tinytc.ir.types.SCALAR_KINDS): a new kind adds its entries
 BINARY = {"float": _float_binary, "int": _integer_binary, "uint": _integer_binary}
 UNARY = {"float": _float_unary, "int": _integer_unary, "uint": _integer_unary}
-COMPARE = {"float": FLOAT_CMP, "int": SIGNED_CMP, "uint": UNSIGNED_CMP}
+COMPARE: dict[str, Any] = {"float": FLOAT_CMP, "int": SIGNED_CMP, "uint": UNSIGNED_CMP}
 _BY_FLOATING = {
     (True, True): _float_to_float,
     (True, False): _float_to_integer,

@@ -140,7 +140,7 @@ def compile_case(
 def expected_error(program: Program, text: str, target: CoreInfo) -> str | None:
     """A pattern of the CompilationError the target must give, or None if it must compile."""
     patterns = []
-    if not target.fp64 and "f64" in text:
+    if not target.fp64 and ("f64" in text or "c64" in text):
         patterns.append(r"f64|fp64|double")
     for func in program.functions:
         sgs, wgs = func.subgroup_size, func.work_group_size

@@ -11,12 +11,15 @@ if TYPE_CHECKING:
     from ..printer import Printer
 
 ARITH_BINARY = ("add", "sub", "mul", "div", "rem", "shl", "shr", "and", "or", "xor", "min", "max")
-ARITH_UNARY = ("neg", "not", "abs")
+ARITH_UNARY = ("neg", "not", "abs", "conj", "re", "im")
 BITWISE = ("and", "or", "xor", "not")  # the only arithmetic defined on i1
 INTEGER_ONLY = ("shl", "shr", *BITWISE)
 COMPARISONS = ("eq", "ne", "gt", "ge", "lt", "le")
 # component-wise on coopmatrix values
-COOPMATRIX_ARITH = ("add", "sub", "mul", "div", "neg", "min", "max", "abs")
+COOPMATRIX_ARITH = ("add", "sub", "mul", "div", "neg", "min", "max", "abs", "conj", "re", "im")
+COMPLEX_ARITH = ("add", "sub", "mul", "div", "neg", "abs", "conj", "re", "im")
+COMPLEX_ONLY = ("conj", "re", "im")
+REAL_RESULT = ("abs", "re", "im")  # of a complex operand: its component type
 
 
 def _arith_type(inst: Inst, op: str, i: int, what: str) -> ScalarType | CoopMatrixType:
@@ -34,7 +37,11 @@ def _element(t: ScalarType | CoopMatrixType) -> ScalarType:
 
 
 def _check_arith(inst: Inst, op: str, t: ScalarType) -> None:
-    if op in INTEGER_ONLY and t.is_float:
+    if t.is_complex and op not in COMPLEX_ARITH:
+        raise inst.error(f"arith.{op} is not defined on complex type {t}")
+    if op in COMPLEX_ONLY and not t.is_complex:
+        raise inst.error(f"arith.{op} needs a complex type, got {t}")
+    if op in INTEGER_ONLY and not t.is_integer:
         raise inst.error(f"arith.{op} needs an integer type, got {t}")
     if t.is_bool and op not in BITWISE:
         raise inst.error(f"arith.{op} is not defined on i1 (only and, or, xor, not are)")
@@ -63,7 +70,8 @@ class ArithInst(Inst):
 
 
 class ArithUnaryInst(Inst):
-    """``arith.neg a : T``, ``arith.not a : T`` and ``arith.abs a : T``."""
+    """``arith.OP a : T`` for neg, not, abs, conj, re, im; abs, re and im of a complex T give
+    its component type (of a complex coopmatrix: a coopmatrix of the component type)."""
 
     mnemonic = "arith"
 
@@ -75,7 +83,12 @@ class ArithUnaryInst(Inst):
 
     def infer(self) -> list[Type]:
         t = _arith_type(self, self.op, 0, "operand")
-        _check_arith(self, self.op, _element(t))
+        el = _element(t)
+        _check_arith(self, self.op, el)
+        if el.is_complex and self.op in REAL_RESULT:
+            if isinstance(t, CoopMatrixType):
+                return [CoopMatrixType(el.component, t.rows, t.cols, t.use)]
+            return [el.component]
         return [t]
 
     def print(self, p: Printer) -> None:
@@ -104,9 +117,18 @@ class CastInst(Inst):
                 raise self.error(
                     f"cast from {t} to {self.to}: only matrix_acc may change its use", 0
                 )
+            self._check_kinds(t.element, self.to.element)
             return [self.to]
-        self.expect_scalar(0, "cast operand")
+        self._check_kinds(self.expect_scalar(0, "cast operand"), self.to)
         return [self.to]
+
+    def _check_kinds(self, src: ScalarType, to: ScalarType) -> None:
+        if src.is_complex and not to.is_complex:
+            raise self.error(
+                f"cast from complex {src} to {to} is not allowed: take arith.re, arith.im or "
+                "arith.abs",
+                0,
+            )
 
     def print(self, p: Printer) -> None:
         a = self.operands[0]
@@ -127,6 +149,8 @@ class CompareInst(Inst):
     def infer(self) -> list[Type]:
         t = self.expect_scalar(0, "first operand")
         self.expect_type(1, t, "second operand")
+        if t.is_complex and self.cond not in ("eq", "ne"):
+            raise self.error(f"cmp.{self.cond} is not defined on complex type {t}: only eq, ne")
         return [I1]
 
     def print(self, p: Printer) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...errors import UNKNOWN, Location
 from ..core import Inst, Region, Value, static_dim
-from ..types import I32, INDEX, CoopMatrixType, MemrefType, ScalarType, Type
+from ..types import I32, INDEX, CoopMatrixType, MemrefType, ScalarType, Type, promotable, promote
 from .linalg import MIXED_PRECISION
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ class CoopMatrixStoreInst(CoopMatrixInst):
         t = self.expect_coopmatrix(0, "stored value")
         self.check_position(1, t.element)
         self.check_tile_fits(1, self.reach())
-        if self.atomic_add and t.element.bits not in (32, 64):
+        if self.atomic_add and t.element.component.bits not in (32, 64):  # complex: per part
             raise self.error(f"atomic_add needs a 32- or 64-bit element type, got {t.element}")
         return []
 
@@ -265,6 +265,11 @@ class CoopMatrixMulAddInst(CoopMatrixInst):
                 f"do not give {c.rows}x{c.cols}"
             )
         mixed = c.element in MIXED_PRECISION.get(a.element, ())
+        if c.element.is_complex:  # promote(A, B) must exist and promote to C
+            ab = promote(a.element, b.element)
+            mixed = ab is not None and promotable(ab, c.element)
+            if mixed:
+                return [c]
         if a.element != b.element or (a.element != c.element and not mixed):
             raise self.error(
                 f"{self.mnemonic}: element types {a.element}, {b.element}, {c.element} "
@@ -413,6 +418,8 @@ class CoopMatrixReduceInst(CoopMatrixInst):
 
     def infer(self) -> list[Type]:
         t = self.expect_coopmatrix(0, "reduced matrix")
+        if t.element.is_complex and self.op != "add":
+            raise self.error(f"{self.mnemonic}_{self.op} is not defined on complex {t.element}", 0)
         return [t.with_shape(t.rows, 1) if self.mode == "row" else t.with_shape(1, t.cols)]
 
     def print(self, p: Printer) -> None:

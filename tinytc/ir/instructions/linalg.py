@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core import Inst, Value
 from ..printer import format_attribute
-from ..types import BF16, F16, F32, F64, I8, I32, Dim, ScalarType, Type
+from ..types import BF16, F16, F32, F64, I8, I32, Dim, ScalarType, Type, promotable, promote
 
 if TYPE_CHECKING:
     from ...gemm import Tiling
@@ -93,6 +93,11 @@ class LinalgInst(Inst):
     def check_scalars(self, elements: list[ScalarType]) -> None:
         """alpha and beta have the output's type; inputs match it or a mixed-precision rule."""
         out = self.expect_memref(len(self.operands) - 1, "output").element
+        last = len(self.operands) - 2
+        scalars = [self.expect_scalar(i, what) for i, what in ((0, "alpha"), (last, "beta"))]
+        if any(t.is_complex for t in [*scalars, *elements, out]):
+            self.check_promotion(elements, out)
+            return
         for i, what in ((0, "alpha"), (len(self.operands) - 2, "beta")):
             t = self.expect_scalar(i, what)
             if t.is_float and out.is_float and t != out and out not in EXACT_WIDENING.get(t, ()):
@@ -111,6 +116,24 @@ class LinalgInst(Inst):
                 raise self.error(
                     f"{self.mnemonic}: element types {types} are not compatible", i + 1
                 )
+
+    def check_promotion(self, elements: list[ScalarType], out: ScalarType) -> None:
+        """The rule of tinytc v0.4 where complex types take part: alpha and beta promote to
+        the output's type, the inputs to a common type that promotes to it."""
+        for i, what in ((0, "alpha"), (len(self.operands) - 2, "beta")):
+            t = self.operands[i].scalar_type
+            if not promotable(t, out):
+                raise self.error(f"{what} of type {t} does not promote to the output's {out}", i)
+        common: ScalarType | None = elements[0]
+        for el in elements[1:]:
+            common = promote(common, el) if common is not None else None
+        if common is None or not promotable(common, out):
+            types = ", ".join(str(e) for e in elements + [out])
+            raise self.error(
+                f"{self.mnemonic}: element types {types} are not compatible: the inputs must "
+                "promote to one type that promotes to the output's",
+                1,
+            )
 
     def check_shape(self, got: tuple[Dim, ...], want: tuple[Dim, ...], what: str) -> None:
         if len(got) != len(want) or not all(map(_same, got, want)):

@@ -33,6 +33,8 @@ FUNCTIONS: dict[str, tuple[Callable[[Any], Any], tuple[float, float]]] = {
 }
 FUNCTIONS |= {f"native_{name}": f for name, f in list(FUNCTIONS.items())}
 MATH_UNARY = tuple(FUNCTIONS)
+# the functions also defined on complex types (exp(x + iy) = e^x (cos y + i sin y))
+COMPLEX_FUNCTIONS = ("exp", "exp2", "native_exp", "native_exp2")
 
 
 class MathInst(Inst):
@@ -51,6 +53,8 @@ class MathInst(Inst):
     def infer(self) -> list[Type]:
         t = self.operands[0].type
         element = t.element if isinstance(t, CoopMatrixType) else t
+        if getattr(element, "is_complex", False) and self.op in COMPLEX_FUNCTIONS:
+            return [t]
         if not getattr(element, "is_float", False):
             raise self.error(f"{self.op} needs a floating type, got {t}", 0)
         return [t]
@@ -66,6 +70,9 @@ class MathInst(Inst):
         t = self.result.type
         element = t.element if isinstance(t, CoopMatrixType) else t
         with np.errstate(all="ignore"):
+            if element.is_complex:  # numpy's complex function in c64, rounded to the type
+                y = fn(np.asarray(a, dtype=np.complex128))
+                return y.astype(np.complex64 if element.bits == 64 else np.complex128)[()]
             y = fn(np.asarray(a, dtype=np.float64))
             if element == BF16:
                 from ... import bf16

@@ -32,6 +32,20 @@ def _operand(ctx: Ctx, p: P) -> Ref:
     return Ref(kind, p[0].value, p[0].loc)
 
 
+@rule(
+    "operand : LBRACKET real COMMA real RBRACKET",
+)
+def _complex_operand(ctx: Ctx, p: P) -> Ref:
+    """A complex constant [re, im] (tinytc/parser/context.py reads its parts)."""
+    re, im = p[1], p[3]
+    return Ref("complex", f"[{re.text}, {im.text}]", p[0].loc, (re, im))
+
+
+@rule("real : INTEGER", "real : FLOAT")
+def _real(ctx: Ctx, p: P) -> Ref:
+    return Ref("float" if p[0].type == "FLOAT" else "int", p[0].value, p[0].loc)
+
+
 @rule("operands : operand", "operands : operands COMMA operand")
 def _operands(ctx: Ctx, p: P) -> list[Ref]:
     return [p[0]] if len(p) == 1 else p[0] + [p[2]]

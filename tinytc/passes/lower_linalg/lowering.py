@@ -175,7 +175,7 @@ class Lowering:
                 return e.add(ArithInst("add", total, old)).result
 
             if beta.constant is None:
-                zero = Constant(0.0 if el.is_float else 0, el, inst.loc)
+                zero = Constant(0.0 if beta.scalar_type.is_float else 0, beta.scalar_type, inst.loc)
                 is_zero = e.add(CompareInst("eq", beta, zero)).result
                 choice = e.add(IfInst(is_zero, [total.type]))
                 with e.b.at(choice.regions[0]):
@@ -194,7 +194,7 @@ class Lowering:
         e = self.e
         el = out.type.element
         beta = inst.beta.constant
-        if beta != 0 and (beta != 1 or el != acc or el.bits not in (32, 64)):
+        if beta != 0 and (beta != 1 or el != acc or el.component.bits not in (32, 64)):
             shown = "dynamic" if beta is None else beta
             raise CompilationError(
                 inst.loc,

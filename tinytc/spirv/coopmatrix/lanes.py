@@ -15,7 +15,13 @@ def subgroup_size(lo: Lowering) -> int:
 
 
 def broadcast(lo: Lowering, rt: Id, value: Id, lane: int) -> Id:
-    """``value`` of lane ``lane`` (known at compile time), in every lane."""
+    """``value`` of lane ``lane`` (known at compile time), in every lane (a complex value
+    part by part)."""
+    from ..convert_complex import complex_of, per_part
+
+    t = complex_of(lo, rt)
+    if t is not None:
+        return per_part(lo, t, value, lambda ct, x: broadcast(lo, ct, x, lane))
     return lo.op(Op.GroupBroadcast, rt, lo.u32(Scope.Subgroup), value, lo.u32(lane))
 
 

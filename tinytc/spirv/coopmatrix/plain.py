@@ -128,13 +128,13 @@ class Plain:
             while block < blocks:
                 width = next(w for w in BLOCK_READ_WIDTHS if w <= blocks - block)
                 start = lo.offset_pointer(column, space, el, sgs * block)
-                if el.is_float:
+                if not el.is_integer:
                     start = lo.op(Op.Bitcast, word_pointer, start)
                 vector = word if width == 1 else lo.m.type_vector(word, width)
                 data = lo.op(Op.SubgroupBlockReadINTEL, vector, start)
                 for k in range(width):
                     value = data if width == 1 else lo.op(Op.CompositeExtract, word, data, k)
-                    if el.is_float:
+                    if not el.is_integer:  # float, or a c32's two f32
                         value = lo.op(Op.Bitcast, lo.scalar_type(el), value)
                     components.append(value)
                 block += width
@@ -172,6 +172,7 @@ class Plain:
             and t.rows % sgs == 0
             and access.col_stride == 1
             and transpose_group(sgs, t.element.size, lo.target) > 0
+            and not t.element.is_complex
         )
 
     def transposed_store(self, lo: Lowering, value: CoopMatrix, access: Access) -> None:
@@ -225,7 +226,11 @@ class Plain:
         el = m.type.element
         scope = lo.u32(Scope.Workgroup if m.space == StorageClass.Workgroup else Scope.Device)
         relaxed = lo.u32(int(MemorySemantics.None_))
-        if el.is_float:
+        if el.is_complex:  # pseudo-atomic: the real and the imaginary part added apart
+            from ..convert_complex import atomic_add
+
+            atomic_add(lo, inst, m, p, v)
+        elif el.is_float:
             supported = lo.target.atomic_add_f64 if el.bits == 64 else lo.target.atomic_add_f32
             if not supported:
                 raise CompilationError(inst.loc, f"{lo.target.name} has no atomic add for {el}")
@@ -276,6 +281,11 @@ class Plain:
         acc = c.type.element
         blocks = c.type.row_blocks(subgroup_size(lo))
         k_count, n_count = a.type.cols, b.type.cols
+        if acc.is_complex:
+            from ..convert_complex import mul_add
+
+            operands = ((a.type.element, a.components), (b.type.element, b.components))
+            return CoopMatrix(c.type, mul_add(lo, acc, operands, c.components, blocks, k_count))
         a_values = [convert(lo, x, a.type.element, acc) for x in a.components]
         b_values = [convert(lo, x, b.type.element, acc) for x in b.components]
         rt = lo.scalar_type(acc)
@@ -431,6 +441,12 @@ class Plain:
                     x = lo.op(Op.Select, rt, inside, x, identity)
                 parts.append(x)
             own = _fold(combine, parts)
+            if el.is_complex:  # (only add) each part summed over the subgroup
+                from ..convert_complex import per_part
+
+                result.append(per_part(lo, el, own, lambda ct, x: lo.op(
+                    Op.GroupFAdd, ct, lo.u32(Scope.Subgroup), GroupOperation.Reduce, x)))
+                continue
             table = UNSIGNED_REDUCE if el.kind == "uint" else None
             opcode = table[inst.op] if table else REDUCE[(inst.op, el.is_float)]
             total = lo.op(opcode, rt, lo.u32(Scope.Subgroup), GroupOperation.Reduce, own)

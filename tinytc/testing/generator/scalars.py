@@ -26,7 +26,8 @@ from ...ir import (
     SizeInst,
 )
 from ..intervals import MAG_LIMIT, constant_range, float_interval, int_interval, value_range, widen
-from .base import GeneratorBase, generates
+from .base import generates
+from .complex import ComplexStatements
 from .features import FLOAT_TYPES, INT_TYPES
 from .model import Ctx, Scalar
 
@@ -45,7 +46,7 @@ def _away_from_zero(s: Scalar) -> bool:
     return s.bounded and (s.lo > 0.25 or s.hi < -0.25)
 
 
-class ScalarStatements(GeneratorBase):
+class ScalarStatements(ComplexStatements):
     """Scalar instructions on the values in scope."""
 
     def constant(self, t: ScalarType, value: float | None = None) -> Scalar:
@@ -110,6 +111,7 @@ class ScalarStatements(GeneratorBase):
                 (2 if a("cmp") else 0, self.compare),
                 (1 if a("arith") else 0, self.unary),
                 (1 if a("math") else 0, self.math_instruction),
+                (0.5 if a("complex") else 0, self.complex_statement),
                 (0.5 if a("group_id") else 0, self.group_id_instruction),
                 (0.5 if a("group_size") else 0, self.group_size_instruction),
                 (1 if a("size") else 0, self.size_instruction),

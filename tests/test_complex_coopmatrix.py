@@ -1,0 +1,164 @@
+"""Cooperative matrices of complex entries: load and store (transposed, checked, atomic add),
+construct, scale, arithmetic, conj/re/im/abs, apply, reduce, extract/insert and mul_add with
+real or complex factors, validated for every target and run on the CPU runtime against the
+reference interpreter (and numpy where a whole-matrix formula exists)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tinytc
+from tinytc import reference
+from tinytc.errors import CompilationError
+from tinytc.spirv.tools import validate
+
+DTYPE = {"c32": np.complex64, "c64": np.complex128, "f32": np.float32, "f64": np.float64}
+TOL = {"c32": 3e-5, "c64": 1e-13}
+
+
+def values(t: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if t.startswith("c"):
+        x = x + 1j * rng.standard_normal(shape)
+    return np.asfortranarray(x.astype(DTYPE[t]))
+
+
+def run(text: str, t: str, args: list[np.ndarray], howmany: int = 1) -> list[np.ndarray]:
+    """spirv-val for every target; the CPU runtime's outputs, checked against the reference's."""
+    for target in ["cpu", "pvc"] + ([] if t == "c64" else ["dg2"]):
+        try:
+            validate(tinytc.compile(text, target))
+        except CompilationError as e:  # pvc has no subgroups of 8
+            if "subgroup size 8 is not supported" not in e.message:
+                raise
+    expected = [a.copy(order="F") for a in args]
+    reference.run(tinytc.parse(text), "k", expected, howmany)
+    tinytc.jit(text).k(*args, howmany=howmany)
+    for got, want in zip(args, expected):
+        scale = max(1.0, float(np.abs(want).max()))
+        assert np.abs(got - want).max() <= TOL[t] * scale
+    return expected
+
+
+ELEMENTWISE = """func @k(%x: memref<Tx7x20>, %y: memref<Tx16x8>, %r: memref<Rx16x8>)
+    subgroup_size(S) {
+  parallel {
+    %a = cooperative_matrix_load.t.both_checked %x[1, 2]
+        : memref<Tx7x20> -> coopmatrix<Tx16x8,matrix_acc>
+    %s = cooperative_matrix_scale [0.5, 1.0], %a : T, coopmatrix<Tx16x8,matrix_acc>
+    %c = cooperative_matrix_construct [1.0, -2.0] : coopmatrix<Tx16x8,matrix_acc>
+    %d = arith.add %s, %c : coopmatrix<Tx16x8,matrix_acc>
+    %e = arith.mul %d, %a : coopmatrix<Tx16x8,matrix_acc>
+    %f = arith.div %e, %c : coopmatrix<Tx16x8,matrix_acc>
+    %g = arith.conj %f : coopmatrix<Tx16x8,matrix_acc>
+    %h = arith.sub %g, %a : coopmatrix<Tx16x8,matrix_acc>
+    %n = arith.neg %h : coopmatrix<Tx16x8,matrix_acc>
+    %m = arith.abs %n : coopmatrix<Tx16x8,matrix_acc>
+    cooperative_matrix_store.n %n, %y[0, 0] : coopmatrix<Tx16x8,matrix_acc>, memref<Tx16x8>
+    cooperative_matrix_store.n %m, %r[0, 0] : coopmatrix<Rx16x8,matrix_acc>, memref<Rx16x8>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(("t", "sgs"), [("c32", 16), ("c64", 8), ("c32", 8)])
+def test_load_checked_transposed_and_arithmetic(t: str, sgs: int) -> None:
+    r = {"c32": "f32", "c64": "f64"}[t]
+    text = ELEMENTWISE.replace("Tx", f"{t}x").replace("Rx", f"{r}x").replace("S)", f"{sgs})")
+    text = text.replace(" T,", f" {t},")
+    x = values(t, (7, 20), 1)
+    y, m = np.zeros((16, 8), DTYPE[t], order="F"), np.zeros((16, 8), DTYPE[r], order="F")
+    out = run(text, t, [x, y, m])
+    a = np.zeros((16, 8), DTYPE[t])  # checked: 0 outside x
+    part = x[1:, 2:].T  # entry (i, j) is x[1 + j, 2 + i]
+    a[: part.shape[0], : part.shape[1]] = part[:16, :8]
+    c = 1 - 2j
+    want = -(np.conj(((0.5 + 1j) * a + c) * a / c) - a)
+    assert np.abs(out[1] - want).max() <= TOL[t] * 10
+    assert np.abs(out[2] - np.abs(want)).max() <= TOL[t] * 10
+
+
+REDUCE = """func @k(%x: memref<Tx16x4>, %rows: memref<Tx16>, %cols: memref<Tx4>,
+          %o: memref<Tx16x4>) subgroup_size(8) {
+  parallel {
+    %a = cooperative_matrix_load.n %x[0, 0] : memref<Tx16x4> -> coopmatrix<Tx16x4,matrix_acc>
+    %r = cooperative_matrix_reduce_add.row %a : coopmatrix<Tx16x4,matrix_acc>
+    %c = cooperative_matrix_reduce_add.column %a : coopmatrix<Tx16x4,matrix_acc>
+    cooperative_matrix_store.n %r, %rows[0, 0] : coopmatrix<Tx16x1,matrix_acc>, memref<Tx16>
+    cooperative_matrix_store.t %c, %cols[0, 0] : coopmatrix<Tx1x4,matrix_acc>, memref<Tx4>
+    %v = cooperative_matrix_extract %a[3] : coopmatrix<Tx16x4,matrix_acc>
+    %w = arith.mul %v, [0.0, 1.0] : T
+    %b = cooperative_matrix_insert %w, %a[3] : coopmatrix<Tx16x4,matrix_acc>
+    %p = cooperative_matrix_apply (%i, %j, %e) = %b : coopmatrix<Tx16x4,matrix_acc> {
+      %ii = cast %i : i32 -> T
+      %q = arith.add %e, %ii : T
+      %z = arith.re %q : T
+      %y = arith.im %q : T
+      %zz = cast %y : R -> T
+      %u = arith.mul %zz, [0.0, 1.0] : T
+      %s = cast %z : R -> T
+      %o2 = arith.add %s, %u : T
+      yield %o2 : T
+    }
+    cooperative_matrix_store.n.atomic_add %p, %o[0, 0]
+        : coopmatrix<Tx16x4,matrix_acc>, memref<Tx16x4>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("t", ["c32", "c64"])
+def test_reduce_extract_insert_apply_atomic(t: str) -> None:
+    r = {"c32": "f32", "c64": "f64"}[t]
+    text = REDUCE.replace("Tx", f"{t}x").replace(" T\n", f" {t}\n").replace(" T {", f" {t} {{")
+    text = text.replace("-> T", f"-> {t}").replace(": T", f": {t}").replace("R ->", f"{r} ->")
+    x = values(t, (16, 4), 5)
+    o = values(t, (16, 4), 6)
+    outs = [np.zeros(16, DTYPE[t]), np.zeros(4, DTYPE[t]), o.copy(order="F")]
+    got = run(text, t, [x, *outs])
+    np.testing.assert_allclose(got[1], x.sum(1), rtol=TOL[t])
+    np.testing.assert_allclose(got[2], x.sum(0), rtol=TOL[t])
+    b = x.copy()
+    b[8:, 1] *= 1j  # component 3 of 16 rows on 8 lanes: row lane + 8 of column 1
+    want = o + b + np.arange(16).reshape(16, 1)
+    np.testing.assert_allclose(got[3], want, rtol=TOL[t] * 10)
+
+
+MUL_ADD = """func @k(%a: memref<Ax16x3>, %b: memref<Bx5x3>, %c: memref<Cx5x16>) subgroup_size(16) {
+  parallel {
+    %x = cooperative_matrix_load.n %a[0, 0] : memref<Ax16x3> -> coopmatrix<Ax16x3,matrix_a>
+    %y = cooperative_matrix_load.t %b[0, 0] : memref<Bx5x3> -> coopmatrix<Bx3x5,matrix_b>
+    %z = cooperative_matrix_load.t %c[0, 0] : memref<Cx5x16> -> coopmatrix<Cx16x5,matrix_acc>
+    %d = cooperative_matrix_mul_add %x, %y, %z
+        : coopmatrix<Ax16x3,matrix_a>, coopmatrix<Bx3x5,matrix_b>, coopmatrix<Cx16x5,matrix_acc>
+    cooperative_matrix_store.t %d, %c[0, 0] : coopmatrix<Cx16x5,matrix_acc>, memref<Cx5x16>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "types", [("c32", "c32", "c32"), ("f32", "c32", "c32"), ("c32", "f32", "c64"), ("c64",) * 3]
+)
+def test_mul_add_complex_and_mixed(types: tuple[str, str, str]) -> None:
+    """Transposed loads and stores of every use; A or B real, or C wider."""
+    a_t, b_t, c_t = types
+    text = MUL_ADD.replace("Ax", f"{a_t}x").replace("Bx", f"{b_t}x").replace("Cx", f"{c_t}x")
+    a, b, c = values(a_t, (16, 3), 1), values(b_t, (5, 3), 2), values(c_t, (5, 16), 3)
+    want = (a @ b.T + c.T).T
+    got = run(text, "c64" if "c64" in types else "c32", [a, b, c])
+    np.testing.assert_allclose(got[2], want, rtol=TOL["c32"], atol=TOL["c32"])
+
+
+def test_reduce_max_of_complex_is_refused() -> None:
+    text = """func @k(%x: memref<c32x16x4>) subgroup_size(16) {
+  parallel {
+    %a = cooperative_matrix_load.n %x[0, 0] : memref<c32x16x4> -> coopmatrix<c32x16x4,matrix_acc>
+    %r = cooperative_matrix_reduce_max.row %a : coopmatrix<c32x16x4,matrix_acc>
+  }
+}
+"""
+    with pytest.raises(CompilationError, match="reduce_max is not defined on complex c32"):
+        tinytc.parse(text)
