@@ -319,11 +319,11 @@ def test_exp_and_exp2_against_numpy(op: str, t: str) -> None:
 
 # Bounds checks and the reference's range errors
 
-OUT_OF_RANGE = """func @k(%x: memref<c64x?>, %y: memref<c64x4x?>, %i: index, %j: index) {
+OUT_OF_RANGE = """func @k(%x: memref<c64x?>, %y: memref<c64x?x?>, %i: index, %j: index) {
   parallel {
     %a = cooperative_matrix_load.n.rows_checked %x[%i, 0]
         : memref<c64x?> -> coopmatrix<c64x8x1,matrix_acc>
-    cooperative_matrix_store.n %a, %y[0, %j] : coopmatrix<c64x8x1,matrix_acc>, memref<c64x4x?>
+    cooperative_matrix_store.n %a, %y[0, %j] : coopmatrix<c64x8x1,matrix_acc>, memref<c64x?x?>
   }
 }
 """

@@ -14,7 +14,7 @@ COOPMATRIX = "coopmatrix"
 INT_LIMIT = 2**63 - 1  # every integer literal of the language fits a signed 64-bit integer
 # rev1 spellings without 'arith.', and v0.4's (min, max, abs, the bitwise ones)
 REV1_ARITH = ("add", "sub", "mul", "div", "rem", "neg", "min", "max", "abs")
-REV1_ARITH += ("shl", "shr", "and", "or", "xor", "not")
+REV1_ARITH += ("shl", "shr", "and", "or", "xor", "not", "conj", "re", "im")
 
 PUNCTUATION = {
     "->": "ARROW",

@@ -1,5 +1,6 @@
 """The constant instruction of v0.4, in both dialects: ``%c = constant 1.5 : f32`` names a
-literal (also inf, -inf and nan), ``constant 0.0 : coopmatrix<...>`` fills a matrix."""
+literal (also inf, -inf and nan, and ``[re, im]`` of a complex type), ``constant 0.0 :
+coopmatrix<...>`` fills a matrix."""
 
 from __future__ import annotations
 
@@ -26,3 +27,10 @@ def _constant(ctx: Ctx, p: P) -> Inst | Value:
 @rule("literal : INTEGER", "literal : FLOAT", "literal : TRUE", "literal : FALSE")
 def _literal(ctx: Ctx, p: P) -> Ref:
     return Ref("float" if p[0].type == "FLOAT" else "int", p[0].value, p[0].loc)
+
+
+@rule("literal : LBRACKET real COMMA real RBRACKET")
+def _complex_literal(ctx: Ctx, p: P) -> Ref:
+    """``constant [re, im] : c32`` (tinytc/parser/context.py reads the parts)."""
+    re, im = p[1], p[3]
+    return Ref("complex", f"[{re.text}, {im.text}]", p[0].loc, (re, im))

@@ -93,7 +93,9 @@ def _arith(ctx: Ctx, p: P) -> Inst:
 @rule("value_instruction : REV1_ARITH operand COLON value_type", dialect=V04)
 def _arith_unary(ctx: Ctx, p: P) -> Inst:
     op, a, t = _arith_op(p, ARITH_UNARY), p[1], p[3]
-    return ArithUnaryInst(op, ctx.value(a, t), loc=ctx.loc, operand_locs=[a.loc])
+    # v0.4 writes the result's type: the part's for abs, re and im of a complex value
+    inst = ArithUnaryInst(op, ctx.typed(a, t), loc=ctx.loc, operand_locs=[a.loc])
+    return result(ctx, inst, t)
 
 
 @rule(
