@@ -4,10 +4,12 @@ addresses and bounds checks of an access, and whether a target block-reads."""
 from __future__ import annotations
 
 from ... import ir
+from ...errors import CompilationError
 from ...target import CoreInfo
 from .._grammar import Op, OpenCLStd
 from ..convert import Dim, Lowering
 from ..instruction import Id
+from .lanes import subgroup_size
 
 BLOCK_READ_WIDTHS = (8, 4, 2, 1)  # values per lane one subgroup block read gives
 
@@ -103,3 +105,15 @@ def below(lo: Lowering, index: Dim, extent: Dim) -> Id | bool:
     if isinstance(index, int) and isinstance(extent, int):
         return 0 <= index < extent
     return lo.op(Op.ULessThan, lo.m.type_bool(), lo.as_id(index), lo.as_id(extent))
+
+
+def check_component_index(lo: Lowering, inst: ir.Inst, t: ir.CoopMatrixType) -> None:
+    """A component index an extract or insert takes must be one a work-item holds."""
+    count = t.components(subgroup_size(lo))
+    index: int = inst.index  # type: ignore[attr-defined]
+    if index >= count:
+        raise CompilationError(
+            inst.loc,
+            f"component {index} is out of range: a work-item holds {count} components of {t} "
+            f"with subgroup size {subgroup_size(lo)}",
+        )

@@ -24,7 +24,7 @@ from ..convert_memory import load_scalar, store_scalar
 from ..convert_scalar import binary, convert, round_bf16
 from ..instruction import Id
 from . import CoopMatrix
-from .access import BLOCK_READ_WIDTHS, Access, Entry, block_reads_pay, clamp
+from .access import BLOCK_READ_WIDTHS, Access, Entry, block_reads_pay, check_component_index, clamp
 from .lanes import broadcast, shuffle_xor, subgroup_size
 
 MAX_PREFETCH_LINES = 64  # calls one prefetch makes at most (a hint, not worth a long build)
@@ -378,7 +378,7 @@ class Plain:
     def extract(self, lo: Lowering, inst: ir.CoopMatrixExtractInst) -> Id:
         m: CoopMatrix = lo.get(inst.operands[0])
         t = m.type
-        _check_index(lo, inst, t)
+        check_component_index(lo, inst, t)
         if self.replicated(t):
             return self._pick(lo, m, inst.index)
         sgs = subgroup_size(lo)
@@ -395,7 +395,7 @@ class Plain:
         value = lo.get(inst.operands[0])
         m: CoopMatrix = lo.get(inst.operands[1])
         t = m.type
-        _check_index(lo, inst, t)
+        check_component_index(lo, inst, t)
         components = list(m.components)
         if not self.replicated(t):
             components[inst.index] = value
@@ -444,8 +444,16 @@ class Plain:
             if el.is_complex:  # (only add) each part summed over the subgroup
                 from ..convert_complex import per_part
 
-                result.append(per_part(lo, el, own, lambda ct, x: lo.op(
-                    Op.GroupFAdd, ct, lo.u32(Scope.Subgroup), GroupOperation.Reduce, x)))
+                result.append(
+                    per_part(
+                        lo,
+                        el,
+                        own,
+                        lambda ct, x: lo.op(
+                            Op.GroupFAdd, ct, lo.u32(Scope.Subgroup), GroupOperation.Reduce, x
+                        ),
+                    )
+                )
                 continue
             table = UNSIGNED_REDUCE if el.kind == "uint" else None
             opcode = table[inst.op] if table else REDUCE[(inst.op, el.is_float)]
@@ -463,28 +471,9 @@ class Plain:
         return CoopMatrix(t, self._whole(lo, t, m.components))
 
 
-def _check_index(lo: Lowering, inst: ir.Inst, t: ir.CoopMatrixType) -> None:
-    count = t.components(subgroup_size(lo))
-    index: int = inst.index  # type: ignore[attr-defined]
-    if index >= count:
-        raise CompilationError(
-            inst.loc,
-            f"component {index} is out of range: a work-item holds {count} components of {t} "
-            f"with subgroup size {subgroup_size(lo)}",
-        )
-
-
 def _combiner(lo: Lowering, op: str, el: ir.ScalarType) -> Callable[[Id, Id], Id]:
-    if op == "add":
-        return lambda a, b: binary(lo, "add", el, a, b)
-    rt = lo.scalar_type(el)
-    if el.is_float:
-        std = OpenCLStd.fmax if op == "max" else OpenCLStd.fmin
-    elif el.kind == "uint":
-        std = OpenCLStd.u_max if op == "max" else OpenCLStd.u_min
-    else:
-        std = OpenCLStd.s_max if op == "max" else OpenCLStd.s_min
-    return lambda a, b: lo.b.ext_inst(rt, std, a, b)
+    """add, max or min of two values as arith does (max/min: OpenCL's fmax/fmin, u_, s_)."""
+    return lambda a, b: binary(lo, op, el, a, b)
 
 
 def _fold(combine: Callable[[Id, Id], Id], values: list[Id]) -> Id:
@@ -499,11 +488,8 @@ def _identity(op: str, el: ir.ScalarType) -> int | float:
         return 0
     if el.is_float:
         return float("-inf") if op == "max" else float("inf")
-    if el.kind == "uint":
-        low, high = 0, 2**el.bits - 1
-    else:
-        low, high = -(2 ** (el.bits - 1)), 2 ** (el.bits - 1) - 1
-    return low if op == "max" else high
+    magnitude = el.bits - el.is_signed  # the type's range: signed -2^(b-1) .., unsigned 0 ..
+    return (-(2**magnitude) if el.is_signed else 0) if op == "max" else 2**magnitude - 1
 
 
 PLAIN = Plain()
