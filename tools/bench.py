@@ -16,7 +16,8 @@ DRAM-sized by default (larger than the L3, whose size is read from the system), 
 --resident. --compare runs REV's tinytc and the working tree's in two worker processes,
 alternately, and prints the paired speed ratios. docs/benchmarking.md explains the method.
 The conv2d layers (shapes conv-*, a table of their own against numpy and PyTorch) are in
-tools/bench_conv.py; docs/conv2d.md describes them.
+tools/bench_conv.py; docs/conv2d.md describes them. The GEMM and chain cases are in
+tools/bench_cases.py, the roofline's kernels in tools/bench_roofline.py.
 This is a tool, not a test: timings vary with the machine's load.
 """
 
@@ -35,7 +36,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 # OpenBLAS's threads spin for about 0.1 s after each call before they sleep; numpy's
@@ -56,11 +56,9 @@ from tinytc.target import CPU
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def _load_conv() -> Any:
-    """tools/bench_conv.py (tools/ is no package, and this file also runs as a module)."""
-    spec = importlib.util.spec_from_file_location(
-        "tinytc_bench_conv", ROOT / "tools" / "bench_conv.py"
-    )
+def _load(name: str) -> Any:
+    """tools/NAME.py (tools/ is no package, and this file also runs as a module)."""
+    spec = importlib.util.spec_from_file_location(f"tinytc_{name}", ROOT / "tools" / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
@@ -68,12 +66,14 @@ def _load_conv() -> Any:
     return module
 
 
-conv = _load_conv()
-DTYPES = {"f32": np.float32, "f64": np.float64, "c32": np.complex64, "c64": np.complex128}
-# A complex multiply-add is 4 real ones (8 flops); the FMA peak is its parts' type's.
-REAL_FLOPS = {"f32": 1, "f64": 1, "c32": 4, "c64": 4}
-PEAK_TYPE = {"f32": "f32", "f64": "f64", "c32": "f32", "c64": "f64"}
-WIDE = {"f32": np.float64, "f64": np.float64, "c32": np.complex128, "c64": np.complex128}
+conv = _load("bench_conv")
+cases = _load("bench_cases")
+roofline = _load("bench_roofline")
+# Re-exported: tools/spirv_digest.py, tilings.py, bench_complex.py and tests/tools use them.
+DTYPES, PEAK_TYPE, TOLERANCE, SAMPLE = cases.DTYPES, cases.PEAK_TYPE, cases.TOLERANCE, cases.SAMPLE
+Case, column_major, gemm_source = cases.Case, cases.column_major, cases.gemm_source
+gemm_case, chain_case = cases.gemm_case, cases.chain_case
+Limits, l3_bytes, seconds = roofline.Limits, roofline.l3_bytes, roofline.seconds
 SHAPES = [
     *(f"{ty}-{n}-{tr}" for ty in DTYPES for n in (8, 16, 32, 64) for tr in ("nn", "tn", "nt")),
     *(f"chain-{ty}" for ty in DTYPES),
@@ -81,136 +81,6 @@ SHAPES = [
 ]
 DRAM_WORKING_SET = 800e6  # bytes per shape: A and B read, C written (the issue's setting)
 QUICK_WORKING_SET = 2e6
-# relative to the largest expected element
-TOLERANCE = {"f32": 1e-5, "f64": 1e-12, "c32": 1e-5, "c64": 1e-12}
-SAMPLE = 64  # batch entries checked against numpy
-
-LIMITS_SOURCE = """
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-
-// Two reads and one write per element: the traffic of C = A B with beta = 0.
-__kernel void add(__global const float *a, __global const float *b, __global float *c) {
-    size_t i = get_global_id(0);
-    c[i] = a[i] + b[i];
-}
-
-// CHAINS independent chains per work-item hide the FMA latency; the subgroup size fills one
-// 512-bit register (docs/performance-cpu.md lesson 7).
-#define PEAK(T, SUBGROUP)                                                                   \\
-__attribute__((intel_reqd_sub_group_size(SUBGROUP)))                                       \\
-__kernel void peak_##T(__global T *out, int iterations) {                                  \\
-    T x[CHAINS], scale = 0.999, shift = (T)get_global_id(0) * 1e-9;                        \\
-    for (int c = 0; c < CHAINS; ++c) x[c] = 1 + c;                                         \\
-    for (int k = 0; k < iterations; ++k)                                                   \\
-        for (int c = 0; c < CHAINS; ++c) x[c] = fma(x[c], scale, shift);                   \\
-    T sum = 0;                                                                             \\
-    for (int c = 0; c < CHAINS; ++c) sum += x[c];                                          \\
-    out[get_global_id(0)] = sum;                                                           \\
-}
-PEAK(float, SUBGROUP_f32)
-PEAK(double, SUBGROUP_f64)
-"""
-ADD_LOCAL_SIZE = 4096  # large work-groups: per-group overhead (lesson 3) cost ~8% at 256
-PEAK_SUBGROUP = {"f32": 16, "f64": 8}
-PEAK_CHAINS, PEAK_GROUPS = 16, 4096
-PEAK_MIN_ITERATIONS = 64  # about 0.3 ms, so that the launch is a small part of it
-
-
-def l3_bytes() -> int:
-    """Size of the last-level (L3) cache from sysfs, or else from lscpu."""
-    for index in sorted(pathlib.Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        if (index / "level").read_text().strip() == "3":
-            size = (index / "size").read_text().strip()
-            units = {"K": 2**10, "M": 2**20, "G": 2**30}
-            return int(size.rstrip("KMG")) * units.get(size[-1], 1)
-    lines = subprocess.run(
-        ["lscpu", "-B", "-C=LEVEL,ALL-SIZE", "--noheadings"], capture_output=True, text=True
-    ).stdout.splitlines()
-    for level, size in (line.split() for line in lines):
-        if level == "3":
-            return int(size)
-    raise SystemExit("bench: the L3 size is in neither sysfs nor lscpu; give --working-set")
-
-
-def seconds(run: Callable[[], Any], warm: bool = False) -> float:
-    """Wall time of one call; ``warm`` runs it once before, untimed (cache-resident data)."""
-    if warm:
-        run()
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
-
-
-class Limits:
-    """Plain OpenCL C kernels for the bandwidth and the FMA peak, on every core."""
-
-    def __init__(self, working_set: float) -> None:
-        cl = _pyopencl()
-        self.queue = default_queue()
-        program = cl.Program(self.queue.context, LIMITS_SOURCE)
-        defines = {"CHAINS": PEAK_CHAINS} | {f"SUBGROUP_{t}": s for t, s in PEAK_SUBGROUP.items()}
-        program.build(options=[f"-D{name}={value}" for name, value in defines.items()])
-        count = max(1, int(working_set / 12) // ADD_LOCAL_SIZE) * ADD_LOCAL_SIZE
-        rng = np.random.default_rng(0)
-        self.arrays = [rng.random(count, np.float32) for _ in range(2)]
-        self.arrays.append(np.full(count, np.nan, np.float32))  # pages touched up front
-        self.add = cl.Kernel(program, "add")
-        for i, array in enumerate(self.arrays):
-            self.add.set_arg(i, cl.SVM(array))
-        self.add_bytes = 3.0 * self.arrays[0].nbytes
-        self.peak: dict[str, Any] = {}
-        self.peak_out: dict[str, np.ndarray] = {}
-        for ty, sg in PEAK_SUBGROUP.items():
-            kernel = cl.Kernel(program, f"peak_{'float' if ty == 'f32' else 'double'}")
-            self.peak_out[ty] = np.zeros(sg * PEAK_GROUPS, DTYPES[ty])
-            kernel.set_arg(0, cl.SVM(self.peak_out[ty]))
-            self.peak[ty] = kernel
-        self.peak_flops: dict[str, float] = {}
-        for ty in PEAK_SUBGROUP:
-            self.size_peak(ty, 0)
-
-    def size_peak(self, ty: str, flops: float) -> None:
-        """Give the FMA kernel about ``flops`` of work, the shape's, so that both last about as
-        long and a busy machine interrupts them alike."""
-        per_iteration = 2.0 * PEAK_CHAINS * PEAK_SUBGROUP[ty] * PEAK_GROUPS
-        iterations = max(PEAK_MIN_ITERATIONS, round(flops / per_iteration))
-        self.peak[ty].set_arg(1, np.int32(iterations))
-        self.peak_flops[ty] = per_iteration * iterations
-
-    def run_add(self) -> None:
-        cl = _pyopencl()
-        cl.enqueue_nd_range_kernel(self.queue, self.add, (self.arrays[0].size,), (ADD_LOCAL_SIZE,))
-        self.queue.finish()
-
-    def run_peak(self, ty: str) -> None:
-        cl = _pyopencl()
-        sg = PEAK_SUBGROUP[ty]
-        cl.enqueue_nd_range_kernel(self.queue, self.peak[ty], (sg * PEAK_GROUPS,), (sg,))
-        self.queue.finish()
-
-    def check(self) -> None:
-        a, b, c = self.arrays
-        self.run_add()
-        if not np.array_equal(c, a + b):
-            raise SystemExit("bench: the OpenCL add kernel computed wrong sums")
-
-
-@dataclass
-class Case:
-    """One shape: tinytc's kernel on a whole batch, numpy on the same data, and a check."""
-
-    name: str
-    ty: str
-    batch: int
-    flops: float  # 2 per multiply-add
-    bytes: float  # every operand read once, every output written once, shared operands once
-    kernel: Callable[..., None]
-    args: tuple[Any, ...]
-    run_numpy: Callable[[], Any] | None
-    check: Callable[[], float]  # runs the kernel from fresh outputs; relative error on a sample
-
-    def run(self, howmany: int | None = None) -> None:
-        self.kernel(*self.args, howmany=self.batch if howmany is None else howmany)
 
 
 def make_case(name: str, working_set: float, with_numpy: bool = True, quick: bool = False) -> Any:
@@ -220,126 +90,6 @@ def make_case(name: str, working_set: float, with_numpy: bool = True, quick: boo
         return chain_case(name.removeprefix("chain-"), working_set, with_numpy)
     ty, n, trans = name.split("-")
     return gemm_case(ty, int(n), trans, working_set, with_numpy)
-
-
-def column_major(rng: np.random.Generator, shape: tuple[int, ...], ty: str) -> np.ndarray:
-    """Random values in [0, 1) (both parts of a complex one) in a Fortran-ordered array."""
-    if ty in ("c32", "c64"):
-        part = "f32" if ty == "c32" else "f64"
-        return column_major(rng, shape, part) + 1j * column_major(rng, shape, part)
-    return rng.random(shape[::-1], DTYPES[ty]).T
-
-
-def gemm_source(ty: str, n: int, ta: str, tb: str) -> str:
-    batch = f"memref<{ty}x{n}x{n}x?>"
-    one = f"memref<{ty}x{n}x{n}>"
-    return f"""func @gemm(%A: {batch}, %B: {batch}, %C: {batch}) {{
-  %e = group_id
-  %a = subview %A[:,:,%e] : {batch}
-  %b = subview %B[:,:,%e] : {batch}
-  %c = subview %C[:,:,%e] : {batch}
-  gemm.{ta}.{tb} 1.0, %a, %b, 0.0, %c : {ty}, {one}, {one}, {ty}, {one}
-}}
-"""
-
-
-def gemm_case(ty: str, n: int, trans: str, working_set: float, with_numpy: bool) -> Case:
-    """C_e = op(A_e) op(B_e), beta = 0: A and B are read and C written, n*n elements each."""
-    size = np.dtype(DTYPES[ty]).itemsize
-    batch = max(1, int(working_set / (3 * n * n * size)))
-    rng = np.random.default_rng(n)
-    a, b = column_major(rng, (n, n, batch), ty), column_major(rng, (n, n, batch), ty)
-    c = np.full((n, n, batch), np.nan, DTYPES[ty], order="F")
-    kernels: Any = tinytc.jit(gemm_source(ty, n, trans[0], trans[1]))
-
-    def op(x: np.ndarray, t: str) -> np.ndarray:  # batch-first views of the same memory
-        x = x.transpose(2, 0, 1)
-        return x.transpose(0, 2, 1) if t == "t" else x
-
-    run_numpy = None
-    if with_numpy:
-        out = np.empty((batch, n, n), DTYPES[ty])
-        xa, xb = op(a, trans[0]), op(b, trans[1])
-
-        def run_numpy() -> None:
-            np.matmul(xa, xb, out=out)
-
-    sample = rng.choice(batch, min(batch, SAMPLE), replace=False)
-
-    def check() -> float:
-        c[...] = np.nan
-        case.run()
-        expected = np.matmul(
-            *(op(x[:, :, sample].astype(WIDE[ty]), t) for x, t in ((a, trans[0]), (b, trans[1])))
-        )
-        return relative_error(op(c[:, :, sample], "n"), expected)
-
-    case = Case(
-        name=f"{ty}-{n}-{trans}",
-        ty=ty,
-        batch=batch,
-        flops=2.0 * REAL_FLOPS[ty] * n**3 * batch,
-        bytes=3.0 * n * n * size * batch,
-        kernel=kernels.gemm,
-        args=(a, b, c),
-        run_numpy=run_numpy,
-        check=check,
-    )
-    return case
-
-
-def chain_case(ty: str, working_set: float, with_numpy: bool) -> Case:
-    """The tutorial Q_e += K P_e A_e with A a stacked group: K (56x56) is read once, P_e
-    (56x9) and A_e (9x9) are read, Q_e (56x9) is read and written."""
-    size = np.dtype(DTYPES[ty]).itemsize
-    per_entry = (3 * 56 * 9 + 9 * 9) * size
-    batch = max(1, int((working_set - 56 * 56 * size) / per_entry))
-    rng = np.random.default_rng(1)
-    k, p = column_major(rng, (56, 56), ty), column_major(rng, (56, 9, batch), ty)
-    a, q = column_major(rng, (9, 9, batch), ty), column_major(rng, (56, 9, batch), ty)
-    program = "tutorial_complex.ir" if ty in ("c32", "c64") else "tutorial.ir"  # its own
-    source = (ROOT / "tests" / "programs" / program).read_text()
-    source = source.replace("c32", ty) if ty == "c64" else source.replace("f32", ty)
-    kernels: Any = tinytc.jit(source)
-    pv, av, qv = (x.transpose(2, 0, 1) for x in (p, a, q))
-
-    run_numpy = None
-    if with_numpy:
-        kp, update, qn = (np.empty((batch, 56, 9), DTYPES[ty]) for _ in range(3))
-        qn[...] = qv
-
-        def run_numpy() -> None:
-            np.matmul(k, pv, out=kp)
-            np.matmul(kp, av, out=update)
-            qn[...] += update
-
-    sample = rng.choice(batch, min(batch, SAMPLE), replace=False)
-
-    def check() -> float:
-        q[...] = column_major(np.random.default_rng(2), q.shape, ty)
-        before = qv[sample].astype(WIDE[ty])
-        case.run()
-        expected = before + k.astype(WIDE[ty]) @ pv[sample] @ av[sample]
-        return relative_error(qv[sample], expected)
-
-    case = Case(
-        name=f"chain-{ty}",
-        ty=ty,
-        batch=batch,
-        flops=2.0 * REAL_FLOPS[ty] * (56 * 56 * 9 + 56 * 9 * 9) * batch,
-        bytes=56.0 * 56 * size + per_entry * batch,
-        kernel=kernels.fused_kernel,
-        args=(k, p, a, q),
-        run_numpy=run_numpy,
-        check=check,
-    )
-    return case
-
-
-def relative_error(got: np.ndarray, expected: np.ndarray) -> float:
-    """Largest error relative to the largest expected value; NaN (unwritten) counts as inf."""
-    error = float(np.max(np.abs(got - expected)) / np.max(np.abs(expected)))
-    return error if np.isfinite(error) else float("inf")
 
 
 def measure(case: Case, limits: Limits, repeat: int, warm: bool) -> dict:
