@@ -52,7 +52,8 @@ def tiling_of(spec: str, default: Tiling) -> Tiling:
     values = [int(x) for x in spec.split(",")]
     if not 1 <= len(values) <= len(fields):
         raise SystemExit(f"tilings: {spec!r} is not rows,cols,k_unroll,prefetch,ahead")
-    return dataclasses.replace(default, **dict(zip(fields, values)))
+    # the given tiles, unfused: a fused pair's tiling has its own form (docs/language.md)
+    return dataclasses.replace(default, **dict(zip(fields, values)), fuse=False)
 
 
 BUILD_SCRIPT = """
