@@ -71,6 +71,11 @@ def jit(
 class Kernels:
     """The kernels of one compiled program, as attributes."""
 
+    def __new__(cls, program: Program, binary: bytes, queue: Any) -> Kernels:
+        from .ptx_opencl import PtxKernels, uses_ptx  # NVIDIA GPUs: PTX (docs/gpu.md)
+
+        return super().__new__(PtxKernels if cls is Kernels and uses_ptx(queue.device) else cls)
+
     def __init__(self, program: Program, binary: bytes, queue: Any) -> None:
         self.program = program
         self.binary = binary
