@@ -17,6 +17,7 @@ from . import bf16, ir
 from .arguments import BoundMemref, bind, dtype_of
 from .errors import CompilationError
 from .ir import BF16, Function, Inst, Program, Region, ScalarType, Value, definition
+from .ir.instructions.linalg import summed_type
 
 HANDLERS: dict[type[Inst], Callable[[Frame, Any], Any]] = {}
 
@@ -435,7 +436,8 @@ def _update(f: Frame, inst: ir.LinalgInst, compute: Callable[..., np.ndarray]) -
 
 
 def _acc_dtype(el: ScalarType) -> np.dtype:
-    return np.dtype(np.float32) if el == BF16 else dtype_of(el)
+    """The numpy type a collective with output of ``el`` sums in (summed_type)."""
+    return dtype_of(summed_type(el))
 
 
 def _op(x: np.ndarray, transpose: bool) -> np.ndarray:

@@ -473,5 +473,5 @@ def _for(sp: Spmd, inst: ir.ForInst, mask: np.ndarray) -> list[Any]:
     return values
 
 
-# cooperative matrices register their handlers here
-from . import reference_coopmatrix  # noqa: E402, F401
+# the cooperative-matrix, subgroup and atomic instructions register their handlers here
+from . import reference_atomic, reference_coopmatrix, reference_subgroup  # noqa: E402, F401

@@ -11,7 +11,9 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from .ir.types import BF16, F16, F32, SCALAR_TYPES
+# the IR's rule that f16 and bf16 are summed in f32, re-exported for the passes and recipes
+from .ir.instructions.linalg import summed_type as summed_type
+from .ir.types import SCALAR_TYPES
 
 if TYPE_CHECKING:
     from .ir.types import ScalarType
@@ -346,12 +348,6 @@ def dpas_precision(element: ScalarType) -> tuple[str, ScalarType] | None:
         if element.name == name:
             return precision, SCALAR_TYPES[accumulator]
     return None
-
-
-def summed_type(element: ScalarType) -> ScalarType:
-    """The type the collectives sum values of ``element`` in: f16 and bf16 in f32, rounded
-    once at the store; every other type in itself."""
-    return F32 if element in (F16, BF16) else element
 
 
 def device_template(is_cpu: bool, subgroup_sizes: tuple[int, ...]) -> CoreInfo:

@@ -39,7 +39,7 @@ from linalg_support import (
 )
 
 import tinytc
-from tinytc import reference
+from tinytc import bf16, reference
 from tinytc.target import CPU
 
 # The kernel cache hands out one OpenCL program per binary; pyopencl warns when the kernel
@@ -380,3 +380,27 @@ def test_atomics_into_local_memory(el: str) -> None:
     ])  # fmt: skip
     got, want = run_case(build(text), kernel, text)
     compare(got, want, 7 * 3 + 2, f"atomics into local {el}")
+
+
+@pytest.mark.parametrize(("el", "depth"), [("f16", 2049), ("bf16", 257)])
+def test_f16_and_bf16_collectives_sum_in_f32_in_the_reference_too(el: str, depth: int) -> None:
+    """C := A B + C with A B = depth ones (one more than the type holds next to 2048 or 256)
+    and C = 1: summed in f32 and rounded once at the store, C is depth + 1 (exact in the
+    type), on the device and in the reference; rounded after the product it would stay
+    depth - 1."""
+    a, b, c = f"memref<{el}x1x{depth}>", f"memref<{el}x{depth}x1>", f"memref<{el}x1x1>"
+    text = f"""func @k(%a: {a}, %b: {b}, %c: {c}) {{
+  gemm.n.n 1.0, %a, %b, 1.0, %c : {el}, {a}, {b}, {el}, {c}
+}}"""
+
+    def of(x: float) -> np.ndarray:  # the type's storage (bf16: its bits)
+        return np.float16(x) if el == "f16" else bf16.to_bits(np.float32(x))
+
+    def args() -> list[np.ndarray]:
+        return [np.full((1, depth), of(1)), np.full((depth, 1), of(1)), np.full((1, 1), of(1))]
+
+    got, want = args(), args()
+    build(text).k(*got, howmany=1)  # type: ignore[attr-defined]
+    reference.run(tinytc.parse(text), "k", want, 1)
+    assert want[2][0, 0] == of(depth + 1) != of(depth - 1)
+    np.testing.assert_array_equal(got[2], want[2])

@@ -156,7 +156,7 @@ def test_a_tuners_dpas_tiling_is_honoured(target: str) -> None:
     kernel = kernel_text(TUNED)
     geometry = core(target, "emulate")
     n = geometry.dpas.execution_size  # type: ignore[union-attr]
-    tiling = Tiling((n, 1), 1, 3, 2, prefetch=2)
+    tiling = Tiling((n, 1), 1, 3, 2, prefetch=2, dpas=True)
     program = run_pipeline(kernel.text, geometry, tilings={kernel.name: [tiling]})
     insts = [i for f in program.functions for i in f.walk()]
     assert any(isinstance(i, CoopMatrixPrefetchInst) for i in insts)
@@ -169,7 +169,8 @@ def test_a_tuners_dpas_tiling_is_honoured(target: str) -> None:
 
 def test_a_bad_dpas_tiling_is_a_located_error() -> None:
     kernel = kernel_text(TUNED)
-    bad = {kernel.name: [Tiling((16, 1), 8, 8, 1)]}  # C 64 x 128: 512 values per work-item
+    # C 64 x 128: 512 values per work-item
+    bad = {kernel.name: [Tiling((16, 1), 8, 8, 1, dpas=True)]}
     message = "bad tiling for gemm: DPAS tiles of 64 x 128"
     with pytest.raises(CompilationError, match=message) as info:
         run_pipeline(kernel.text, core("pvc", "builtin"), tilings=bad)

@@ -13,9 +13,11 @@ import pytest
 from linalg_support import PORTABLE, Case, kernel_text
 
 import tinytc
+from tinytc.compiler import run_pipeline
 from tinytc.ir import Program
 from tinytc.spirv import validate
 from tinytc.spirv._grammar import Op
+from tinytc.spirv.convert import lower
 from tinytc.spirv.tools import instructions
 from tinytc.target import CPU, TARGETS, CoreInfo
 
@@ -90,6 +92,22 @@ def test_extensions_are_declared_only_where_the_target_has_them() -> None:
 
     assert used(CPU) == CPU.spirv_extensions
     assert not any("INTEL" in name for name in used(PORTABLE))
+
+
+@pytest.mark.parametrize("target", [CPU, PORTABLE], ids=lambda t: t.name)
+def test_a_module_that_would_declare_an_extension_the_target_lacks_is_refused(
+    target: CoreInfo,
+) -> None:
+    """convert.lower's module assembles only with the target's extensions: one that a
+    lowering adds without asking the target is an internal error, not a module."""
+    _, name, text = CORPUS[0]
+    program = run_pipeline(single(text, name), target)
+    assert lower(program, target).assemble()
+    module = lower(program, target)
+    extra = "SPV_INTEL_subgroup_matrix_multiply_accumulate"  # DPAS: neither has it
+    module.require_extension(extra)
+    with pytest.raises(RuntimeError, match=f"internal error: the module declares {extra}"):
+        module.assemble()
 
 
 def test_corpus_is_not_empty() -> None:

@@ -318,7 +318,7 @@ def test_values_of_two_registers_take_half_the_row_blocks_and_step_k_by_two() ->
     transposed A too."""
     f64 = choose_tiling(64, 64, (16, 1), CPU, 1, (32768, 32768), 8)
     assert (f64.rows_per_item, f64.cols_per_item, f64.k_unroll) == (2, 4, 2)
-    tn = choose_tiling(64, 64, (16, 1), CPU, 1, (32768, 32768), 8, transposed_a=True)
+    tn = choose_tiling(64, 64, (16, 1), CPU, 1, (32768, 32768), 8, staged_a=True)
     assert (tn.rows_per_item, tn.cols_per_item, tn.k_unroll) == (2, 4, 2)
     f32 = choose_tiling(64, 64, (16, 1), CPU, 1, (16384, 16384), 4)
     assert (f32.rows_per_item, f32.cols_per_item, f32.k_unroll) == (4, 4, 2)
@@ -361,6 +361,6 @@ def test_the_prefetch_reaches_about_prefetch_ahead_bytes_ahead() -> None:
     assert prefetch_ahead((PREFETCH_AHEAD_BYTES // 4,) * 4) == 1
     assert prefetch_ahead((PREFETCH_AHEAD_BYTES // 4,) * 3) == 2
     assert prefetch_ahead((4096, None)) == 1 and prefetch_ahead(()) == 1
-    tn16 = choose_tiling(16, 16, (16, 1), CPU, 1, (1024,) * 3, transposed_a=True)
+    tn16 = choose_tiling(16, 16, (16, 1), CPU, 1, (1024,) * 3, staged_a=True)
     assert tn16.prefetch_ahead == 4
     assert choose_tiling(16, 16, (16, 1), CPU, 8, (1024,) * 3).prefetch_ahead == 1  # no prefetch

@@ -7,6 +7,7 @@ adjacent columns of the output, and walks K in steps of ``k_unroll``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +34,20 @@ class Tiling:
     prefetch: int = 0
     # Which batch entry those are: group_id + prefetch_ahead (lesson 6).
     prefetch_ahead: int = 1
+    # The tile counts in blocks of the target's matrix unit (gemm/dpas.py): rows_per_item
+    # blocks of 8 rows, cols_per_item blocks of N columns, K steps of k_unroll instruction K
+    # blocks. The target must have the unit for the gemm's types (CoreInfo.matrix_unit_for).
+    dpas: bool = False
+    # op(A), a transposed static A, is first copied into local memory (docs/performance-cpu.md
+    # lessons 1 and 13).
+    stage_a: bool = False
+    # This gemm's output, an alloca temporary that only the next gemm reads (as its A), stays
+    # in registers and the pair runs as one (lesson 9): in row tiles of rows_per_item blocks
+    # by all the temporary's columns (cols_per_item), K steps of k_unroll, prefetching the
+    # first `prefetch` of the pair's operands (A, B, then the next gemm's B and C). The next
+    # gemm's tiling then has the same rows_per_item and its K, the temporary's columns, in
+    # one step (k_unroll); it prefetches nothing itself and fuses with nothing.
+    fuse: bool = False
 
     @property
     def rows_per_tile(self) -> int:
@@ -144,7 +159,7 @@ def choose_tiling(
     operand_bytes: Sequence[int | None] = (),
     element_size: int = 4,
     transposed_b: bool = False,
-    transposed_a: bool = False,
+    staged_a: bool = False,
 ) -> Tiling:
     """Tiling of an output of rows x cols, summed in element_size-byte values, for a kernel
     whose work-group size is fixed; a batch entry's operands (A, B, C) take operand_bytes
@@ -165,8 +180,9 @@ def choose_tiling(
     entry prefetches the next one (f32 n=32 nt 2 x 8 then ran 0.86x). In work-groups of
     several entries it stays wide with the prefetch: f64 n=16 nt 2 x 8 against 2 x 4, both
     prefetching, 1.00-1.04x in one process, and 1.03-1.04x against 2 x 8 without prefetch.
-    (A transposed A and B, tt, follows nt there; not measured.)"""
-    prefetch = prefetch_next(entries_per_group, operand_bytes, target, transposed_a)
+    (A transposed A and B, tt, follows nt there; not measured.) ``staged_a``: op(A) is
+    copied to local memory first (Tiling.stage_a)."""
+    prefetch = prefetch_next(entries_per_group, operand_bytes, target, staged_a)
     wide = transposed_b and (not prefetch or entries_per_group > 1)
     lanes = work_group[0]
     mb, nb = register_block(rows, cols, lanes, target, element_size, wide)
@@ -176,7 +192,7 @@ def choose_tiling(
     # 4 K steps of A values and the accumulators must leave a register to spare
     k_unroll = 4 if (4 * mb + mb * nb) * per_value < target.num_registers else 2
     ahead = prefetch_ahead(operand_bytes) if prefetch else 1
-    return Tiling(work_group, mb, nb, k_unroll, prefetch, ahead)
+    return Tiling(work_group, mb, nb, k_unroll, prefetch, ahead, stage_a=staged_a)
 
 
 PREFETCH_MAX_BYTES = 384 * 1024  # next-entry operands fetched ahead: the most measured
@@ -315,6 +331,16 @@ def fused_cols_per_item(
     free = target.num_registers - depth * row_blocks * per_block
     fitting = max(1, free // (depth + row_blocks * per_block))
     return max(d for d in range(1, min(fitting, cols) + 1) if cols % d == 0)
+
+
+def fused_form(tiling: Tiling, rows_per_item: int, depth: int) -> Tiling:
+    """``tiling`` as the second gemm of a fused pair (Tiling.fuse) takes it: the pair's
+    rows_per_item, the temporary's depth columns as its K in one step, no prefetch of its own
+    and no flag."""
+    return dataclasses.replace(
+        tiling, rows_per_item=rows_per_item, k_unroll=depth, prefetch=0, prefetch_ahead=1,
+        dpas=False, stage_a=False, fuse=False,
+    )  # fmt: skip
 
 
 MAX_TILE_COMPONENTS = 64  # register-block entries per lane that a tiling may ask for

@@ -185,7 +185,7 @@ def dpas_tiling(
     dynamic): the C tile of ``dpas_tile`` in DPAS units, K_BLOCKS per K step."""
     budget = REGISTER_SHARE * target.register_space
     m, n = dpas_tile(shape, accumulator, budget, K_BLOCKS, rows, cols)
-    return Tiling(work_group, m // BLOCK_ROWS, n // shape.n, K_BLOCKS, prefetch)
+    return Tiling(work_group, m // BLOCK_ROWS, n // shape.n, K_BLOCKS, prefetch, dpas=True)
 
 
 def tile_of(tiling: Tiling, shape: DpasShape) -> tuple[int, int, int]:

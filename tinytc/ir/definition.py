@@ -76,16 +76,18 @@ def part(name: str, cls: type[Inst]) -> object | None:
 
 
 def instruction_classes() -> list[type[Inst]]:
-    """Every concrete instruction class: the leaves of Inst's subclass tree."""
+    """Every concrete instruction class: those with a mnemonic of their own (or the leaves of
+    Inst's subclass tree), defined in tinytc/ir/instructions."""
     out: list[type[Inst]] = []
     stack = list(Inst.__subclasses__())
     while stack:
         cls = stack.pop()
         subclasses = cls.__subclasses__()
         stack.extend(subclasses)
-        if not subclasses and cls.__module__.startswith("tinytc.ir.instructions"):
+        concrete = not subclasses or bool(vars(cls).get("mnemonic"))
+        if concrete and cls.__module__.startswith("tinytc.ir.instructions"):
             out.append(cls)
-    return sorted(out, key=lambda c: c.__name__)
+    return sorted(set(out), key=lambda c: c.__name__)
 
 
 def missing_parts() -> list[tuple[type[Inst], str]]:

@@ -31,7 +31,10 @@ def generator(dialect: str = "rev2") -> ParserGenerator:
     # every terminal of the dialect's productions (tokens of the other dialect's words reach
     # the driver as unexpected, which names the dialect: tinytc.parser.dialect)
     tokens = sorted({w for p, _ in grammar for w in p.split()[2:] if w.isupper()})
-    pg = ParserGenerator(tokens, cache_id=f"tinytc-{dialect}")
+    # No cache_id: rply would then read its tables back from ~/.cache/rply as unchecked JSON,
+    # where one damaged byte breaks every later parse; building them costs about 40 ms once
+    # per process (10 ms from rply's cache), and a warm tinytc cache skips parsing altogether.
+    pg = ParserGenerator(tokens)
     # rply starts at the first production's symbol; instruction modules register theirs first
     for production, action in sorted(grammar, key=lambda pa: not pa[0].startswith("program ")):
         pg.production(production)(action)

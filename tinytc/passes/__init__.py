@@ -34,8 +34,8 @@ PASSES: dict[str, Callable[[CoreInfo, int], Pass]] = {
     "check-bounds": lambda t, o: CheckBoundsPass(),  # jit(check_bounds=True) adds it
     "insert-lifetime-stop": lambda t, o: InsertLifetimeStopPass(),
     "work-group-size": lambda t, o: WorkGroupSizePass(t, batching=o >= 2),
-    "tile-linalg": lambda t, o: TilingPass(t, max_k_unroll=4 if o >= 1 else 1),
-    "lower-linalg": lambda t, o: LowerLinalgPass(t, staging=o >= 2),
+    "tile-linalg": lambda t, o: TilingPass(t, max_k_unroll=4 if o >= 1 else 1, staging=o >= 2),
+    "lower-linalg": lambda t, o: LowerLinalgPass(t),
     "stack": lambda t, o: StackPass(t.local_memory_size if t else None, staging=o >= 2),
     "insert-barrier": lambda t, o: InsertBarrierPass(),
 }

@@ -30,9 +30,11 @@ from .index_builder import IndexBuilder, Size
 
 
 def _needs_all_items(inst: Inst) -> bool:
-    """A barrier or a coopmatrix instruction: all work-items (of the work-group or of the
-    subgroup) must run it, so it may not sit in an if whose condition differs between them."""
-    return isinstance(inst, BarrierInst) or uses_coopmatrix(inst)
+    """A barrier, a coopmatrix instruction or a subgroup operation: all work-items (of the
+    work-group or of the subgroup) must run it, so it may not sit in an if whose condition
+    differs between them."""
+    subgroup = getattr(inst, "subgroup_collective", False)
+    return isinstance(inst, BarrierInst) or uses_coopmatrix(inst) or subgroup
 
 
 class LoopChecks(IndexBuilder):

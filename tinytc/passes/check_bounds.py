@@ -134,7 +134,7 @@ class Checker(LoopChecks):
             for child in inst.regions:
                 self.region(child)
             self.out, self.loc = out, inst.loc
-            check = None if inst in self.hoisted else CHECKS.get(type(inst))
+            check = None if inst in self.hoisted else _check_of(inst)
             out.append(check(self, inst) if check else placed)
             i += 1
         region.insts = []
@@ -435,6 +435,19 @@ class Checker(LoopChecks):
 
 # the access kinds checked, by instruction type; cooperative_matrix_prefetch is a hint that
 # reads nothing (the plain implementation drops it), and the reference takes any position
+
+def _check_of(inst: Inst) -> Callable[[Checker, Any], Inst] | None:
+    """The check of an instruction: of its class or a base class (the cooperative-matrix
+    atomics are loads and stores), or for one that declares the element it accesses (the
+    scalar atomics: ``memory_access``, its memref operand followed by the indices)."""
+    for cls in type(inst).__mro__:
+        if cls in CHECKS:
+            return CHECKS[cls]
+    access = getattr(inst, "memory_access", None)
+    if access is None:
+        return None
+    return lambda checker, inst: checker.element(inst, access[0], access[0] + 1)
+
 
 CHECKS: dict[type[Inst], Callable[[Checker, Any], Inst]] = {
     LoadInst: Checker.load,

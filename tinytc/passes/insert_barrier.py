@@ -119,6 +119,11 @@ def _accesses(
     if isinstance(inst, CoopMatrixStoreInst):
         written = {root(inst.operands[1])}
         return (written if inst.atomic_add else set()), written
+    access = getattr(inst, "memory_access", None)  # the atomics: (memref operand, kind)
+    if access is not None:
+        memory = {root(inst.operands[access[0]])}
+        reads = memory if access[1] != "write" else set()
+        return reads, (memory if access[1] != "read" else set())
     reads, writes = set(), set()
     for region in inst.regions:
         for child in region.insts:

@@ -1,7 +1,10 @@
-"""tile-linalg: gives every collective linear-algebra instruction its Tiling (tinytc.gemm).
-
-The lowering reads ``inst.tiling``; an autotuner may overwrite it between this pass and the
-lowering.
+"""tile-linalg: decides how every collective linear-algebra instruction is lowered and writes
+the decision as its Tiling (tinytc.gemm): tile sizes, K step and prefetch, and whether it runs
+on the target's matrix unit (dpas), copies op(A) to local memory first (stage_a) or keeps its
+output in registers for the next gemm (fuse); entries per work-group are the function's
+batch_per_group. tinytc-opt prints it (attributes{tiling={...}}), the parser reads it back,
+a tuner may replace it; lower-linalg executes it as it is, or refuses it with a located
+error. An instruction that has a tiling already (parsed, or a tuner's) keeps it.
 """
 
 from __future__ import annotations
@@ -9,38 +12,118 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ..gemm import Tiling, choose_tiling, prefetch_next
+from ..gemm import (
+    Tiling,
+    choose_tiling,
+    fused_cols_per_item,
+    fused_form,
+    fused_k_unroll,
+    fused_rows_per_item,
+    prefetch_next,
+)
 from ..gemm.dpas import dpas_tiling
-from ..ir import Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program
+from ..ir import Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program, Region
 from ..target import CoreInfo, summed_type
+from .lower_linalg.fusion import fusion_partner, pair_operands
+from .lower_linalg.staging import why_not_staged
 from .matrix_unit import matrix_unit_of
 from .work_group_size import require_sizes
+
+STAGED_SHARE = 4  # a staged A takes at most this share of local memory
 
 
 class TilingPass:
     name = "tile-linalg"
 
-    def __init__(self, target: CoreInfo, max_k_unroll: int = 4) -> None:
+    def __init__(self, target: CoreInfo, max_k_unroll: int = 4, staging: bool = True) -> None:
         self.target = target
         self.max_k_unroll = max_k_unroll  # 1 at -O0: plain K loops
+        self.staging = staging  # -O2 stages transposed operands
 
     def run(self, program: Program) -> None:
         for func in program.functions:
-            linalg = [i for i in func.walk() if isinstance(i, LinalgInst)]
-            if linalg:
+            if any(isinstance(i, LinalgInst) for i in func.walk()):
                 require_sizes(func, self.name)
-            for inst in linalg:
-                if inst.tiling is None:
-                    inst.tiling = default_tiling(inst, func, self.target, self.max_k_unroll)
+                self.region(func, func.body)
+
+    def region(self, func: Function, region: Region) -> None:
+        seconds: dict[LinalgInst, Tiling] = {}  # second gemms of pairs fused here
+        for position, inst in enumerate(region.insts):
+            for child in inst.regions:
+                self.region(func, child)
+            if not isinstance(inst, LinalgInst):
+                continue
+            if inst.tiling is None:
+                inst.tiling = seconds.pop(inst, None) or self.decide(func, region, position)
+            second = fusion_partner(region, position, func)[0] if inst.tiling.fuse else None
+            if second is not None and second.tiling is None:
+                seconds[second] = self.fused_second(func, inst.tiling, second)
+
+    def default(self, inst: LinalgInst, func: Function) -> Tiling:
+        return default_tiling(inst, func, self.target, self.max_k_unroll, self.staging)
+
+    def decide(self, func: Function, region: Region, position: int) -> Tiling:
+        """The instruction's default tiling, or, for a gemm whose temporary fits in registers
+        and the next gemm, both on fma, a fused one (docs/performance-cpu.md lesson 9)."""
+        inst: LinalgInst = region.insts[position]  # type: ignore[assignment]
+        tiling = self.default(inst, func)
+        second = fusion_partner(region, position, func)[0]
+        if second is None or tiling.dpas or self.default(second, func).dpas:
+            return tiling
+        assert func.subgroup_size is not None
+        tmp = inst.output.memref_type
+        rows, k2 = tmp.shape
+        assert isinstance(rows, int) and isinstance(k2, int)  # fusion_partner: static
+        mb = fused_rows_per_item(rows, k2, func.subgroup_size, tmp.element.size, self.target)
+        if mb is None:
+            return tiling
+        after = self.default(second, func)  # its prefetch: that of the whole pair
+        prefetch = len(pair_operands(inst, second)) if after.prefetch else 0  # type: ignore[arg-type]
+        unroll = fused_k_unroll(tiling.k_unroll, mb)
+        fused = Tiling(tiling.work_group, mb, k2, unroll, prefetch, after.prefetch_ahead, fuse=True)
+        given = second.tiling  # written in the program: fused only where it agrees
+        if given is not None and given != fused_form(given, mb, k2):
+            return tiling
+        return fused
+
+    def fused_second(self, func: Function, first: Tiling, second: LinalgInst) -> Tiling:
+        """The tiling of the second gemm of a fused pair: the first's row tiles, the whole
+        temporary as K in one step, column tiles whose B values and accumulators fit beside
+        the held temporary (fused_cols_per_item)."""
+        assert func.subgroup_size is not None
+        tmp = second.operands[1].memref_type
+        k2 = tmp.shape[1]
+        cols = second.output.memref_type.shape[1]
+        assert isinstance(k2, int)
+        if isinstance(cols, int):
+            size, sgs = tmp.element.size, func.subgroup_size
+            nb = fused_cols_per_item(cols, k2, first.rows_per_item, sgs, size, self.target)
+        else:
+            nb = self.default(second, func).cols_per_item
+        return Tiling(first.work_group, first.rows_per_item, nb, k2)
+
+
+def stage_pays(a: MemrefType, target: CoreInfo) -> bool:
+    """Whether a transposed A is copied to local memory: wherever it can be and takes at most
+    1 / STAGED_SHARE of local memory (the rest for the kernel's own allocas). Every size: on
+    this machine's CPU (AMD EPYC) gathers in the K loop cost 2-6x, and even at n = 8 the copy
+    pays (f32 1.56-1.71x, f64 2.1-2.3x the gathering kernel); the copy scatters its stores,
+    which beat gathered loads there (1.6x at n = 8)."""
+    if why_not_staged(a, target):
+        return False
+    budget = target.local_memory_size
+    return budget is None or math.prod(a.shape) * a.element.size <= budget // STAGED_SHARE  # type: ignore[arg-type]
 
 
 def default_tiling(
-    inst: LinalgInst, func: Function, target: CoreInfo, max_k_unroll: int = 4
-) -> Tiling:
-    """The tiling tinytc.gemm chooses for a collective instruction of a sized function, its
-    fma K unroll at most max_k_unroll (a DPAS gemm keeps its own K step)."""
+    inst: LinalgInst, func: Function, target: CoreInfo, max_k_unroll: int = 4,
+    staging: bool = True,
+) -> Tiling:  # fmt: skip
+    """The tiling tinytc.gemm chooses for a collective instruction of a sized function, alone
+    (fusion aside), its fma K unroll at most max_k_unroll (a DPAS gemm keeps its own K step),
+    a transposed A staged where ``staging`` and stage_pays."""
     assert func.work_group_size is not None
-    out: MemrefType = inst.output.type  # type: ignore[assignment]
+    out = inst.output.memref_type
     rows, cols = (*out.shape, 1, 1)[:2]
     memrefs = [v.type for v in inst.accessed if isinstance(v.type, MemrefType)]
     operand_bytes = [t.element.size * math.prod(t.shape) if t.is_static else None for t in memrefs]  # type: ignore[arg-type]
@@ -51,9 +134,10 @@ def default_tiling(
         return dpas_tiling(target, shape, summed, func.work_group_size, rows, cols, prefetch)
     transposed_b = isinstance(inst, GemmInst) and inst.trans_b
     transposed_a = isinstance(inst, GemmInst | GemvInst) and inst.trans_a
+    staged_a = staging and transposed_a and stage_pays(inst.operands[1].memref_type, target)
     tiling = choose_tiling(
         rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes,
         max(summed.size, 4),  # narrower integers are blocked as 32-bit values too
-        transposed_b, transposed_a,
+        transposed_b, staged_a,
     )  # fmt: skip
     return dataclasses.replace(tiling, k_unroll=min(tiling.k_unroll, max_k_unroll))

@@ -10,13 +10,16 @@ from typing import Any
 import numpy as np
 
 from ..arguments import ArgumentError
+from ..ir import SCALAR_TYPES
+from ..target import summed_type
 
 LAYOUTS = {"NCHW": ("KCYX", "NKHW"), "NHWC": ("KYXC", "NHWK")}
+_STORAGE = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.uint16}
+# name -> (numpy storage, the type sums are taken in: tinytc.target.summed_type); bf16 is
+# stored as its bits, as tinytc.jit takes them
 DTYPES = {
-    "f32": (np.dtype(np.float32), "f32"),
-    "f64": (np.dtype(np.float64), "f64"),
-    "f16": (np.dtype(np.float16), "f32"),
-    "bf16": (np.dtype(np.uint16), "f32"),  # bf16 bits, as tinytc.jit takes them
+    name: (np.dtype(storage), summed_type(SCALAR_TYPES[name]).name)
+    for name, storage in _STORAGE.items()
 }
 # numpy's and PyTorch's names (np.uint16 is not bf16: it holds bf16 bits only by convention)
 DTYPE_ALIASES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}

@@ -129,7 +129,7 @@ def generate_segment(spec: SegmentSpec, tiling: ConvTiling) -> str:
     if taps and spec.red_channels % chunk:
         tail = spec.red_channels % chunk
         acc = _segment_step(w, em, spec, tiling, taps, nv, o0, str(main), tail, acc, acc_type)
-    if spec.accumulate != e:  # f16 and bf16 sum in f32
+    if spec.accumulate != e:  # summed in a wider type (DTYPES: summed_type)
         w(f"%sum = cast {acc} : {acc_type} -> {acc_type.replace(spec.accumulate, e, 1)}")
         acc, acc_type = "%sum", acc_type.replace(spec.accumulate, e, 1)
     index, view_t = _row_view(spec, spec.dst_shape, em.value(spec.dst_h), nv)

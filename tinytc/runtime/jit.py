@@ -8,25 +8,33 @@ in place.
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .. import bf16
-from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, dtype_of
-from ..compiler import run_pipeline
+from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, check_howmany, dtype_of
+from ..compiler import compile_to_module, run_pipeline
 from ..gemm import Tiling
-from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
-from ..param_access import batch_requirements, written_params
+from ..ir import BF16, Function, GroupType, MemrefType, Program, ScalarType, Type
+from ..param_access import Requirement, batch_requirements, written_params
 from ..passes import DEFAULT_PIPELINE
-from ..passes.check_bounds import bounds_check_of, with_bounds_checks
-from ..spirv.convert import lower
+from ..passes.check_bounds import BoundsCheck, bounds_check_of, with_bounds_checks
 from ..spirv.tools import validate
 from ..target import CoreInfo, DpasForm, configure
 from .bounds import CheckedKernel
-from .cache import load_program
+from .cache import (
+    compiled_key,
+    discard_compiled,
+    load_compiled,
+    load_program,
+    make_kernel,
+    store_compiled,
+)
 from .device import _pyopencl, core_info_from_device, default_queue
 
 NATIVE_DPAS_FORMS = ("extension", "builtin")  # need a device with DPAS
@@ -63,29 +71,122 @@ def jit(
                 f"{target.name}: ask for the emulate form (dpas='emulate', --dpas emulate) or off"
             )
     passes = with_bounds_checks(DEFAULT_PIPELINE) if check_bounds else DEFAULT_PIPELINE
-    program = run_pipeline(source_or_program, target, opt_level, passes, tilings)
-    binary = lower(program, target).assemble()
-    return _bounds_checked(Kernels(program, binary, queue))
+    return _bounds_checked(_kernels(source_or_program, queue, target, opt_level, passes, tilings))
+
+
+# -- the persistent cache of compiled programs (tinytc/runtime/cache.py) --------------------
+
+
+class Param(NamedTuple):
+    """A kernel parameter as launching needs it."""
+
+    name: str
+    type: Type
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What launching a kernel needs of its lowered function, without the function: stored
+    with the SPIR-V, so that a new process launches without parsing and lowering."""
+
+    name: str
+    params: tuple[Param, ...]
+    work_group_size: tuple[int, int]
+    batch_per_group: int
+    written: frozenset[int]  # param_access.written_params
+    requirements: tuple[Requirement, ...]  # param_access.batch_requirements
+    check: BoundsCheck | None  # check-bounds' record layout, if it ran
+
+
+def signature_of(func: Function) -> Signature:
+    wgs = func.work_group_size
+    assert wgs is not None, "run_pipeline sets every work-group size"
+    return Signature(
+        name=func.name,
+        params=tuple(Param(p.name, p.type) for p in func.params),
+        work_group_size=(int(wgs[0]), int(wgs[1])),
+        batch_per_group=int(func.batch_per_group),
+        written=written_params(func),
+        requirements=tuple(batch_requirements(func)),
+        check=bounds_check_of(func),
+    )
+
+
+def _kernels(
+    source: str | Program,
+    queue: Any,
+    target: CoreInfo,
+    opt_level: int,
+    passes: Sequence[str],
+    tilings: Mapping[str, Sequence[Tiling]] | None,
+) -> Kernels:
+    """The kernels of a program, from the persistent cache when its text was compiled before
+    with the same target, options, tilings and tinytc code (a Program is not looked up)."""
+    compile_ = functools.partial(run_pipeline, source, target, opt_level, passes, tilings)
+    if not isinstance(source, str):
+        return Kernels(*compile_to_module(source, target, opt_level, passes, tilings), queue)
+    frozen = {k: tuple(v) for k, v in sorted(tilings.items())} if tilings else None
+    key = compiled_key(source, target, opt_level, tuple(passes), frozen)
+    stored = load_compiled(key)
+    if _well_formed(stored):
+        binary, signatures = stored
+        return Kernels(compile_, binary, queue, signatures)
+    if stored is not None:
+        discard_compiled(key)
+    kernels = Kernels(*compile_to_module(source, target, opt_level, passes, tilings), queue)
+    store_compiled(key, (kernels.binary, kernels.signatures))
+    return kernels
+
+
+def _well_formed(stored: Any) -> bool:
+    """Whether a cache entry holds (SPIR-V, signatures), as ``_kernels`` stores them."""
+    if not isinstance(stored, tuple) or len(stored) != 2:
+        return False
+    binary, signatures = stored
+    return (
+        isinstance(binary, bytes)
+        and isinstance(signatures, tuple)
+        and all(isinstance(s, Signature) for s in signatures)
+    )
 
 
 class Kernels:
-    """The kernels of one compiled program, as attributes."""
+    """The kernels of one compiled program, as attributes.
 
-    def __new__(cls, program: Program, binary: bytes, queue: Any) -> Kernels:
+    ``program`` is the lowered Program, or (for kernels loaded from the persistent cache) a
+    function that compiles it again when the attribute is first read."""
+
+    def __new__(cls, program: Any, binary: bytes, queue: Any, *rest: Any) -> Kernels:
         from .ptx_opencl import PtxKernels, uses_ptx  # NVIDIA GPUs: PTX (docs/gpu.md)
 
         return super().__new__(PtxKernels if cls is Kernels and uses_ptx(queue.device) else cls)
 
-    def __init__(self, program: Program, binary: bytes, queue: Any) -> None:
-        self.program = program
+    def __init__(
+        self,
+        program: Program | Callable[[], Program],
+        binary: bytes,
+        queue: Any,
+        signatures: tuple[Signature, ...] | None = None,
+    ) -> None:
+        self._program = program
         self.binary = binary
         self.queue = queue
+        if signatures is None:
+            assert isinstance(program, Program)
+            signatures = tuple(signature_of(f) for f in program.functions)
+        self.signatures = signatures
         self.cl_program = load_program(binary, queue.context, queue.device, validate)
-        for func in program.functions:
-            setattr(self, func.name, Kernel(self, func.name))
+        for signature in signatures:
+            setattr(self, signature.name, Kernel(self, signature))
+
+    @property
+    def program(self) -> Program:
+        if not isinstance(self._program, Program):
+            self._program = self._program()
+        return self._program
 
     def __getattr__(self, name: str) -> Any:
-        known = ", ".join(f.name for f in self.__dict__.get("program", Program()).functions)
+        known = ", ".join(s.name for s in self.__dict__.get("signatures", ()))
         raise AttributeError(f"no kernel named {name!r}; the program has: {known}")
 
 
@@ -95,12 +196,12 @@ class Kernel:
     Calls may come from several threads: OpenCL kernel arguments are state of the shared
     cl_kernel until the enqueue copies them, so setting them and enqueuing hold a lock."""
 
-    def __init__(self, owner: Kernels, name: str) -> None:
+    def __init__(self, owner: Kernels, signature: Signature) -> None:
         self.owner = owner
-        self.func = owner.program.function(name)
-        self.cl_kernel = _pyopencl().Kernel(owner.cl_program, name)
-        self.written = written_params(self.func)
-        self.requirements = batch_requirements(self.func)
+        self.func = signature
+        self.cl_kernel = make_kernel(owner.cl_program, signature.name)
+        self.written = signature.written
+        self.requirements = signature.requirements
         self.lock = threading.Lock()
 
     def __call__(self, *args: Any, howmany: int | None = None) -> None:
@@ -108,10 +209,9 @@ class Kernel:
             raise ArgumentError(
                 f"@{self.func.name}: howmany (the number of work-groups) is missing"
             )
-        if isinstance(howmany, bool) or not isinstance(howmany, int | np.integer) or howmany < 0:
-            raise ArgumentError(f"howmany must be a non-negative integer, got {howmany!r}")
+        howmany = check_howmany(howmany)
         bound = bind(self.func, args, self.written)
-        self.check_batch(bound, int(howmany))
+        self.check_batch(bound, howmany)
         keep: list[Any] = []  # host objects that must outlive the launch
         cl_args: list[Any] = []
         for param, arg in zip(self.func.params, bound):
@@ -122,7 +222,7 @@ class Kernel:
         if howmany == 0:
             return
         cl = _pyopencl()
-        wgs0, wgs1 = self.func.work_group_size  # type: ignore[misc]
+        wgs0, wgs1 = self.func.work_group_size
         groups = -(-int(howmany) // batch)
         with self.lock:
             for i, a in enumerate(cl_args):
@@ -201,8 +301,8 @@ def _svm(array: np.ndarray, keep: list[Any]) -> Any:
 def _bounds_checked(kernels: Kernels) -> Kernels:
     """Kernels compiled with check-bounds are called through CheckedKernel, which passes and
     reads back their hidden record parameter."""
-    for func in kernels.program.functions:
-        check = bounds_check_of(func)
-        if check is not None:
-            setattr(kernels, func.name, CheckedKernel(getattr(kernels, func.name), check))
+    for signature in kernels.signatures:
+        if signature.check is not None:
+            kernel = getattr(kernels, signature.name)
+            setattr(kernels, signature.name, CheckedKernel(kernel, signature.check))
     return kernels

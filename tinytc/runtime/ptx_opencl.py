@@ -12,18 +12,19 @@ allocation, whose address the host knows.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, dtype_of
+from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, check_howmany, dtype_of
 from ..ir import GroupType, MemrefType, Program, ScalarType
 from ..spirv.tools import validate
 from ..target import SM_90, CoreInfo
 from . import cache
 from .device import _pyopencl, cache_dir, raw_device_info
-from .jit import Kernel, Kernels, _kernel_args
+from .jit import Kernel, Kernels, Signature, _kernel_args, signature_of
 
 # cl_nv_device_attribute_query
 CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV = 0x4000
@@ -82,7 +83,7 @@ def load_ptx(binary: bytes, context: Any, device: Any) -> Any:
     if ptx is None:
         validate(binary)
         ptx = to_ptx(binary, arch).text.encode()
-        cache._store(path, ptx)
+        cache.store_entry(path, ptx)
     program = cl.Program(context, [device], [ptx]).build()
     cache._memory[(key, id(context))] = program
     return program
@@ -92,15 +93,23 @@ class CopyingKernels(Kernels):
     """Kernels of a device that cannot read host memory: numpy arguments are copied to the
     device for each call. Built from SPIR-V; PtxKernels builds from PTX."""
 
-    def __init__(self, program: Program, binary: bytes, queue: Any) -> None:
-        self.program, self.binary, self.queue = program, binary, queue
+    def __init__(
+        self,
+        program: Program | Callable[[], Program],
+        binary: bytes,
+        queue: Any,
+        signatures: tuple[Signature, ...] | None = None,
+    ) -> None:
+        self._program, self.binary, self.queue = program, binary, queue
+        if signatures is None:
+            assert isinstance(program, Program)
+            signatures = tuple(signature_of(f) for f in program.functions)
+        self.signatures = signatures
         self.cl_program = self.load(binary, queue)
-        svm = (
-            queue.device.svm_capabilities & _pyopencl().device_svm_capabilities.COARSE_GRAIN_BUFFER
-        )
-        self.svm = bool(svm)
-        for func in program.functions:
-            setattr(self, func.name, CopyingKernel(self, func.name))
+        coarse = _pyopencl().device_svm_capabilities.COARSE_GRAIN_BUFFER
+        self.svm = bool(queue.device.svm_capabilities & coarse)
+        for signature in signatures:
+            setattr(self, signature.name, CopyingKernel(self, signature))
 
     def load(self, binary: bytes, queue: Any) -> Any:
         return cache.load_program(binary, queue.context, queue.device, validate)
@@ -134,21 +143,18 @@ class CopyingKernel(Kernel):
             raise ArgumentError(
                 f"@{self.func.name}: howmany (the number of work-groups) is missing"
             )
-        if isinstance(howmany, bool) or not isinstance(howmany, int | np.integer) or howmany < 0:
-            raise ArgumentError(f"howmany must be a non-negative integer, got {howmany!r}")
+        howmany = check_howmany(howmany)
         for i, arg in enumerate(args):
             refuse_cuda_memory(
                 arg, i, self.func.params[i].name if i < len(self.func.params) else ""
             )
         bound = bind(self.func, args, self.written)
-        self.check_batch(bound, int(howmany))
+        self.check_batch(bound, howmany)
         if howmany == 0:
             return
         batch = self.func.batch_per_group
-        groups = -(-int(howmany) // batch)
-        wgs = self.func.work_group_size
-        assert wgs is not None
-        global_size, local_size = self.owner.geometry(groups, wgs)
+        groups = -(-howmany // batch)
+        global_size, local_size = self.owner.geometry(groups, self.func.work_group_size)
         cl = _pyopencl()
         staging = Staging(self.owner.queue, self.owner.svm)
         cl_args: list[Any] = []

@@ -8,7 +8,7 @@ register themselves in ``HANDLERS``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -467,9 +467,13 @@ def _here() -> list[str]:
 
 def lower(program: ir.Program, target: CoreInfo, dpas: DpasForm | None = None) -> Module:
     """The SPIR-V module of a program whose passes have run (sizes and stack assigned);
-    ``dpas`` overrides ``target.dpas_form`` (extension, builtin, emulate or off)."""
+    ``dpas`` overrides ``target.dpas_form`` (extension, builtin, emulate or off). The module
+    refuses to assemble (an internal error) if it would declare an extension the target does
+    not offer (CoreInfo.spirv_extensions): a lowering that forgot a capability check."""
     register_handlers()
     lowering = Lowering(target, dpas)
+    offered = replace(target, dpas_form=lowering.dpas).spirv_extensions
+    lowering.m.allowed_extensions = offered
     with recursion_for(program):  # handlers recurse into nested regions
         for func in program.functions:
             lowering.kernel(func)

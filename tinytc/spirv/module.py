@@ -59,6 +59,8 @@ class Module:
         self._builtins: dict[BuiltIn, tuple[Id, Id]] = {}
         self._functions: list[Function] = []
         self._imported_functions: dict[str, Function] = {}
+        # The extensions the module may declare (convert.lower: the target's); None: any.
+        self.allowed_extensions: frozenset[str] | None = None
 
     # -- requirements ------------------------------------------------------------------
 
@@ -239,6 +241,13 @@ class Module:
         body = self._body()
         capabilities = infer_capabilities(body, sorted(self._capabilities), self.definition)
         extensions = infer_extensions(body, capabilities, sorted(self._extensions), self.version)
+        allowed = self.allowed_extensions
+        if allowed is not None and not allowed.issuperset(extensions):
+            names = ", ".join(sorted(set(extensions) - allowed))
+            raise RuntimeError(
+                f"internal error: the module declares {names}, which its target does not offer "
+                "(CoreInfo.spirv_extensions): a lowering emits it without checking the target"
+            )
         declarations = [Instruction(Op.Capability, None, None, (c,)) for c in capabilities]
         declarations += [Instruction(Op.Extension, None, None, (e,)) for e in extensions]
         return declarations + body

@@ -80,27 +80,32 @@ def time_limit(seconds: float, what: str, text: str = "") -> Iterator[None]:
 def retile(program: Program, seed: int, target: CoreInfo) -> None:
     """Give every collective instruction a random tiling (as an autotuner may, between the
     tile-linalg pass and the lowering), in the units of its lowering: register blocks of
-    lanes for fma, DPAS blocks for a gemm on DPAS, drawn among those its tiles can hold."""
+    lanes for fma, DPAS blocks for a gemm on DPAS, drawn among those its tiles can hold; with
+    the staging tile-linalg chose, not fused."""
+    import dataclasses
     import random
 
-    from tinytc.gemm import Tiling
     from tinytc.gemm.dpas import check_dpas_tiling
     from tinytc.ir import LinalgInst
 
     rng = random.Random(seed)
     for func in program.functions:
-        wg = func.work_group_size
-        assert wg is not None
+        assert func.work_group_size is not None
         for inst in func.walk():
-            if isinstance(inst, LinalgInst):
+            if isinstance(inst, LinalgInst) and inst.tiling is not None:
+                chosen = dataclasses.replace(inst.tiling, prefetch=0, prefetch_ahead=1, fuse=False)
+
+                def sized(r: int, c: int, k: int, chosen: Any = chosen) -> Any:
+                    return dataclasses.replace(chosen, rows_per_item=r, cols_per_item=c, k_unroll=k)
+
                 rows, cols, k = rng.randint(1, 4), rng.randint(1, 8), rng.choice([1, 2, 3, 4])
-                inst.tiling = Tiling(wg, rows, cols, k)
+                inst.tiling = sized(rows, cols, k)
                 unit = dpas_unit(inst, func, target)
-                if unit is not None and check_dpas_tiling(inst.tiling, unit):
+                if chosen.dpas and unit is not None and check_dpas_tiling(inst.tiling, unit):
                     fitting = [
                         tiling
                         for r, c, d in itertools.product(range(1, 5), range(1, 9), range(1, 5))
-                        if not check_dpas_tiling(tiling := Tiling(wg, r, c, d), unit)
+                        if not check_dpas_tiling(tiling := sized(r, c, d), unit)
                     ]
                     inst.tiling = rng.choice(fitting)
 

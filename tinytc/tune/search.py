@@ -24,7 +24,11 @@ from ..arguments import ArgumentError
 from ..compiler import as_program, compile_to_module, tiled
 from ..errors import CompilationError
 from ..gemm import MAX_COLS_PER_ITEM, MAX_ROW_BLOCKS, Tiling, check_tiling
-from ..ir import LinalgInst, MemrefType, Program
+from ..gemm.dpas import BLOCK_ROWS, MAX_TILE_ROWS, check_dpas_tiling
+from ..ir import LinalgInst, Program
+from ..passes.lower_linalg.fusion import fusion_partner, pair_operands
+from ..passes.matrix_unit import matrix_unit_of
+from ..target import CoreInfo, DpasShape
 from . import measure
 from .measure import Output
 from .result import Trial, TuneResult
@@ -40,6 +44,8 @@ from .store import (
 )
 
 K_UNROLLS = (1, 2, 4, 8)
+DPAS_K_BLOCKS = (1, 2, 4)  # instruction K blocks per K step of a DPAS tiling
+DPAS_COL_BLOCKS = 4  # blocks of N columns, as gemm.dpas.dpas_tile considers
 PREFETCH_AHEADS = (1, 2, 4, 8)
 MAX_COUNT = 2**31 - 1  # howmany, size: far beyond what a launch repeated hundreds of times is
 
@@ -129,33 +135,83 @@ def log_distance(a: Any, b: Any, names: Sequence[str]) -> float:
 def program_candidates(
     default: Tiling, rows: int | None, cols: int | None, sgs: int, prefetch: int
 ) -> list[Tiling]:
-    """Valid tilings of one instruction (check_tiling accepts each), nearest the default
+    """Valid fma tilings of one instruction (check_tiling accepts each), nearest the default
     first: row blocks up to the output's rows, columns per item up to its columns, K unrolls,
     and, where the target prefetches, 0 to ``prefetch`` prefetched operands (of the
-    instruction's operands in memory) of the entry 1, 2, 4 or 8 ahead."""
+    instruction's operands in memory) of the entry 1, 2, 4 or 8 ahead. The staging of A
+    stays the default's."""
     wg = default.work_group
     row_blocks = MAX_ROW_BLOCKS if rows is None else max(1, min(MAX_ROW_BLOCKS, -(-rows // wg[0])))
     col_items = MAX_COLS_PER_ITEM if not cols else min(MAX_COLS_PER_ITEM, cols)
-    space = [
-        Tiling(wg, r, c, k, p, ahead)
+    sizes = [
+        (r, c, k)
         for r in range(1, max(row_blocks, default.rows_per_item) + 1)
         for c in range(1, max(col_items, default.cols_per_item) + 1)
         for k in K_UNROLLS
-        for p in sorted({*range(prefetch + 1), default.prefetch})
+    ]
+    space = [t for t in _with_prefetch(default, sizes, prefetch) if not check_tiling(t, wg, sgs)]
+    return nearest_first(default, space, _distance)
+
+
+def dpas_candidates(
+    default: Tiling, rows: int | None, cols: int | None, shape: DpasShape, max_values: int,
+    prefetch: int,
+) -> list[Tiling]:  # fmt: skip
+    """Valid tilings of a gemm on the matrix unit ``shape``, in its units (tinytc/gemm/dpas.py):
+    blocks of 8 rows up to the output's rows (at most MAX_TILE_ROWS), blocks of N columns up
+    to its columns (at most 4), DPAS_K_BLOCKS instruction K blocks per step, each tile within
+    ``max_values`` values per work-item (check_dpas_tiling), and prefetch as
+    program_candidates."""
+    most_rows = MAX_TILE_ROWS // BLOCK_ROWS
+    row_blocks = most_rows if rows is None else max(1, min(most_rows, -(-rows // BLOCK_ROWS)))
+    col_blocks = DPAS_COL_BLOCKS if not cols else max(1, min(DPAS_COL_BLOCKS, -(-cols // shape.n)))
+    sizes = [
+        (r, c, k)
+        for r in range(1, max(row_blocks, default.rows_per_item) + 1)
+        for c in range(1, max(col_blocks, default.cols_per_item) + 1)
+        for k in DPAS_K_BLOCKS
+    ]
+    space = _with_prefetch(default, sizes, prefetch)
+    space = [t for t in space if not check_dpas_tiling(t, shape, max_values)]
+    return nearest_first(default, space, _distance)
+
+
+def fused_candidates(default: Tiling, cols: int | None, prefetch: int) -> list[Tiling]:
+    """Tilings of a gemm of a fused pair (Tiling.fuse): for the first, K unrolls and the
+    prefetch of the pair's operands; for the second, columns per tile. The pair's row blocks
+    and the first's columns (the whole temporary) stay, since both tilings must agree."""
+    if default.fuse:
+        sizes = [(default.rows_per_item, default.cols_per_item, k) for k in K_UNROLLS]
+        space = _with_prefetch(default, sizes, prefetch)
+    else:
+        col_items = MAX_COLS_PER_ITEM if not cols else min(MAX_COLS_PER_ITEM, cols)
+        most = max(col_items, default.cols_per_item)
+        space = [dataclasses.replace(default, cols_per_item=c) for c in range(1, most + 1)]
+    return nearest_first(default, space, _distance)
+
+
+def _with_prefetch(default: Tiling, sizes: list[tuple[int, int, int]], most: int) -> list[Tiling]:
+    """The default with each (rows_per_item, cols_per_item, k_unroll) of ``sizes`` and each
+    prefetch of 0 to ``most`` operands, of the entry 1, 2, 4 or 8 ahead."""
+    return [
+        dataclasses.replace(
+            default, rows_per_item=r, cols_per_item=c, k_unroll=k, prefetch=p, prefetch_ahead=ahead
+        )
+        for r, c, k in sizes
+        for p in sorted({*range(most + 1), default.prefetch})
         for ahead in (sorted({*PREFETCH_AHEADS, default.prefetch_ahead}) if p else [1])
     ]
-    space = [t for t in space if not check_tiling(t, wg, sgs)]
+
+
+def _distance(a: Tiling, b: Tiling) -> float:
     names = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch_ahead")
-
-    def distance(a: Tiling, b: Tiling) -> float:
-        return log_distance(a, b, names) + abs(a.prefetch - b.prefetch)
-
-    return nearest_first(default, space, distance)
+    return log_distance(a, b, names) + abs(a.prefetch - b.prefetch)
 
 
 @dataclass
 class _Site:
-    """One collective instruction: where it is and its tile-linalg tiling."""
+    """One collective instruction: where it is, its tile-linalg tiling, and what its tilings
+    count in."""
 
     kernel: str
     index: int
@@ -165,19 +221,51 @@ class _Site:
     sgs: int
     accessed: int  # operands in memory, which its K loops may prefetch
     loc: Any
+    unit: DpasShape | None  # the matrix unit a DPAS tiling (default.dpas) counts blocks of
+    second: bool  # the second gemm of a fused pair
+
+    def problem(self, tiling: Tiling, max_values: int) -> str:
+        """Why the lowering would refuse a candidate that keeps the default's kind ('' if
+        it would not; the agreement of a fused pair's tilings aside)."""
+        problem = check_tiling(tiling, self.default.work_group, self.sgs)
+        if not problem and tiling.dpas and self.unit is not None:
+            problem = check_dpas_tiling(tiling, self.unit, max_values)
+        return problem
+
+    def candidates(self, target: CoreInfo) -> list[Tiling]:
+        """The search space in the units of the instruction's lowering (its default's: fma,
+        DPAS, or one gemm of a fused pair)."""
+        prefetch = self.accessed if target.prefetch_intrinsic else 0
+        if self.default.fuse or self.second:
+            return fused_candidates(self.default, self.cols, prefetch)
+        if self.default.dpas and self.unit is not None:
+            max_values = target.max_values_per_item
+            return dpas_candidates(
+                self.default, self.rows, self.cols, self.unit, max_values, prefetch
+            )
+        return program_candidates(self.default, self.rows, self.cols, self.sgs, prefetch)
 
 
-def _sites(program: Program) -> list[_Site]:
+def _sites(program: Program, target: CoreInfo) -> list[_Site]:
     sites = []
     for func in program.functions:
         linalg = [i for i in func.walk() if isinstance(i, LinalgInst)]
+        seconds: set[LinalgInst] = set()
         for index, inst in enumerate(linalg):
-            out: MemrefType = inst.output.type  # type: ignore[assignment]
+            out = inst.output.memref_type
             rows, cols = (*out.shape, 1, 1)[:2]
             assert inst.tiling is not None and func.subgroup_size is not None
+            accessed = len(inst.accessed)
+            if inst.tiling.fuse and inst.parent is not None:
+                region = inst.parent
+                second = fusion_partner(region, region.insts.index(inst), func)[0]
+                if second is not None:
+                    seconds.add(second)
+                    accessed = len(pair_operands(inst, second))  # type: ignore[arg-type]
+            unit = matrix_unit_of(inst, target, func.subgroup_size)
             site = _Site(
-                func.name, index, inst.tiling, rows, cols, func.subgroup_size, len(inst.accessed),
-                inst.loc,
+                func.name, index, inst.tiling, rows, cols, func.subgroup_size, accessed,
+                inst.loc, unit, inst in seconds,
             )  # fmt: skip
             sites.append(site)
     return sites
@@ -252,7 +340,7 @@ def tune_program(
     text = str(program)
     path = tuning_path("program", text, queue.device, opt_level)
     target = core_info_from_device(queue.device)
-    sites = _sites(tiled(program, target, opt_level))
+    sites = _sites(tiled(program, target, opt_level), target)
     defaults: dict[str, list[Tiling]] = {f.name: [] for f in program.functions}
     for s in sites:
         defaults[s.kernel].append(s.default)
@@ -321,8 +409,7 @@ def _site_space(
 ) -> list[Tiling]:
     """The candidates of one instruction: the given ones (checked) or the valid space."""
     if candidates is None:
-        prefetch = site.accessed if runner.target.prefetch_intrinsic else 0
-        space = program_candidates(site.default, site.rows, site.cols, site.sgs, prefetch)
+        space = site.candidates(runner.target)
     else:
         space = [site.default]
         for fields in candidates:
@@ -333,7 +420,7 @@ def _site_space(
                 tiling = dataclasses.replace(site.default, **sizes)
             except TypeError as err:
                 raise ArgumentError(f"candidate {fields!r}: {err}") from None
-            problem = check_tiling(tiling, site.default.work_group, site.sgs)
+            problem = site.problem(tiling, runner.target.max_values_per_item)
             if problem:
                 raise CompilationError(site.loc, f"bad tiling candidate: {problem}")
             space.append(tiling)

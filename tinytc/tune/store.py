@@ -203,8 +203,10 @@ def decode_tiling(data: Any) -> Tiling:
     _expect(isinstance(data, dict) and set(data) == set(names), f"a tiling has fields {data!r}")
     wg = data["work_group"]
     _expect(isinstance(wg, list) and len(wg) == 2, f"work_group is {wg!r}")
-    for value in [*wg, *(data[n] for n in names[1:])]:
+    flags = [f.name for f in dataclasses.fields(Tiling) if f.type == "bool"]
+    for value in [*wg, *(data[n] for n in names[1:] if n not in flags)]:
         _expect(isinstance(value, int) and not isinstance(value, bool), f"a tiling's {value!r}")
+    _expect(all(isinstance(data[n], bool) for n in flags), f"a tiling's flags: {data!r}")
     tiling = Tiling(**(data | {"work_group": tuple(wg)}))
     problem = check_tiling(tiling, tiling.work_group, 1)  # the kernel's subgroup is unknown here
     _expect(not problem and min(wg) >= 1 and tiling.prefetch >= 0, f"a bad tiling: {data}")

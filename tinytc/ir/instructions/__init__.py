@@ -1,6 +1,7 @@
 """One class per instruction of the language."""
 
 from .arith import ArithInst, ArithUnaryInst, CastInst, CompareInst
+from .atomic import AtomicInst, AtomicLoadInst, AtomicStoreInst, AtomicUpdateInst
 from .control import (
     BarrierInst,
     ForeachInst,
@@ -31,6 +32,11 @@ from .coopmatrix import (
     SubgroupLocalIdInst,
     SubgroupSizeBuiltinInst,
 )
+from .coopmatrix_atomic import (
+    CoopMatrixAtomicLoadInst,
+    CoopMatrixAtomicStoreInst,
+    CoopMatrixAtomicUpdateInst,
+)
 from .linalg import (
     AxpbyInst,
     GemmInst,
@@ -51,19 +57,33 @@ from .memref import (
     StoreInst,
     SubviewInst,
 )
+from .subgroup import (
+    SUBGROUP_OPERATIONS,
+    SubgroupBroadcastInst,
+    SubgroupInst,
+    SubgroupOperationInst,
+)
 
 __all__ = [
     "COOPMATRIX_INSTS",
     "MATH_UNARY",
     "SUBGROUP_BUILTINS",
+    "SUBGROUP_OPERATIONS",
     "AllocaInst",
     "ArithInst",
     "ArithUnaryInst",
+    "AtomicInst",
+    "AtomicLoadInst",
+    "AtomicStoreInst",
+    "AtomicUpdateInst",
     "AxpbyInst",
     "BarrierInst",
     "CastInst",
     "CompareInst",
     "CoopMatrixApplyInst",
+    "CoopMatrixAtomicLoadInst",
+    "CoopMatrixAtomicStoreInst",
+    "CoopMatrixAtomicUpdateInst",
     "CoopMatrixConstructInst",
     "CoopMatrixExtractInst",
     "CoopMatrixInsertInst",
@@ -93,9 +113,12 @@ __all__ = [
     "ParallelInst",
     "SizeInst",
     "StoreInst",
+    "SubgroupBroadcastInst",
     "SubgroupBuiltinInst",
     "SubgroupIdInst",
+    "SubgroupInst",
     "SubgroupLocalIdInst",
+    "SubgroupOperationInst",
     "SubgroupSizeBuiltinInst",
     "SubviewInst",
     "SumInst",

@@ -15,8 +15,17 @@ if TYPE_CHECKING:
     from ...gemm import Tiling
     from ..printer import Printer
 
-# (A and B element type) -> accumulator types beyond the plain "all types equal" rule.
-MIXED_PRECISION = {F16: (F32,), BF16: (F32,), I8: (I32,)}
+
+def summed_type(element: ScalarType) -> ScalarType:
+    """The type the collectives sum values of ``element`` in: f16 and bf16 in f32, rounded
+    once at the store; every other type in itself. The one home of this rule: the lowering,
+    the reference, the recipes and the target (tinytc.target.summed_type) read it here."""
+    return F32 if element in (F16, BF16) else element
+
+
+# (A and B element type) -> accumulator types beyond the plain "all types equal" rule: the
+# type f16 and bf16 are summed in, and i32 for i8.
+MIXED_PRECISION = {F16: (summed_type(F16),), BF16: (summed_type(BF16),), I8: (I32,)}
 # Float type -> the float types that hold each of its values exactly. The parser widens alpha
 # and beta along these (docs/language.md, "Programs for tinytc v0.3"); it never narrows them.
 EXACT_WIDENING = {F16: (F32, F64), BF16: (F32, F64), F32: (F64,)}

@@ -87,8 +87,11 @@ def tiling_attribute(attrs: dict[str, Any], loc: Location) -> Tiling:
         if not (isinstance(wg, list) and len(wg) == 2 and all(type(x) is int for x in wg)):
             raise CompilationError(loc, "tiling's work_group must be [rows, columns]")
         values["work_group"] = tuple(wg)
-    if any(type(v) is not int for k, v in values.items() if k != "work_group"):
-        raise CompilationError(loc, "tiling's fields other than work_group are integers")
+    for name, value in values.items():
+        want = bool if fields[name].type == "bool" else int  # (annotations are strings)
+        if name != "work_group" and type(value) is not want:
+            what = "true or false" if want is bool else "an integer"
+            raise CompilationError(loc, f"tiling's {name} must be {what}")
     missing = [n for n, f in fields.items() if n not in values and f.default is dataclasses.MISSING]
     if missing:
         raise CompilationError(loc, f"tiling lacks {', '.join(missing)}")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ...errors import Location
+from ...gemm import Tiling
 from ..context import ParseContext
 
 Ctx = ParseContext
@@ -12,12 +14,7 @@ P = list[Any]
 # names an attribute dictionary takes unquoted (any other is written as a string)
 ATTRIBUTE_KEYS = (
     "TILING",
-    "WORK_GROUP",
-    "ROWS_PER_ITEM",
-    "COLS_PER_ITEM",
-    "K_UNROLL",
-    "PREFETCH",
-    "PREFETCH_AHEAD",
+    *(f.name.upper() for f in dataclasses.fields(Tiling)),  # a collective's (tile-linalg)
     "ALIGNMENT",  # v0.4's attributes of functions, parameters, alloca and for
     "SHAPE_GCD",
     "STRIDE_GCD",

@@ -8,8 +8,10 @@ of ``Tiling.rows_per_tile`` x ``Tiling.cols_per_item``: the subgroups of the wor
 the column tiles, every subgroup walks the row tiles, and a tile's terms are summed over K in
 steps of ``Tiling.k_unroll`` in registers (a for loop carrying the accumulator). Static edges
 get a last tile of the exact size (its padding rows are never stored); dynamic sizes use
-checked loads and stores. The tiling comes from ``inst.tiling`` (the tile-linalg pass, or a
-tuner), checked here, so that a bad tiling is an error, never a wrong result.
+checked loads and stores. The tiling comes from ``inst.tiling`` (the tile-linalg pass, a
+tuner, or the printed program): it says everything this pass does (tile sizes, K step,
+prefetch, DPAS, staging of A, fusion with the next gemm), and this pass executes it or
+refuses it with a located error; it decides nothing itself.
 
 The modules: ``emitter`` (the builder helpers and tile records), ``lowering`` (the state of one
 instruction's lowering and the pieces all lowerings share), ``fma`` (register tiles of fma),
@@ -29,12 +31,11 @@ from ...ir import (
 )
 from ...ir.definition import register
 from ...target import CoreInfo
-from ..matrix_unit import matrix_unit_of
 from ..work_group_size import require_sizes
 from .dpas import lower_dpas
 from .emitter import Emitter
 from .fma import lower_fma
-from .fusion import fusable_successor, lower_fused
+from .fusion import fused_second, lower_fused
 from .lowering import Lowering
 
 __all__ = ["LowerLinalgPass"]
@@ -43,9 +44,8 @@ __all__ = ["LowerLinalgPass"]
 class LowerLinalgPass:
     name = "lower-linalg"
 
-    def __init__(self, target: CoreInfo, staging: bool = True) -> None:
+    def __init__(self, target: CoreInfo) -> None:
         self.target = target
-        self.staging = staging
 
     def run(self, program: Program) -> None:
         for func in program.functions:
@@ -82,14 +82,14 @@ class LowerLinalgPass:
         inst: LinalgInst = region.insts[position]  # type: ignore[assignment]
         e = Emitter(inst.loc)
         new = Region()
-        lowering = Lowering(e, func, self.target, self.staging, region is func.body)
+        lowering = Lowering(e, func, self.target, region is func.body)
+        tiling = lowering.tiling(inst)
+        second = fused_second(lowering, region, position) if tiling.fuse else None
         with e.b.at(new):
-            second = fusable_successor(region, position, func, self.target)
-            unit = matrix_unit_of(inst, self.target, func.subgroup_size)
             if second is not None:
                 lower_fused(lowering, inst, second)  # type: ignore[arg-type]
-            elif unit is not None:
-                lower_dpas(lowering, inst, unit)  # type: ignore[arg-type]
+            elif tiling.dpas:
+                lower_dpas(lowering, inst)
             else:
                 lower_fma(lowering, inst)
         replaced.add(inst)

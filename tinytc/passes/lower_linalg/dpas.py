@@ -3,7 +3,6 @@ blocks, where the target has DPAS for the types."""
 
 from __future__ import annotations
 
-from ...errors import CompilationError
 from ...gemm.dpas import check_dpas_tiling, tile_of
 from ...ir import (
     INDEX,
@@ -11,11 +10,13 @@ from ...ir import (
     CoopMatrixMulAddInst,
     CoopMatrixType,
     GemmInst,
+    LinalgInst,
     ScalarType,
     SubgroupIdInst,
     Value,
 )
-from ...target import DpasShape, summed_type
+from ...target import summed_type
+from ..matrix_unit import matrix_unit_of
 from .emitter import (
     Operand,
     Size,
@@ -30,18 +31,23 @@ from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
 
 
-def lower_dpas(low: Lowering, inst: GemmInst, shape: DpasShape) -> None:
-    """C := alpha op(A) op(B) + beta C in tiles of blocks of the DPAS instruction ``shape``
-    (CoreInfo.matrix_unit_for), sized by the tiling in DPAS units (tinytc/gemm/dpas.py).
-    Tiles are always whole; at ragged and dynamic edges their loads are checked (zeros) and
-    stores skip."""
+def lower_dpas(low: Lowering, inst: LinalgInst) -> None:
+    """C := alpha op(A) op(B) + beta C in tiles of blocks of the DPAS instruction the target
+    runs the gemm on (CoreInfo.matrix_unit_for), sized by the tiling in DPAS units
+    (tinytc/gemm/dpas.py). Tiles are always whole; at ragged and dynamic edges their loads
+    are checked (zeros) and stores skip."""
+    tiling = low.tiling(inst)
+    shape = matrix_unit_of(inst, low.target, low.sgs)
+    if not isinstance(inst, GemmInst) or shape is None:
+        low.refuse(inst, f"dpas: {low.target.name} has no matrix unit for this {inst.mnemonic}")
+    problem = check_dpas_tiling(tiling, shape, low.target.max_values_per_item)
+    if tiling.stage_a:
+        problem = "stage_a: a DPAS gemm reads A in place"
+    if problem:
+        low.refuse(inst, problem)
     e = low.e
     a, b = Operand(inst.operands[1], inst.trans_a), Operand(inst.operands[2], inst.trans_b)
     out = Operand(inst.output)
-    tiling = low.tiling(inst)
-    problem = check_dpas_tiling(tiling, shape, low.target.max_values_per_item)
-    if problem:
-        raise CompilationError(inst.loc, f"bad tiling for {inst.mnemonic}: {problem}")
     tm, tn, kd = tile_of(tiling, shape)
     rows, cols = e.size(out.value, 0), e.size(out.value, 1)
     depth = e.size(a.value, 0 if inst.trans_a else 1)

@@ -28,11 +28,12 @@ from ...target import summed_type
 from .emitter import Operand, Size, Tile, Touch, both, checked_rows, col_tiles
 from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
-from .staging import stage
+from .staging import stage, why_not_staged
 
 
 def lower_fma(low: Lowering, inst: LinalgInst) -> None:
-    """X := alpha * T + beta * X in register tiles of the instruction's tiling."""
+    """X := alpha * T + beta * X in register tiles of the instruction's tiling, op(A) copied
+    to local memory first where it says stage_a."""
     e = low.e
     out = Operand(inst.output)
     rows, cols = e.size(inst.output, 0), e.size(inst.output, 1)
@@ -44,9 +45,15 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         inputs[0].transpose = inst.trans_a and inputs[0].type.order == 2
     if isinstance(inst, GemmInst):
         inputs[1].transpose = inst.trans_b
+    if tiling.stage_a:
+        problem = "it copies the A of gemm.t or gemv.t only"
+        if isinstance(inst, GemmInst | GemvInst) and inputs[0].transpose:
+            problem = why_not_staged(inputs[0].type, low.target)
+        if problem:
+            low.refuse(inst, f"stage_a: {problem}")
     if isinstance(inst, GemmInst | GemvInst):
         depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
-        if low.staging and inputs[0].transpose:
+        if tiling.stage_a:
             inputs[0] = stage(low, inputs[0])
     elif isinstance(inst, SumInst):
         depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)

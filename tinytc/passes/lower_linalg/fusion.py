@@ -4,7 +4,7 @@ A, keeps the temporary in registers; both run in one parallel region, row tile b
 
 from __future__ import annotations
 
-from ...gemm import fused_cols_per_item, fused_k_unroll, fused_rows_per_item
+from ...gemm import fused_form
 from ...ir import (
     AllocaInst,
     CastInst,
@@ -14,76 +14,95 @@ from ...ir import (
     Function,
     GemmInst,
     LifetimeStopInst,
-    MemrefType,
     ParallelInst,
     Region,
     Value,
 )
-from ...target import CoreInfo, summed_type
-from ..matrix_unit import matrix_unit_of
+from ...target import summed_type
 from .emitter import Operand, Size, Tile, both, col_tiles
 from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
 
 
-def fusable_successor(
-    region: Region, position: int, func: Function, target: CoreInfo
-) -> GemmInst | None:
-    """The gemm right after the one at position that reads its alloca output as its A and
-    nothing else reads, when the temporary fits in registers (docs/performance-cpu.md
-    lesson 9)."""
+def fusion_partner(region: Region, position: int, func: Function) -> tuple[GemmInst | None, str]:
+    """(the gemm that the gemm at position can fuse with, '') or (None, why not): the next
+    gemm, which reads the first's output, an alloca temporary that nothing else reads, as
+    its A (.n), in a work-group of one subgroup, which walks all the row tiles."""
     first = region.insts[position]
-    if not isinstance(first, GemmInst) or first.atomic or first.beta.constant != 0:
-        return None
+    if not isinstance(first, GemmInst):
+        return None, "only a gemm fuses with the next gemm"
+    if first.atomic or first.beta.constant != 0:
+        return None, "its beta is not 0 (or it is atomic)"
     tmp = first.output
     if not isinstance(tmp.owner, AllocaInst):
-        return None
+        return None, "its output is not an alloca"
     later = (region.insts[i] for i in range(position + 1, len(region.insts)))
     second = next((i for i in later if not isinstance(i, LifetimeStopInst)), None)
     if not isinstance(second, GemmInst) or second.trans_a or second.operands[1] is not tmp:
-        return None
+        return None, "the next instruction is not a gemm.n that reads its output as A"
     users = {user for user, _ in tmp.uses}
-    if users - {first, second} - {i for i in users if isinstance(i, LifetimeStopInst)}:
-        return None
-    if any(v is tmp for v in second.operands[2:]):
-        return None
+    others = users - {first, second} - {i for i in users if isinstance(i, LifetimeStopInst)}
+    if others or any(v is tmp for v in second.operands[2:]):
+        return None, "its output is read by other instructions too"
     if func.work_group_size != (func.subgroup_size, 1):
-        return None  # one subgroup walks all row tiles
-    if any(matrix_unit_of(g, target, func.subgroup_size) for g in (first, second)):
-        return None  # DPAS for each: fused, the temporary would change layout (docs/dpas.md)
-    t: MemrefType = tmp.type  # type: ignore[assignment]
-    if t.element != summed_type(t.element) or not t.is_static:
-        return None
-    rows, cols = t.shape
-    assert func.subgroup_size is not None
-    size = t.element.size
-    if fused_rows_per_item(rows, cols, func.subgroup_size, size, target) is None:  # type: ignore[arg-type]
-        return None
+        return None, "the work-group has more than one subgroup"
+    t = tmp.memref_type
+    summed = summed_type(t.element)
+    if t.element != summed:
+        return None, f"products are summed in {summed}, not in its {t.element}"
+    if not t.is_static or 0 in t.shape:
+        return None, "its output is empty or its size is not known at compile time"
+    return second, ""
+
+
+def pair_operands(first: GemmInst, second: GemmInst) -> list[Value]:
+    """The operands in memory of a fused pair, which its tiling's prefetch counts."""
+    return [first.operands[1], first.operands[2], *second.accessed[1:]]
+
+
+def fused_second(low: Lowering, region: Region, position: int) -> GemmInst:
+    """The second gemm of the pair whose first, at position, the tiling fuses, with both
+    tilings checked (Tiling.fuse)."""
+    first: GemmInst = region.insts[position]  # type: ignore[assignment]
+    tiling = low.tiling(first)
+    second, problem = fusion_partner(region, position, low.func)
+    if second is None:
+        low.refuse(first, f"fuse: {problem}")
+    k2 = first.output.memref_type.shape[1]
+    if tiling.dpas or tiling.stage_a or tiling.cols_per_item != k2:
+        low.refuse(first, (
+            "fuse: a fused gemm runs on fma, reads A in place (dpas and stage_a false) and "
+            f"holds all {k2} columns of its output (cols_per_item={k2})"
+        ))  # fmt: skip
+    other = low.tiling(second)
+    if other != fused_form(other, tiling.rows_per_item, k2):
+        low.refuse(second, (
+            f"the second gemm of a fused pair takes rows_per_item={tiling.rows_per_item} (the "
+            f"first's), k_unroll={k2} (its K in one step), prefetch=0, prefetch_ahead=1, and "
+            "dpas, stage_a and fuse false"
+        ))  # fmt: skip
     return second
 
 
 def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
     """C2 := alpha2 (alpha1 A1 B1) B2 + beta2 C2 with the product in registers: for every
-    row tile, the first product's tile (all its columns) becomes the A of the second."""
+    row tile, the first product's tile (all its columns) becomes the A of the second
+    (fused_second has checked both tilings)."""
     e = low.e
-    tmp: MemrefType = first.output.type  # type: ignore[assignment]
+    tmp = first.output.memref_type
     rows, k2 = tmp.shape
     assert isinstance(rows, int) and isinstance(k2, int)
-    mb = fused_rows_per_item(rows, k2, low.sgs, tmp.element.size, low.target)
-    assert mb is not None
+    tiling1, tiling2 = low.tiling(first), low.tiling(second)
+    mb, unroll = tiling1.rows_per_item, tiling1.k_unroll
     a1 = Operand(first.operands[1], first.trans_a)
     b1 = Operand(first.operands[2], first.trans_b)
     depth1 = e.size(a1.value, 0 if first.trans_a else 1)
     out = Operand(second.output)
     cols = e.size(second.output, 1)
     acc = summed_type(out.type.element)
-    tiling2 = low.tiling(second)
-    unroll = fused_k_unroll((first.tiling or tiling2).k_unroll, mb)
     b2 = Operand(second.operands[2], second.trans_b)
-    nexts = {}
-    if tiling2.prefetch:  # all the pair's operands: a fused pair's are small
-        pair = [a1.value, b1.value, *second.accessed[1:]]
-        nexts = next_entries(low, pair, tiling2.prefetch_ahead)
+    fetched = pair_operands(first, second)[: tiling1.prefetch]
+    nexts = next_entries(low, fetched, tiling1.prefetch_ahead)
 
     par = e.add(ParallelInst())
     e.b.enter(par.regions[0])
@@ -96,11 +115,7 @@ def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
         if first.alpha.constant != 1:
             product = e.add(CoopMatrixScaleInst(first.alpha, product)).result
         held = e.add(CastInst(product, CoopMatrixType(tmp.element, r, k2, "matrix_a"))).result
-        nb = (
-            fused_cols_per_item(cols, k2, mb, low.sgs, tmp.element.size, low.target)
-            if isinstance(cols, int)
-            else tiling2.cols_per_item
-        )
+        nb = tiling2.cols_per_item
 
         def col_tile(n0: Size) -> list[Value]:
             tile_cols, col_check = col_tiles(cols, nb)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 from ...errors import CompilationError
 from ...gemm import Tiling, check_tiling
@@ -28,17 +29,14 @@ from ...ir import (
     YieldInst,
 )
 from ...target import CoreInfo
-from ..tiling import default_tiling
 from .emitter import Emitter, Operand, Size, Tile, Touch, checked_cols, checked_rows
 
 
 class Lowering:
     """Emits the coopmatrix code of one instruction into the open parallel region."""
 
-    def __init__(
-        self, e: Emitter, func: Function, target: CoreInfo, staging: bool, top_level: bool
-    ) -> None:
-        self.e, self.func, self.target, self.staging = e, func, target, staging
+    def __init__(self, e: Emitter, func: Function, target: CoreInfo, top_level: bool) -> None:
+        self.e, self.func, self.target = e, func, target
         self.top_level = top_level  # the instruction is in the function's body
         assert func.subgroup_size is not None and func.work_group_size is not None
         self.sgs = func.subgroup_size
@@ -47,13 +45,21 @@ class Lowering:
         self.subgroups = wg0 // self.sgs * wg1
 
     def tiling(self, inst: LinalgInst) -> Tiling:
+        """The instruction's tiling (tile-linalg's, or a tuner's), checked: the lowering
+        executes it as it is, or refuses it with a located error."""
         wg = self.func.work_group_size
         assert wg is not None
-        tiling = inst.tiling or default_tiling(inst, self.func, self.target)
-        problem = check_tiling(tiling, wg, self.sgs)
+        if inst.tiling is None:
+            raise CompilationError(
+                inst.loc, f"{inst.mnemonic} has no tiling: run tile-linalg before lower-linalg"
+            )
+        problem = check_tiling(inst.tiling, wg, self.sgs)
         if problem:
-            raise CompilationError(inst.loc, f"bad tiling for {inst.mnemonic}: {problem}")
-        return tiling
+            self.refuse(inst, problem)
+        return inst.tiling
+
+    def refuse(self, inst: LinalgInst, problem: str) -> NoReturn:
+        raise CompilationError(inst.loc, f"bad tiling for {inst.mnemonic}: {problem}")
 
     @contextmanager
     def parallel(self) -> Iterator[None]:

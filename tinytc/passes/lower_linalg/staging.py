@@ -16,23 +16,30 @@ from ...ir import (
     SubgroupIdInst,
     Value,
 )
+from ...target import CoreInfo
 from .emitter import Operand, Size
 from .lowering import Lowering
 
 
+def why_not_staged(t: MemrefType, target: CoreInfo) -> str:
+    """Why stage() cannot copy an A of this type ('' when it can)."""
+    if not t.is_static:
+        return "A's shape is not known at compile time"
+    if 0 in t.shape:
+        return "A is empty"
+    size = math.prod(t.shape) * t.element.size  # type: ignore[arg-type]
+    limit = target.local_memory_size
+    if limit is not None and size > limit:
+        return f"A takes {size} bytes, more than the {limit} of local memory"
+    return ""
+
+
 def stage(low: Lowering, a: Operand) -> Operand:
-    """op(A) of a transposed static A copied into local memory, so that the product reads
-    it with lanes on consecutive rows instead of gathering along A's columns
-    (docs/performance-cpu.md lesson 1); insert-barrier puts the barrier after the copy.
-    Every size: on this machine's CPU (AMD EPYC) gathers in the K loop cost 2-6x, and
-    even at n = 8 the copy pays (f32 1.56-1.71x, f64 2.1-2.3x the gathering kernel); the
-    copy scatters its stores, which beat gathered loads there (1.6x at n = 8)."""
+    """op(A) of a transposed static A (why_not_staged says '') copied into local memory, so
+    that the product reads it with lanes on consecutive rows instead of gathering along A's
+    columns (docs/performance-cpu.md lesson 1); insert-barrier puts the barrier after the
+    copy. tile-linalg decides where (Tiling.stage_a)."""
     t = a.type
-    if not t.is_static or 0 in t.shape:
-        return a
-    budget = low.target.local_memory_size
-    if budget is not None and math.prod(t.shape) * t.element.size > budget // 4:  # type: ignore[arg-type]
-        return a  # leave room for the kernel's own allocas: read A in place
     depth, rows = t.shape
     assert isinstance(depth, int) and isinstance(rows, int)
     e = low.e

@@ -51,12 +51,10 @@ from ...ir import (
     CoopMatrixConstructInst,
     CoopMatrixExtractInst,
     CoopMatrixInsertInst,
-    CoopMatrixLoadInst,
     CoopMatrixMulAddInst,
     CoopMatrixPrefetchInst,
     CoopMatrixReduceInst,
     CoopMatrixScaleInst,
-    CoopMatrixStoreInst,
     CoopMatrixType,
     ForInst,
     LoadInst,
@@ -70,9 +68,9 @@ from ...ir import (
 )
 from ..intervals import EPSILON, MAG_LIMIT, float_interval, int_interval, value_range, widen
 from .base import generates
-from .collectives import CollectiveStatements
 from .model import Ctx, Matrix, Scalar, View
 from .scalars import _away_from_zero
+from .subgroup import SubgroupStatements
 
 BUDGET = 64  # values per work-item of one matrix (matrix_b: R * C, else ceil(R / S) * C)
 FMA_BUDGET = 512  # multiply-adds per work-item of one mul_add
@@ -136,7 +134,7 @@ def covered(t: CoopMatrixType, transpose: bool) -> tuple[int, int]:
 Meta = tuple[float, float, bool, bool, float]  # lo, hi, exact, bounded, mag
 
 
-class CoopMatrixStatements(CollectiveStatements):
+class CoopMatrixStatements(SubgroupStatements):
     """Parallel regions and the cooperative-matrix instructions in them."""
 
     launch: tuple[int, int, int] | None = None  # wg0, wg1, subgroup size (None: unknown)
@@ -238,6 +236,8 @@ class CoopMatrixStatements(CollectiveStatements):
             (1 if a("load") else 0, self.cm_scalar_load),
             (0.5 if a("barrier") and par.nested == 0 else 0, lambda c: self.cm_barrier()),
             (2 if a("barrier") and par.nested == 0 and written else 0, self.cm_read_back),
+            (2.5 if a("subgroup") else 0, self.subgroup_statement),
+            (1 if a("atomic") else 0, self.atomic_update),
         ]
         make = self.weighted(options)
         if make is not None:
@@ -449,7 +449,7 @@ class CoopMatrixStatements(CollectiveStatements):
         if w is None:
             return None
         checked, (x, y) = self.placement(w, t, transpose, fixed or {})
-        inst = CoopMatrixLoadInst(t, w.value, x.value, y.value, transpose, checked)
+        inst = self.cm_load_form(t, w.value, x.value, y.value, transpose, checked)
         value = self.emit(inst).result
         par.reads.add(id(v.root))
         s = self.loaded(value, v.root)
@@ -909,9 +909,8 @@ class CoopMatrixStatements(CollectiveStatements):
                 only.enter_context(self.b.at(self.b.if_(cond).then))
                 only.enter_context(self.scope())
             checked, (x, y) = self.placement(w, m.type, transpose, fixed)
-            self.emit(
-                CoopMatrixStoreInst(m.value, w.value, x.value, y.value, transpose, checked, atomic)
-            )
+            position = (w.value, x.value, y.value, transpose, checked, atomic)
+            self.emit(self.cm_store_form(m.value, *position))
         m.uses += 1
         if atomic:
             par.atomic.add(id(root))

@@ -7,7 +7,16 @@ import math
 from typing import Any
 
 from ... import ir
-from ...ir import INDEX, BarrierInst, Constant, LoadInst, StoreInst, Value
+from ...ir import (
+    INDEX,
+    AtomicLoadInst,
+    AtomicStoreInst,
+    BarrierInst,
+    Constant,
+    LoadInst,
+    StoreInst,
+    Value,
+)
 from ..intervals import INPUT_INTS, value_range
 from .base import generates
 from .model import Ctx, Foreach, Root, Scalar, View
@@ -16,6 +25,10 @@ from .scalars import ScalarStatements
 
 class MemoryStatements(ScalarStatements):
     """Loads and stores that keep the kernel free of races and of reads of unwritten memory."""
+
+    def atomic_form(self, element: ir.ScalarType) -> str | None:
+        """Whether a load or store in foreach takes its atomic form (atomic.py)."""
+        return None
 
     def readable(self, v: View) -> bool:
         """Whether v may be loaded from: not shared memory (atomic updates only), and written if an
@@ -102,7 +115,12 @@ class MemoryStatements(ScalarStatements):
                     return
                 if mode is not None:
                     fixed = (mode, self.pattern_index(ctx.foreach, c))
-        value = self.emit(LoadInst(v.value, self.indices(v, fixed))).result
+        indices = self.indices(v, fixed)
+        atomic = self.atomic_form(v.root.element) if ctx.foreach is not None else None
+        if atomic is None:
+            value = self.emit(LoadInst(v.value, indices)).result
+        else:
+            value = self.emit(AtomicLoadInst(v.value, indices, semantics=atomic)).result
         self.add_scalar(self.loaded(value, v.root))
         if ctx.foreach is None:
             v.root.plain = True
@@ -144,7 +162,12 @@ class MemoryStatements(ScalarStatements):
         _, mode, c = how
         fixed = (mode, self.pattern_index(fe, c)) if mode is not None else (None, None)
         value = self.store_value(v.root)
-        self.emit(StoreInst(value.value, v.value, self.indices(v, fixed)))
+        indices = self.indices(v, fixed)
+        atomic = self.atomic_form(v.root.element)
+        if atomic is None:
+            self.emit(StoreInst(value.value, v.value, indices))
+        else:
+            self.emit(AtomicStoreInst(value.value, v.value, indices, semantics=atomic))
         self.observable += v.root.kind != "alloca"
         fe.stores += 1
         return True

@@ -1,0 +1,135 @@
+"""Lowering of the subgroup operations (tinytc/ir/instructions/subgroup.py).
+
+The native form is SPIR-V's group instructions with subgroup scope (OpGroupBroadcast,
+OpGroupFAdd ... with the Reduce, InclusiveScan and ExclusiveScan operations: OpenCL's
+sub_group_broadcast, sub_group_reduce_*, sub_group_scan_*). Where the target lacks them for a
+type (``native_subgroup_form``), the fallback builds them from cl_intel_subgroups shuffles on
+a 32- or 64-bit carrier: a scan in log2(S) shuffle-up steps (Hillis and Steele), a reduction
+in log2(S) butterfly (xor) steps, which leave the same value in every lane since each step
+combines the same two values in both partners. bf16 (held in f32) combines in f32 and rounds
+each result once in both forms.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..target import CoreInfo
+from ._grammar import GroupOperation, Op, Scope
+from .convert import Lowering, converts
+from .convert_scalar import binary, round_bf16
+from .coopmatrix.plain import REDUCE, UNSIGNED_REDUCE, _identity
+from .instruction import Id
+
+OPERATIONS = {
+    "reduce": GroupOperation.Reduce,
+    "inclusive_scan": GroupOperation.InclusiveScan,
+    "exclusive_scan": GroupOperation.ExclusiveScan,
+}
+
+
+def native_subgroup_form(target: CoreInfo, element: ir.ScalarType) -> bool:
+    """Whether the target takes the group instructions on values of this type. OpenCL defines
+    its subgroup functions for 32- and 64-bit integers and floats and for half (where the
+    target has fp16, which compiling an f16 kernel requires); 8- and 16-bit integers need
+    cl_khr_subgroup_extended_types, which CoreInfo does not state for any target, so they take
+    the shuffle fallback everywhere. bf16 is held in f32."""
+    return element.is_float or element.bits >= 32
+
+
+def _sgs(lo: Lowering) -> int:
+    assert lo.func is not None and lo.func.subgroup_size is not None
+    return lo.func.subgroup_size
+
+
+def _combine(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
+    """a op b in the type's arithmetic; bf16 in f32 without rounding (the caller rounds)."""
+    return binary(lo, op, ir.F32 if t == ir.BF16 else t, a, b)
+
+
+@converts(ir.SubgroupBroadcastInst)
+def _broadcast(lo: Lowering, inst: ir.SubgroupBroadcastInst) -> None:
+    t: ir.ScalarType = inst.result.type  # type: ignore[assignment]
+    value, lane = (lo.get(v) for v in inst.operands)
+    i32 = lo.m.type_int(32)
+    lane = lo.op(Op.BitwiseAnd, i32, lane, lo.u32(_sgs(lo) - 1))  # modulo the subgroup size
+    if native_subgroup_form(lo.target, t):
+        rt = lo.scalar_type(t)
+        lo.values[inst.result] = lo.op(Op.GroupBroadcast, rt, lo.u32(Scope.Subgroup), value, lane)
+        return
+    carrier = _pack(lo, t, value)
+    moved = lo.op(Op.SubgroupShuffleINTEL, _carrier_type(lo, t), carrier, lane)
+    lo.values[inst.result] = _unpack(lo, t, moved)
+
+
+@converts(ir.SubgroupOperationInst)
+def _operation(lo: Lowering, inst: ir.SubgroupOperationInst) -> None:
+    t: ir.ScalarType = inst.result.type  # type: ignore[assignment]
+    x = lo.get(inst.operands[0])
+    if native_subgroup_form(lo.target, t):
+        table = UNSIGNED_REDUCE if t.kind == "uint" else None
+        opcode = table[inst.op] if table else REDUCE[(inst.op, t.is_float)]
+        scope = lo.u32(Scope.Subgroup)
+        result = lo.op(opcode, lo.scalar_type(t), scope, OPERATIONS[inst.kind], x)
+    elif inst.kind == "reduce":
+        result = _butterfly(lo, inst.op, t, x)
+    else:
+        result = _scan(lo, inst.op, t, x, inst.kind == "exclusive_scan")
+    lo.values[inst.result] = round_bf16(lo, result) if t == ir.BF16 else result
+
+
+# The shuffle fallback
+
+
+def _carrier_type(lo: Lowering, t: ir.ScalarType) -> Id:
+    return lo.m.type_int(64 if t.bits == 64 else 32)
+
+
+def _pack(lo: Lowering, t: ir.ScalarType, value: Id) -> Id:
+    """The value's bits in a 32- or 64-bit integer (what the shuffles take)."""
+    carrier = _carrier_type(lo, t)
+    if t.is_float and t != ir.BF16:
+        value = lo.op(Op.Bitcast, lo.m.type_int(t.bits), value)
+    elif t == ir.BF16:
+        return lo.op(Op.Bitcast, carrier, value)  # held in f32
+    return value if t.bits in (32, 64) else lo.op(Op.UConvert, carrier, value)
+
+
+def _unpack(lo: Lowering, t: ir.ScalarType, bits: Id) -> Id:
+    if t == ir.BF16:
+        return lo.op(Op.Bitcast, lo.scalar_type(t), bits)
+    if t.bits not in (32, 64):
+        bits = lo.op(Op.UConvert, lo.m.type_int(t.bits), bits)
+    return lo.op(Op.Bitcast, lo.scalar_type(t), bits) if t.is_float else bits
+
+
+def _shuffle(lo: Lowering, t: ir.ScalarType, opcode: Op, x: Id, distance: int) -> Id:
+    carrier, ct = _pack(lo, t, x), _carrier_type(lo, t)
+    if opcode == Op.SubgroupShuffleUpINTEL:  # lanes below the distance get their own value
+        moved = lo.op(opcode, ct, carrier, carrier, lo.u32(distance))
+    else:
+        moved = lo.op(opcode, ct, carrier, lo.u32(distance))
+    return _unpack(lo, t, moved)
+
+
+def _butterfly(lo: Lowering, op: str, t: ir.ScalarType, x: Id) -> Id:
+    distance = _sgs(lo) // 2
+    while distance:
+        x = _combine(lo, op, t, x, _shuffle(lo, t, Op.SubgroupShuffleXorINTEL, x, distance))
+        distance //= 2
+    return x
+
+
+def _scan(lo: Lowering, op: str, t: ir.ScalarType, x: Id, exclusive: bool) -> Id:
+    rt, boolean = lo.scalar_type(t), lo.m.type_bool()
+    lane = lo.lane()
+    distance = 1
+    while distance < _sgs(lo):
+        earlier = _shuffle(lo, t, Op.SubgroupShuffleUpINTEL, x, distance)
+        has = lo.op(Op.UGreaterThanEqual, boolean, lane, lo.as_id(distance))
+        x = lo.op(Op.Select, rt, has, _combine(lo, op, t, earlier, x), x)
+        distance *= 2
+    if not exclusive:
+        return x
+    earlier = _shuffle(lo, t, Op.SubgroupShuffleUpINTEL, x, 1)
+    first = lo.op(Op.IEqual, boolean, lane, lo.as_id(0))
+    return lo.op(Op.Select, rt, first, lo.const(t, _identity(op, t)), earlier)
