@@ -66,6 +66,39 @@ def test_library_is_valid_llvm_ir(size: int) -> None:
     assert "_Z12get_local_idj" in names and "_Z10atomic_addPU3AS3Vff" in names
 
 
+def test_atomics_are_fenced_on_both_sides() -> None:
+    """The translator drops the SPIR-V's memory semantics: every atomic is sequentially
+    consistent at device scope, an acquire load and a release store included."""
+    source = """func @k(%a: memref<f32x64>, %b: memref<i64x64>, %c: memref<i32x64>) {
+  foreach %i = 0, 64 {
+    %v = atomic_load.device.acquire %a[%i] : memref<f32x64>
+    atomic_store.device.release %v, %a[%i] : memref<f32x64>
+    %w = atomic_add.work_group.sequentially_consistent 1, %b[%i] : memref<i64x64>
+    %x = atomic_max 3, %c[%i] : memref<i32x64>
+  }
+}"""
+    text = to_ptx(tinytc.compile(source, "sm_90")).text
+    lines = [line.strip() for line in text.splitlines() if "atom." in line or "fence" in line]
+    atoms = [i for i, line in enumerate(lines) if line.startswith("atom.")]
+    assert len(atoms) == 4
+    assert all(lines[i - 1] == lines[i + 1] == "fence.sc.gpu;" for i in atoms)
+
+
+def test_scans_shuffle_up_within_the_segment() -> None:
+    source = """func @k(%a: memref<i32x16>, %b: memref<i32x16>) subgroup_size(16) {
+  parallel {
+    %j = subgroup_local_id
+    %i = cast %j : i32 -> index
+    %v = load %a[%i] : memref<i32x16>
+    %s = subgroup_inclusive_scan_add %v : i32
+    %e = subgroup_exclusive_scan_min %s : i32
+    store %e, %b[%i] : memref<i32x16>
+  }
+}"""
+    text = to_ptx(tinytc.compile(source, "sm_90")).text
+    assert text.count("shfl.sync.up.b32") >= 5  # 4 steps of 16 lanes, then the shift by one
+
+
 def test_subgroups_wider_than_a_warp_are_refused() -> None:
     with pytest.raises(ValueError, match="do not fit a warp of 32"):
         ptx_builtins.subgroups(64)

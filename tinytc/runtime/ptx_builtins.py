@@ -154,9 +154,13 @@ def subgroups(size: int) -> str:
         out.append(_shuffle(code, "sub_group_shuffle_xor", "bfly", s, clamp))
         out.append(_shuffle(code, "sub_group_shuffle", "idx", s, clamp))
         out.append(_shuffle(code, "sub_group_broadcast", "idx", s, clamp))
+    up = (WARP - size) << 8  # shfl.up's segment mask, clamp 0 (PTX ISA, shfl)
     for code in (*INTEGERS, *FLOATS):
+        out.append(_shuffle(code, "sub_group_shuffle_up", "up", s, up))
+        out.append(_shuffle(code, "sub_group_shuffle_down", "down", s, clamp))
         for op in ("add", "min", "max"):
             out.append(_reduce(code, op, size, s))
+            out.append(_scan(code, op, size, s))
     return "".join(out)
 
 
@@ -234,17 +238,85 @@ def _reduce(code: str, op: str, size: int, suffix: str) -> str:
                    CONVERGENT)  # fmt: skip
 
 
+def _identity(code: str, op: str) -> str:
+    """The value that ``op`` leaves the other operand unchanged with, as an LLVM constant."""
+    _, bits, kind = TYPES[code]
+    if op == "add":
+        return "0.0" if kind == "f" else "0"
+    if kind == "f":
+        infinity = {16: "0xH7C00", 32: "0x7FF0000000000000", 64: "0x7FF0000000000000"}[bits]
+        return infinity if op == "min" else {16: "0xHFC00"}.get(bits, "0xFFF0000000000000")
+    if kind == "u":
+        return "-1" if op == "min" else "0"
+    high = 2 ** (bits - 1)
+    return str(high - 1) if op == "min" else str(-high)
+
+
+def _scan(code: str, op: str, size: int, suffix: str) -> str:
+    """Inclusive (Hillis and Steele: log2(S) shuffles up) and exclusive scans."""
+    ty = TYPES[code][0]
+    up = f"{mangled('sub_group_shuffle_up', code, 'j')}{suffix}"
+    body = [f"%lane = call i32 @{mangled('get_sub_group_local_id')}{suffix}()"]
+    acc, step = "%v", 1
+    while step < size:
+        body += [f"%y{step} = call {ty} @{up}({ty} {acc}, i32 {step})",
+                 *_combine(code, op, f"%y{step}", acc, f"%t{step}"),
+                 f"%in{step} = icmp uge i32 %lane, {step}",
+                 f"%a{step} = select i1 %in{step}, {ty} %t{step}, {ty} {acc}"]  # fmt: skip
+        acc, step = f"%a{step}", step * 2
+    inclusive = f"{mangled(f'sub_group_scan_inclusive_{op}', code)}{suffix}"
+    out = _define(ty, inclusive, f"{ty} %v", [*body, f"ret {ty} {acc}"], CONVERGENT)
+    exclusive = [
+        f"%i = call {ty} @{inclusive}({ty} %v)",
+        f"%e = call {ty} @{up}({ty} %i, i32 1)",
+        f"%lane = call i32 @{mangled('get_sub_group_local_id')}{suffix}()",
+        "%first = icmp eq i32 %lane, 0",
+        f"%r = select i1 %first, {ty} {_identity(code, op)}, {ty} %e",
+        f"ret {ty} %r",
+    ]
+    name = f"{mangled(f'sub_group_scan_exclusive_{op}', code)}{suffix}"
+    return out + _define(ty, name, f"{ty} %v", exclusive, CONVERGENT)
+
+
+# OpenCL 1.2's atomics, which the translator calls whatever the SPIR-V's memory semantics (it
+# drops them): name -> atomicrmw operation (None: cmpxchg; inc and dec add or subtract 1).
+ATOMICS = {
+    "add": "add", "sub": "sub", "xchg": "xchg", "min": "min", "max": "max", "and": "and",
+    "or": "or", "xor": "xor", "inc": "add", "dec": "sub", "cmpxchg": None,
+}  # fmt: skip
+SPACES = (("1", "ptr addrspace(1)"), ("3", "ptr addrspace(3)"), ("4", "ptr"))
+
+
 def atomics() -> str:
-    """atomic_add (OpenCL 1.2, returns the old value) on global, local and generic pointers."""
+    """atomic_* (32-bit) and atom_* (64-bit) of OpenCL 1.2 on global, local and generic
+    pointers, returning the old value. The translator drops the SPIR-V's scope and semantics
+    (and LLVM's NVPTX back end emits atomicrmw relaxed whatever its ordering), so each is
+    fenced on both sides at device scope: sequentially consistent, as strong as any order a
+    kernel may ask for within the GPU (docs/gpu.md, "Atomics")."""
     out = []
-    for space, ptr in (("1", "ptr addrspace(1)"), ("3", "ptr addrspace(3)"), ("4", "ptr")):
-        for code, name in (("i", "atomic_add"), ("j", "atomic_add"), ("f", "atomic_add"),
-                           ("d", "atomic_add"), ("l", "atom_add"), ("m", "atom_add")):  # fmt: skip
-            ty, _, kind = TYPES[code]
-            op = "fadd" if kind == "f" else "add"
-            body = [f"%o = atomicrmw {op} {ptr} %p, {ty} %v monotonic", f"ret {ty} %o"]
-            full = f"_Z{len(name)}{name}PU3AS{space}V{code}{code}"
-            out.append(_define(ty, full, f"{ptr} %p, {ty} %v", body))
+    fence = 'fence syncscope("device") seq_cst'
+    for space, ptr in SPACES:
+        for prefix in ("atomic", "atom"):
+            for code in ("i", "j", "l", "m", "f", "d"):
+                ty, _, kind = TYPES[code]
+                for short, op in ATOMICS.items():
+                    if kind == "f" and short not in ("add", "xchg"):
+                        continue
+                    name = f"{prefix}_{short}"
+                    args = [f"{ptr} %p"] + [f"{ty} %v"] * (short not in ("inc", "dec"))
+                    if op is None:
+                        args.append(f"{ty} %n")
+                        pair = f"%pair = cmpxchg {ptr} %p, {ty} %v, {ty} %n monotonic monotonic"
+                        update = [pair, f"%o = extractvalue {{ {ty}, i1 }} %pair, 0"]
+                    else:
+                        rmw = {"add": "fadd", "sub": "fsub"}.get(op, op) if kind == "f" else op
+                        rmw = f"u{rmw}" if kind == "u" and op in ("min", "max") else rmw
+                        value = "%v" if len(args) > 1 else ("1.0" if kind == "f" else "1")
+                        update = [f"%o = atomicrmw {rmw} {ptr} %p, {ty} {value} monotonic"]
+                    mangling = f"PU3AS{space}V{code}" + code * (len(args) - 1)
+                    full = f"_Z{len(name)}{name}{mangling}"
+                    body = [fence, *update, fence, f"ret {ty} %o"]
+                    out.append(_define(ty, full, ", ".join(args), body))
     return "".join(out)
 
 
