@@ -137,7 +137,9 @@ def fuzz_job(argv: list[str]) -> int:
     return fuzz.main(argv)
 
 
-def fuzz_campaign(count: int, jobs: int, out: str, seed: int, timeout: float) -> dict[str, Any]:
+def fuzz_campaign(
+    count: int, jobs: int, out: str, seed: int, timeout: float, shrink: bool = True
+) -> dict[str, Any]:
     """fuzz.py's campaign with GPU jobs (each a process of fuzz_job)."""
     import fuzz
 
@@ -159,6 +161,7 @@ def fuzz_campaign(count: int, jobs: int, out: str, seed: int, timeout: float) ->
                 str(per_job),
                 "--timeout",
                 str(timeout),
+                *([] if shrink else ["--no-shrink"]),
             ],
             cwd=ROOT,
         )
@@ -189,18 +192,28 @@ kernels = tinytc.jit('''func @k(%x: memref<f32x256>) {
 kernel = kernels.k.cl_kernel
 lib = ctypes.CDLL(_cl.__file__)
 lib.clSetKernelArgSVMPointer.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p]
-out["clSetKernelArgSVMPointer(torch pointer)"] = lib.clSetKernelArgSVMPointer(
-    kernel.int_ptr, 0, ctypes.c_void_p(t.data_ptr()))
 import pyopencl as cl
-try:
-    cl.enqueue_nd_range_kernel(default_queue(), kernel, (32, 1, 1), (32, 1, 1))
-    default_queue().finish()
-    out["launch"] = "finished"
-except Exception as e:
-    out["launch"] = f"{type(e).__name__}: {e}"
+queue = default_queue()
+
+def launch(what, pointer):
+    out[what + ": clSetKernelArgSVMPointer"] = lib.clSetKernelArgSVMPointer(
+        kernel.int_ptr, 0, ctypes.c_void_p(pointer))
+    try:
+        cl.enqueue_nd_range_kernel(queue, kernel, (32, 1, 1), (32, 1, 1))
+        queue.finish()
+        out[what + ": launch"] = "finished"
+    except Exception as e:
+        out[what + ": launch"] = f"{type(e).__name__}: {e}"
+
+# control: the same call with an SVM allocation of the OpenCL context
+svm = cl.SVMAllocation(queue.context, 1024, 0, cl.svm_mem_flags.READ_WRITE)
+launch("OpenCL SVM pointer", svm.svm_ptr)
+host = np.zeros(256, np.float32)
+cl.enqueue_copy(queue, host, svm)
+out["OpenCL SVM pointer: written"] = bool((host == np.arange(256)).all())
+launch("PyTorch CUDA pointer", t.data_ptr())
 torch.cuda.synchronize()
-out["written"] = bool((t.cpu().numpy() == np.arange(256)).all())
-out["first values"] = t[:4].tolist()
+out["PyTorch CUDA pointer: written"] = bool((t.cpu().numpy() == np.arange(256)).all())
 print(json.dumps(out))
 """
 
@@ -224,6 +237,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", default="fuzz-gpu")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--no-shrink", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     try:
@@ -232,7 +246,9 @@ def main(argv: list[str]) -> int:
         elif args.what == "programs":
             result = programs([int(h) for h in args.howmany.split(",")])
         elif args.what == "fuzz":
-            result = fuzz_campaign(args.count, args.jobs, args.out, args.seed, args.timeout)
+            result = fuzz_campaign(
+                args.count, args.jobs, args.out, args.seed, args.timeout, not args.no_shrink
+            )
         else:
             result = cuda_share()
     except Exception:

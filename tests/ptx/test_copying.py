@@ -154,6 +154,28 @@ def test_cuda_arrays_are_refused_with_the_reason() -> None:
         copying(GEMM).gemm(rand(8, 8, 1), rand(8, 8, 1), CudaArray(), howmany=1)
 
 
+ATOMICS = """func @k(%x: memref<i32x64>, %h: memref<i32x4>) {
+  foreach %i = 0, 64 {
+    %v = load %x[%i] : memref<i32x64>
+    %b = arith.rem %i, 4 : index
+    %o = atomic_add.device %v, %h[%b] : memref<i32x4>
+  }
+}"""
+
+
+def test_atomic_updates_are_written_back() -> None:
+    """Atomics write their memref (param_access.written_params): copied back after the
+    call. Before, they were not counted as writes, so the copy kept zeros (the fuzzer found
+    it on the H100) and a read-only array was accepted as their target."""
+    x = np.arange(64, dtype=np.int32)
+    h = np.zeros(4, np.int32)
+    copying(ATOMICS).k(x, h, howmany=1)
+    np.testing.assert_array_equal(h, x.reshape(-1, 4).sum(axis=0))
+    h.flags.writeable = False
+    with pytest.raises(tinytc.ArgumentError, match=r"argument 1 \(%h\): the kernel writes it"):
+        tinytc.jit(ATOMICS).k(x, h, howmany=1)
+
+
 def test_no_work_groups_copy_nothing() -> None:
     C = rand(8, 8, 1)
     before = C.copy()
