@@ -114,7 +114,21 @@ def column_major(rng: np.random.Generator, shape: tuple[int, ...], ty: str) -> n
     return np.asfortranarray(rng.standard_normal(shape).astype(DTYPES[ty]))
 
 
-def gemm_shape(name: str, queue: Any, working_set: float, repeat: int) -> dict[str, Any]:
+def with_subgroups(source: str, n: int, variant: str) -> str:
+    """The source with a work-group of K subgroups of min(n, 32) lanes (variant "K"), or
+    with batch_per_group(B) (variant "bB"); "0": the compiler's choice."""
+    head, rest = source.split(") {", 1)
+    if variant.startswith("b"):
+        return f"{head}) batch_per_group({variant[1:]}) {{{rest}"
+    if variant == "0":
+        return source
+    lanes = min(max(n, 8), 32)
+    return f"{head}) work_group_size({lanes},{variant}) subgroup_size({lanes}) {{{rest}"
+
+
+def gemm_shape(
+    name: str, queue: Any, working_set: float, repeat: int, subgroups: tuple[str, ...] = ("0",)
+) -> dict[str, Any]:
     import pyopencl.array as cla
     import torch
     from bench import gemm_source
@@ -127,18 +141,23 @@ def gemm_shape(name: str, queue: Any, working_set: float, repeat: int) -> dict[s
     da, db = cla.to_device(queue, a), cla.to_device(queue, b)
     dc = cla.empty(queue, (n, n, batch), DTYPES[ty], order="F")
     dc.fill(np.nan)
-    kernels = tinytc.jit(gemm_source(ty, n, trans[0], trans[1]), queue)
-    kernels.gemm(da, db, dc, howmany=batch)
     sample = rng.choice(batch, min(batch, 64), replace=False)
 
     def op(x: np.ndarray, t: str) -> np.ndarray:
         return x.T if t == "t" else x
 
-    c = dc.get()
     want = np.stack([op(a[:, :, e], trans[0]).astype(np.float64) @ op(b[:, :, e], trans[1])
                      for e in sample], axis=2)  # fmt: skip
-    error = float(np.max(np.abs(c[:, :, sample] - want)) / np.max(np.abs(want)))
-    ms = launch_ms(kernels.gemm, queue, batch, repeat)
+    variants = {}
+    for k in subgroups:
+        dc.fill(np.nan)
+        kernels = tinytc.jit(with_subgroups(gemm_source(ty, n, trans[0], trans[1]), n, k), queue)
+        kernels.gemm(da, db, dc, howmany=batch)
+        c = dc.get()
+        error = float(np.max(np.abs(c[:, :, sample] - want)) / np.max(np.abs(want)))
+        variants[k] = (launch_ms(kernels.gemm, queue, batch, repeat), error)
+    best = min(variants, key=lambda k: variants[k][0])
+    ms, error = variants[best]
     # torch: the same matrices as (batch, n, n) row-major tensors, C^T = op(B)^T op(A)^T
     ta = torch.from_numpy(np.ascontiguousarray(a.transpose(2, 1, 0))).cuda()
     tb = torch.from_numpy(np.ascontiguousarray(b.transpose(2, 1, 0))).cuda()
@@ -151,7 +170,8 @@ def gemm_shape(name: str, queue: Any, working_set: float, repeat: int) -> dict[s
     tms = torch_ms(lambda: torch.bmm(left, right, out=tc), repeat)
     return {"shape": name, "batch": batch, "ms": ms, "torch_ms": tms, "error": error,
             "torch_error": torch_error, "flops": 2.0 * n**3 * batch,
-            "bytes": 3.0 * n * n * size * batch}  # fmt: skip
+            "bytes": 3.0 * n * n * size * batch, "subgroups": best,
+            "variants": {str(k): v[0] for k, v in variants.items()}}  # fmt: skip
 
 
 def chain_shape(name: str, queue: Any, working_set: float, repeat: int) -> dict[str, Any]:
@@ -196,6 +216,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--shapes", nargs="*", default=["*"])
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--working-set", type=float, default=8e8)
+    parser.add_argument(
+        "--subgroups",
+        default="0",
+        help="comma-separated subgroups per work-group to try (0: default)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     cl = _pyopencl()
@@ -211,8 +236,11 @@ def main(argv: list[str]) -> int:
     header = "shape        batch    GFLOP/s  roofline  fraction  torch GFLOP/s  vs torch  error"
     print(header, flush=True)
     for name in shapes:
-        make = chain_shape if name.startswith("chain") else gemm_shape
-        r = make(name, queue, args.working_set, args.repeat)
+        if name.startswith("chain"):
+            r = chain_shape(name, queue, args.working_set, args.repeat)
+        else:
+            tries = tuple(args.subgroups.split(","))
+            r = gemm_shape(name, queue, args.working_set, args.repeat, tries)
         ty = name.split("-")[1] if name.startswith("chain") else name.split("-")[0]
         r["gflops"] = r["flops"] / (r["ms"] * 1e6)
         r["torch_gflops"] = r["flops"] / (r["torch_ms"] * 1e6)
@@ -224,7 +252,7 @@ def main(argv: list[str]) -> int:
         rows.append(r)
         print(f"{name:12} {r['batch']:8d} {r['gflops']:9.0f} {r['roofline_gflops']:9.0f} "
               f"{r['fraction']:9.2f} {r['torch_gflops']:14.0f} {r['vs_torch']:9.2f}  "
-              f"{r['error']:.1e}", flush=True)  # fmt: skip
+              f"{r['error']:.1e}  {r.get('variants', '')}", flush=True)  # fmt: skip
         _kept.clear()
     if args.json:
         args.json.write_text(json.dumps({"limits": roof, "rows": rows}, indent=1))
