@@ -12,6 +12,7 @@ from tinytc.target import (
     CPU,
     DG2,
     PVC,
+    SM_90,
     TARGETS,
     CoreInfo,
     DpasGeometry,
@@ -24,7 +25,9 @@ from tinytc.target import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize(("name", "target"), [("cpu", CPU), ("pvc", PVC), ("dg2", DG2)])
+@pytest.mark.parametrize(
+    ("name", "target"), [("cpu", CPU), ("pvc", PVC), ("dg2", DG2), ("sm_90", SM_90)]
+)
 def test_get_target_returns_predefined(name: str, target: CoreInfo) -> None:
     assert get_target(name) is target
     assert get_target(name.upper()) is target
@@ -33,12 +36,12 @@ def test_get_target_returns_predefined(name: str, target: CoreInfo) -> None:
 
 @pytest.mark.parametrize("name", ["gen9", "", "cpu ", "xe"])
 def test_get_target_rejects_unknown_names(name: str) -> None:
-    with pytest.raises(ValueError, match="known targets: cpu, pvc, dg2"):
+    with pytest.raises(ValueError, match="known targets: cpu, pvc, dg2, sm_90"):
         get_target(name)
 
 
 def test_targets_table_is_read_only() -> None:
-    assert set(TARGETS) == {"cpu", "pvc", "dg2"}
+    assert set(TARGETS) == {"cpu", "pvc", "dg2", "sm_90"}
     with pytest.raises(TypeError):
         TARGETS["pvc"] = CPU  # type: ignore[index]
 
@@ -50,6 +53,17 @@ def test_hardware_facts() -> None:
     assert PVC.max_work_group_size == DG2.max_work_group_size == 1024
     assert (PVC.register_space, DG2.register_space, CPU.register_space) == (8192, 4096, 2048)
     assert PVC.fp64 and not DG2.fp64 and not DG2.atomic_add_f64
+
+
+def test_sm_90_is_a_warp_without_intel_extensions() -> None:
+    """NVIDIA's facts (target.py): the warp and its segments, a warp's registers, 48 KB of static
+    shared memory, float atomics, and no SPIR-V extension of Intel's, no DPAS."""
+    assert SM_90.subgroup_sizes == (4, 8, 16, 32) and SM_90.default_subgroup_size == 32
+    assert SM_90.register_space == 128 * 128 and SM_90.local_memory_size == 48 * 1024
+    assert SM_90.max_work_group_size == 1024 and SM_90.fp64 and SM_90.atomic_add_f64
+    assert not SM_90.has_dpas and SM_90.matrix_unit_for(F16, F16, F32) is None
+    assert not any("INTEL" in name for name in SM_90.spirv_extensions)
+    assert not (SM_90.intel_shuffles or SM_90.subgroup_block_io or SM_90.bf16_conversion)
 
 
 def test_dpas_geometry() -> None:

@@ -47,6 +47,8 @@ def written_params(func: Function) -> frozenset[int]:
             target = inst.operands[1]
         elif isinstance(inst, ir.LinalgInst):
             target = inst.operands[-1]
+        elif isinstance(inst, ir.AtomicInst) and inst.memory_access[1] != "read":
+            target = inst.operands[inst.memory_access[0]]  # atomic_store, _add, _max, _min
         else:
             continue
         param = root_param(target, func)

@@ -159,6 +159,9 @@ class CoreInfo:
     # Bytes of one cache line: the unit of a prefetch (64 on the x86 CPUs and Xe GPUs here).
     cache_line: int = 64
     max_values_per_item: int = MAX_VALUES_PER_ITEM
+    # The subgroup size of a kernel with nothing to size it by, where it is not
+    # DEFAULT_SUBGROUP_SIZE: on NVIDIA the warp, whose segments the smaller sizes are.
+    preferred_subgroup_size: int | None = None
 
     def __post_init__(self) -> None:
         if not self.subgroup_sizes or any(size <= 0 for size in self.subgroup_sizes):
@@ -169,6 +172,8 @@ class CoreInfo:
             raise ValueError(f"{self.name}: dpas_form must be one of {DPAS_FORMS}")
         if self.dpas is not None and self.dpas.execution_size not in self.subgroup_sizes:
             raise ValueError(f"{self.name}: DPAS execution size is not a subgroup size")
+        if self.preferred_subgroup_size not in (None, *self.subgroup_sizes):
+            raise ValueError(f"{self.name}: the preferred subgroup size is not a subgroup size")
 
     @property
     def register_space(self) -> int:
@@ -184,6 +189,8 @@ class CoreInfo:
     def default_subgroup_size(self) -> int:
         """The subgroup size of a kernel that has nothing to size it by."""
         sizes = self.subgroup_sizes
+        if self.preferred_subgroup_size is not None:
+            return self.preferred_subgroup_size
         return DEFAULT_SUBGROUP_SIZE if DEFAULT_SUBGROUP_SIZE in sizes else sizes[-1]
 
     @property
@@ -299,7 +306,40 @@ DG2 = CoreInfo(
     intel_shuffles=True,
 )
 
-TARGETS: MappingProxyType[str, CoreInfo] = MappingProxyType({"cpu": CPU, "pvc": PVC, "dg2": DG2})
+# NVIDIA H100 (Hopper, compute capability 9.0), reached through PTX (tinytc/runtime/ptx.py,
+# docs/gpu.md). CUDA C Programming Guide, "Compute Capabilities": warps of 32 threads, 64 K
+# 32-bit registers per SM and at most 255 per thread, 48 KB of static shared memory per block
+# (more only through the CUDA driver's opt-in, which OpenCL does not offer; NVIDIA's OpenCL
+# reports 49152), 1024 threads per block; native f64; atomic add of f32 and f64 in global and
+# shared memory. Subgroups of 4, 8 and 16 lanes are segments of a warp (shfl's segment mask,
+# tinytc/runtime/ptx_builtins.py), so programs written for Intel's 16 run; a kernel with
+# nothing to size it by takes the whole warp. A register is counted as 64 bits of every lane
+# of a warp (256 B, a pair of 32-bit registers), so that f32 and f64 values of the whole warp
+# take one register each (gemm.lanes_per_register picks 32 lanes for both): 64 of them are
+# 128 32-bit registers per thread, which leave 16 warps resident on an SM. No Intel
+# extension: portable shuffles and loads, bf16 converted on the bits, no DPAS. L1 and L2 lines
+# are 128 B.
+SM_90 = CoreInfo(
+    name="sm_90",
+    subgroup_sizes=(4, 8, 16, 32),
+    register_size=256,
+    num_registers=64,
+    local_memory_size=48 * 1024,
+    max_work_group_size=1024,
+    fp16=True,
+    fp64=True,
+    bf16_conversion=False,
+    atomic_add_f32=True,
+    atomic_add_f64=True,
+    subgroup_block_io=False,
+    dpas=None,
+    cache_line=128,
+    preferred_subgroup_size=32,
+)
+
+TARGETS: MappingProxyType[str, CoreInfo] = MappingProxyType(
+    {"cpu": CPU, "pvc": PVC, "dg2": DG2, "sm_90": SM_90}
+)
 
 
 def dpas_precision(element: ScalarType) -> tuple[str, ScalarType] | None:
@@ -320,7 +360,7 @@ def device_template(is_cpu: bool, subgroup_sizes: tuple[int, ...]) -> CoreInfo:
 
 
 def get_target(name: str) -> CoreInfo:
-    """The predefined core info called `name` (cpu, pvc or dg2, any case); ValueError if none."""
+    """The predefined core info called `name` (cpu, pvc, dg2, sm_90; any case), or ValueError."""
     try:
         return TARGETS[name.lower()]
     except KeyError:

@@ -30,10 +30,11 @@ from backend_support import (
 )
 
 import tinytc
+import tinytc.target
 from tinytc.cli import oc_main
 from tinytc.spirv.tools import disassemble, validate
 
-TARGETS = ["cpu", "pvc", "dg2"]
+TARGETS = list(tinytc.target.TARGETS)  # cpu, pvc, dg2, sm_90
 ROOT = Path(__file__).resolve().parents[2]
 
 # (program, target) -> a regular expression the CompilationError must match: the program

@@ -148,6 +148,13 @@ def _pyopencl() -> ModuleType:
     return pyopencl
 
 
+def runs_tinytc(device: cl.Device) -> bool:
+    """Whether tinytc can build for `device`: from SPIR-V, or from PTX on NVIDIA's OpenCL."""
+    from .ptx_opencl import uses_ptx
+
+    return accepts_spirv(device) or uses_ptx(device)
+
+
 def accepts_spirv(device: cl.Device) -> bool:
     """Whether `device` lists SPIR-V in `CL_DEVICE_IL_VERSION` (clCreateProgramWithIL)."""
     cl = _pyopencl()
@@ -185,8 +192,8 @@ def default_device() -> cl.Device:
     if choice:
         device = _chosen_device(devices, choice)
     else:
-        device = next((d for _, _, d in devices if accepts_spirv(d)), None)
-    if device is None or not accepts_spirv(device):
+        device = next((d for _, _, d in devices if runs_tinytc(d)), None)
+    if device is None or not runs_tinytc(device):
         raise RuntimeUnavailableError(_unavailable_message(devices, choice))
     return device
 
@@ -314,6 +321,10 @@ def core_info_from_device(device: cl.Device) -> CoreInfo:
     subgroup size (8 on DG2, 16 on PVC). What cannot be queried (register budget, batching,
     whether block reads pay, prefetch, cache line) comes from `target.device_template`.
     """
+    from .ptx_opencl import nvidia_core_info, uses_ptx
+
+    if uses_ptx(device):
+        return nvidia_core_info(device)
     extensions = set(device.extensions.split())
     sizes = subgroup_sizes(device)
     is_cpu = bool(device.type & _pyopencl().device_type.CPU)

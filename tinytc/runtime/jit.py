@@ -167,6 +167,11 @@ class Kernels:
     the build; a kernel of the same name takes the attribute, and the build stays reachable
     through ``kernels.build``."""
 
+    def __new__(cls, program: Any, binary: bytes, queue: Any, *rest: Any) -> Kernels:
+        from .ptx_opencl import PtxKernels, uses_ptx  # NVIDIA GPUs: PTX (docs/gpu.md)
+
+        return super().__new__(PtxKernels if cls is Kernels and uses_ptx(queue.device) else cls)
+
     def __init__(
         self,
         program: Program | Callable[[], Program],

@@ -57,7 +57,7 @@ def _broadcast(lo: Lowering, inst: ir.SubgroupBroadcastInst) -> None:
         lo.values[inst.result] = lo.op(Op.GroupBroadcast, rt, lo.u32(Scope.Subgroup), value, lane)
         return
     carrier = _pack(lo, t, value)
-    moved = lo.op(Op.SubgroupShuffleINTEL, _carrier_type(lo, t), carrier, lane)
+    moved = _move(lo, Op.SubgroupShuffleINTEL, _carrier_type(lo, t), carrier, lane)
     lo.values[inst.result] = _unpack(lo, t, moved)
 
 
@@ -102,13 +102,29 @@ def _unpack(lo: Lowering, t: ir.ScalarType, bits: Id) -> Id:
     return lo.op(Op.Bitcast, lo.scalar_type(t), bits) if t.is_float else bits
 
 
+# SPIR-V 1.3's forms of the shuffles, for targets without cl_intel_subgroups (as
+# coopmatrix/lanes.py's shuffle_xor); ShuffleUp leaves the lanes below the distance undefined,
+# which the scan does not use.
+PORTABLE_SHUFFLES = {
+    Op.SubgroupShuffleINTEL: Op.GroupNonUniformShuffle,
+    Op.SubgroupShuffleXorINTEL: Op.GroupNonUniformShuffleXor,
+    Op.SubgroupShuffleUpINTEL: Op.GroupNonUniformShuffleUp,
+}
+
+
+def _move(lo: Lowering, opcode: Op, ct: Id, carrier: Id, amount: Id) -> Id:
+    """A shuffle of the carrier: Intel's where the target has it, else the portable one."""
+    if not lo.target.intel_shuffles:
+        lo.m.version = max(lo.m.version, (1, 3))
+        return lo.op(PORTABLE_SHUFFLES[opcode], ct, lo.u32(Scope.Subgroup), carrier, amount)
+    if opcode == Op.SubgroupShuffleUpINTEL:  # lanes below the distance get their own value
+        return lo.op(opcode, ct, carrier, carrier, amount)
+    return lo.op(opcode, ct, carrier, amount)
+
+
 def _shuffle(lo: Lowering, t: ir.ScalarType, opcode: Op, x: Id, distance: int) -> Id:
     carrier, ct = _pack(lo, t, x), _carrier_type(lo, t)
-    if opcode == Op.SubgroupShuffleUpINTEL:  # lanes below the distance get their own value
-        moved = lo.op(opcode, ct, carrier, carrier, lo.u32(distance))
-    else:
-        moved = lo.op(opcode, ct, carrier, lo.u32(distance))
-    return _unpack(lo, t, moved)
+    return _unpack(lo, t, _move(lo, opcode, ct, carrier, lo.u32(distance)))
 
 
 def _butterfly(lo: Lowering, op: str, t: ir.ScalarType, x: Id) -> Id:

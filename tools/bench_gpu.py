@@ -1,0 +1,263 @@
+"""Batched GEMMs and the tutorial chain on an NVIDIA GPU through OpenCL (tinytc's PTX), against
+torch.bmm (cuBLAS) in the same process and the memory roofline measured there.
+
+    TINYTC_DEVICE=NVIDIA python tools/bench_gpu.py [--shapes 'f32-*' chain-f32] [--repeat 30]
+                                                   [--working-set 8e8] [--json F]
+
+Each shape's operands live in device memory (pyopencl arrays; the chain's group A is staged
+once by the first call, which is kept). tinytc's kernel is timed by OpenCL profiling events
+around repeated launches of the same cl_kernel with the arguments that first call set;
+torch.bmm (and for the chain two batched products and an add) by CUDA events. The roofline
+is min(compute peak, arithmetic intensity x bandwidth) with the bandwidth of a large
+device-to-device copy (bytes read plus written) and the peak of a large matrix product
+(f32 without TF32, f64), both measured by torch here. Medians of --repeat launches. This is
+a tool, not a test (docs/gpu.md has the numbers and how they were made).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import tinytc  # noqa: E402
+from tinytc.runtime import ptx_opencl  # noqa: E402
+from tinytc.runtime.device import _pyopencl, default_context, default_device  # noqa: E402
+
+DTYPES = {"f32": np.float32, "f64": np.float64}
+SHAPES = [
+    *(f"{ty}-{n}-{tr}" for ty in DTYPES for n in (8, 16, 32, 64) for tr in ("nn", "tn", "nt")),
+    *(f"chain-{ty}" for ty in DTYPES),
+]
+_kept: list[Any] = []  # the staging of each first call: its device memory stays for the timing
+
+
+class KeptStaging(ptx_opencl.Staging):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        _kept.append(self)
+
+
+def torch_ms(run: Any, repeat: int) -> float:
+    import torch
+
+    times = []
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def limits(repeat: int) -> dict[str, float]:
+    """Copy bandwidth (bytes read + written per second) and matrix-product peaks, by torch."""
+    import torch
+
+    x = torch.empty(2**28, dtype=torch.float32, device="cuda").uniform_()
+    y = torch.empty_like(x)
+    y.copy_(x)
+    out = {"bandwidth": 2 * x.numel() * 4 / (torch_ms(lambda: y.copy_(x), repeat) * 1e-3)}
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for ty, dtype in (("f32", torch.float32), ("f64", torch.float64)):
+        a = torch.rand(8192, 8192, dtype=dtype, device="cuda")
+        b = torch.rand(8192, 8192, dtype=dtype, device="cuda")
+        a @ b
+        out[f"peak_{ty}"] = (
+            2 * 8192**3 / (torch_ms(lambda a=a, b=b: a @ b, max(3, repeat // 5)) * 1e-3)
+        )
+    torch.cuda.empty_cache()
+    return out
+
+
+def cl_copy_bandwidth(queue: Any, repeat: int) -> float:
+    """The same copy through NVIDIA's OpenCL (clEnqueueCopyBuffer), for comparison."""
+    cl = _pyopencl()
+    nbytes = 2**30
+    a = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbytes)
+    b = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbytes)
+    times = []
+    for _ in range(repeat + 1):
+        event = cl.enqueue_copy(queue, b, a)
+        event.wait()
+        times.append((event.profile.end - event.profile.start) * 1e-9)
+    return 2 * nbytes / statistics.median(times[1:])
+
+
+def launch_ms(kernel: Any, queue: Any, howmany: int, repeat: int) -> float:
+    """Median device time of the kernel's launches with the arguments its last call set."""
+    cl = _pyopencl()
+    owner = kernel.owner
+    groups = -(-howmany // kernel.func.batch_per_group)
+    global_size, local_size = owner.geometry(groups, kernel.func.work_group_size)
+    times = []
+    for _ in range(repeat + 2):
+        event = cl.enqueue_nd_range_kernel(queue, kernel.cl_kernel, global_size, local_size)
+        event.wait()
+        times.append((event.profile.end - event.profile.start) * 1e-6)
+    return statistics.median(times[2:])
+
+
+def column_major(rng: np.random.Generator, shape: tuple[int, ...], ty: str) -> np.ndarray:
+    return np.asfortranarray(rng.standard_normal(shape).astype(DTYPES[ty]))
+
+
+def with_subgroups(source: str, n: int, variant: str) -> str:
+    """The source with a work-group of K subgroups of min(n, 32) lanes (variant "K"), or
+    with batch_per_group(B) (variant "bB"); "0": the compiler's choice."""
+    head, rest = source.split(") {", 1)
+    if variant.startswith("b"):
+        return f"{head}) batch_per_group({variant[1:]}) {{{rest}"
+    if variant == "0":
+        return source
+    lanes = min(max(n, 8), 32)
+    return f"{head}) work_group_size({lanes},{variant}) subgroup_size({lanes}) {{{rest}"
+
+
+def gemm_shape(
+    name: str, queue: Any, working_set: float, repeat: int, subgroups: tuple[str, ...] = ("0",)
+) -> dict[str, Any]:
+    import pyopencl.array as cla
+    import torch
+    from bench import gemm_source
+
+    ty, n_text, trans = name.split("-")
+    n, size = int(n_text), np.dtype(DTYPES[ty]).itemsize
+    batch = max(1, int(working_set / (3 * n * n * size)))
+    rng = np.random.default_rng(n)
+    a, b = column_major(rng, (n, n, batch), ty), column_major(rng, (n, n, batch), ty)
+    da, db = cla.to_device(queue, a), cla.to_device(queue, b)
+    dc = cla.empty(queue, (n, n, batch), DTYPES[ty], order="F")
+    dc.fill(np.nan)
+    sample = rng.choice(batch, min(batch, 64), replace=False)
+
+    def op(x: np.ndarray, t: str) -> np.ndarray:
+        return x.T if t == "t" else x
+
+    want = np.stack([op(a[:, :, e], trans[0]).astype(np.float64) @ op(b[:, :, e], trans[1])
+                     for e in sample], axis=2)  # fmt: skip
+    variants = {}
+    for k in subgroups:
+        dc.fill(np.nan)
+        kernels = tinytc.jit(with_subgroups(gemm_source(ty, n, trans[0], trans[1]), n, k), queue)
+        kernels.gemm(da, db, dc, howmany=batch)
+        c = dc.get()
+        error = float(np.max(np.abs(c[:, :, sample] - want)) / np.max(np.abs(want)))
+        variants[k] = (launch_ms(kernels.gemm, queue, batch, repeat), error)
+    best = min(variants, key=lambda k: variants[k][0])
+    ms, error = variants[best]
+    # torch: the same matrices as (batch, n, n) row-major tensors, C^T = op(B)^T op(A)^T
+    ta = torch.from_numpy(np.ascontiguousarray(a.transpose(2, 1, 0))).cuda()
+    tb = torch.from_numpy(np.ascontiguousarray(b.transpose(2, 1, 0))).cuda()
+    left = tb.transpose(1, 2) if trans[1] == "t" else tb
+    right = ta.transpose(1, 2) if trans[0] == "t" else ta
+    tc = torch.empty_like(ta)
+    torch.bmm(left, right, out=tc)
+    torch_error = float(np.max(np.abs(tc.cpu().numpy().transpose(2, 1, 0)[:, :, sample] - want))
+                        / np.max(np.abs(want)))  # fmt: skip
+    tms = torch_ms(lambda: torch.bmm(left, right, out=tc), repeat)
+    return {"shape": name, "batch": batch, "ms": ms, "torch_ms": tms, "error": error,
+            "torch_error": torch_error, "flops": 2.0 * n**3 * batch,
+            "bytes": 3.0 * n * n * size * batch, "subgroups": best,
+            "variants": {str(k): v[0] for k, v in variants.items()}}  # fmt: skip
+
+
+def chain_shape(name: str, queue: Any, working_set: float, repeat: int) -> dict[str, Any]:
+    import pyopencl.array as cla
+    import torch
+
+    ty = name.removeprefix("chain-")
+    size = np.dtype(DTYPES[ty]).itemsize
+    per_entry = (3 * 56 * 9 + 9 * 9) * size
+    batch = max(1, int((working_set - 56 * 56 * size) / per_entry))
+    rng = np.random.default_rng(1)
+    k, p = column_major(rng, (56, 56), ty), column_major(rng, (56, 9, batch), ty)
+    a, q = column_major(rng, (9, 9, batch), ty), column_major(rng, (56, 9, batch), ty)
+    dk, dp, dq = (cla.to_device(queue, x) for x in (k, p, q))
+    source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
+    kernels = tinytc.jit(source, queue)
+    kernels.fused_kernel(dk, dp, tinytc.Group(a), dq, howmany=batch)  # a staged, and kept
+    sample = rng.choice(batch, min(batch, 64), replace=False)
+    got = dq.get()[:, :, sample]
+    want = np.stack([q[:, :, e] + k.astype(np.float64) @ p[:, :, e] @ a[:, :, e] for e in sample],
+                    axis=2)  # fmt: skip
+    error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+    ms = launch_ms(kernels.fused_kernel, queue, batch, repeat)  # Q += ... each time: timing only
+    tk = torch.from_numpy(np.ascontiguousarray(k)).cuda()
+    tp = torch.from_numpy(np.ascontiguousarray(p.transpose(2, 0, 1))).cuda()
+    ta = torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1))).cuda()
+    tq = torch.from_numpy(np.ascontiguousarray(q.transpose(2, 0, 1))).cuda()
+    kp = torch.empty_like(tp)
+
+    def run() -> None:
+        torch.matmul(tk, tp, out=kp)
+        tq.baddbmm_(kp, ta)
+
+    tms = torch_ms(run, repeat)
+    return {"shape": name, "batch": batch, "ms": ms, "torch_ms": tms, "error": error,
+            "flops": 2.0 * (56 * 56 * 9 + 56 * 9 * 9) * batch,
+            "bytes": 56.0 * 56 * size + per_entry * batch}  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", nargs="*", default=["*"])
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--working-set", type=float, default=8e8)
+    parser.add_argument(
+        "--subgroups",
+        default="0",
+        help="comma-separated subgroups per work-group to try (0: default)",
+    )
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    cl = _pyopencl()
+    ptx_opencl.Staging = KeptStaging  # type: ignore[misc]
+    queue = cl.CommandQueue(
+        default_context(), default_device(), properties=cl.command_queue_properties.PROFILING_ENABLE
+    )
+    roof = limits(args.repeat)
+    roof["cl_copy_bandwidth"] = cl_copy_bandwidth(queue, args.repeat)
+    print(json.dumps({k: f"{v:.4g}" for k, v in roof.items()}), flush=True)
+    shapes = [s for s in SHAPES if any(fnmatch.fnmatch(s, p) for p in args.shapes)]
+    rows = []
+    header = "shape        batch    GFLOP/s  roofline  fraction  torch GFLOP/s  vs torch  error"
+    print(header, flush=True)
+    for name in shapes:
+        if name.startswith("chain"):
+            r = chain_shape(name, queue, args.working_set, args.repeat)
+        else:
+            tries = tuple(args.subgroups.split(","))
+            r = gemm_shape(name, queue, args.working_set, args.repeat, tries)
+        ty = name.split("-")[1] if name.startswith("chain") else name.split("-")[0]
+        r["gflops"] = r["flops"] / (r["ms"] * 1e6)
+        r["torch_gflops"] = r["flops"] / (r["torch_ms"] * 1e6)
+        r["roofline_gflops"] = (
+            min(roof[f"peak_{ty}"], roof["bandwidth"] * r["flops"] / r["bytes"]) / 1e9
+        )
+        r["fraction"] = r["gflops"] / r["roofline_gflops"]
+        r["vs_torch"] = r["torch_ms"] / r["ms"]
+        rows.append(r)
+        print(f"{name:12} {r['batch']:8d} {r['gflops']:9.0f} {r['roofline_gflops']:9.0f} "
+              f"{r['fraction']:9.2f} {r['torch_gflops']:14.0f} {r['vs_torch']:9.2f}  "
+              f"{r['error']:.1e}  {r.get('variants', '')}", flush=True)  # fmt: skip
+        _kept.clear()
+    if args.json:
+        args.json.write_text(json.dumps({"limits": roof, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
