@@ -62,7 +62,7 @@ def copying(source: str, svm: bool = True, check_bounds: bool = False) -> Any:
     passes = with_bounds_checks(DEFAULT_PIPELINE) if check_bounds else DEFAULT_PIPELINE
     program = run_pipeline(source, CPU, passes=passes)
     kernels = CopyingKernels(program, lower(program, CPU).assemble(), default_queue())
-    kernels.svm = svm
+    kernels.build.svm = svm  # as a device without SVM
     return _bounds_checked(kernels)
 
 

@@ -183,12 +183,22 @@ class Kernels:
             assert isinstance(program, Program)
             signatures = tuple(signature_of(f) for f in program.functions)
         self.build = Build(program, binary, queue, signatures)
-        self.build.cl_program = load_program(binary, queue.context, queue.device, validate)
+        self.build.cl_program = type(self).load(binary, queue)
         self.__dict__.update(
             binary=binary, queue=queue, signatures=signatures, cl_program=self.build.cl_program
         )
         for signature in signatures:  # kernels take precedence over the build's names
-            self.__dict__[signature.name] = Kernel(self, signature)
+            self.__dict__[signature.name] = type(self).kernel(self, signature)
+
+    # Methods are called through the class: a kernel of the same name shadows them here.
+
+    @staticmethod
+    def load(binary: bytes, queue: Any) -> Any:
+        """The built OpenCL program of a SPIR-V module on the queue's device."""
+        return load_program(binary, queue.context, queue.device, validate)
+
+    def kernel(self, signature: Signature) -> Kernel:
+        return Kernel(self, signature)
 
     def __getattr__(self, name: str) -> Any:
         if name == "program":

@@ -12,19 +12,19 @@ allocation, whose address the host knows.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, check_howmany, dtype_of
+from ..arguments import ArgumentError, BoundGroup, BoundMemref, bind, check_groups, dtype_of
 from ..ir import GroupType, MemrefType, Program, ScalarType
 from ..spirv.tools import validate
 from ..target import SM_90, CoreInfo
 from . import cache
 from .device import _pyopencl, cache_dir, raw_device_info
-from .jit import Kernel, Kernels, Signature, _kernel_args, signature_of
+from .jit import Kernel, Kernels, Signature, _kernel_args
 
 # cl_nv_device_attribute_query
 CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV = 0x4000
@@ -100,19 +100,12 @@ class CopyingKernels(Kernels):
         queue: Any,
         signatures: tuple[Signature, ...] | None = None,
     ) -> None:
-        self._program, self.binary, self.queue = program, binary, queue
-        if signatures is None:
-            assert isinstance(program, Program)
-            signatures = tuple(signature_of(f) for f in program.functions)
-        self.signatures = signatures
-        self.cl_program = self.load(binary, queue)
+        super().__init__(program, binary, queue, signatures)
         coarse = _pyopencl().device_svm_capabilities.COARSE_GRAIN_BUFFER
-        self.svm = bool(queue.device.svm_capabilities & coarse)
-        for signature in signatures:
-            setattr(self, signature.name, CopyingKernel(self, signature))
+        self.build.svm = bool(queue.device.svm_capabilities & coarse)  # type: ignore[attr-defined]
 
-    def load(self, binary: bytes, queue: Any) -> Any:
-        return cache.load_program(binary, queue.context, queue.device, validate)
+    def kernel(self, signature: Signature) -> Kernel:
+        return CopyingKernel(self, signature)
 
     def geometry(self, groups: int, wgs: tuple[int, int]) -> tuple[tuple[int, ...], ...]:
         """(global size, local size) of a launch of ``groups`` work-groups."""
@@ -123,7 +116,8 @@ class PtxKernels(CopyingKernels):
     """Kernels built from PTX on NVIDIA's OpenCL; the work-groups go on CUDA's grid x
     (ptx_builtins.py: get_group_id(2) reads ctaid.x)."""
 
-    def load(self, binary: bytes, queue: Any) -> Any:
+    @staticmethod
+    def load(binary: bytes, queue: Any) -> Any:
         return load_ptx(binary, queue.context, queue.device)
 
     def geometry(self, groups: int, wgs: tuple[int, int]) -> tuple[tuple[int, ...], ...]:
@@ -138,25 +132,49 @@ class CopyingKernel(Kernel):
 
     owner: CopyingKernels
 
-    def __call__(self, *args: Any, howmany: int | None = None) -> None:
+    def __call__(
+        self,
+        *args: Any,
+        howmany: int | None = None,
+        queue: Any = None,
+        wait_for: Sequence[Any] | None = None,
+        blocking: bool = True,
+        **named: Any,
+    ) -> None:
+        """As Kernel's call; always blocking (written arrays are copied back after it)."""
         if howmany is None:
             raise ArgumentError(
                 f"@{self.func.name}: howmany (the number of work-groups) is missing"
             )
-        howmany = check_howmany(howmany)
+        if not blocking or (queue is not None and queue is not self.owner.build.queue):
+            raise ArgumentError(
+                f"@{self.func.name}: kernels that copy their arguments run blocking on the queue"
+                " they were built for (docs/gpu.md)"
+            )
+        args = tuple(self.arranged(args, named, len(self.func.params)))
+        if wait_for:
+            _pyopencl().wait_for_events(list(wait_for))
+        groups = check_groups(howmany)
+        if groups[1:] != (1, 1):
+            raise ArgumentError(
+                f"@{self.func.name}: howmany={groups}: on this device work-groups run along one"
+                " dimension (docs/gpu.md)"
+            )
+        howmany = groups[0]
         for i, arg in enumerate(args):
             refuse_cuda_memory(
                 arg, i, self.func.params[i].name if i < len(self.func.params) else ""
             )
         bound = bind(self.func, args, self.written)
-        self.check_batch(bound, howmany)
+        self.check_batch(bound, groups)
         if howmany == 0:
             return
         batch = self.func.batch_per_group
         groups = -(-howmany // batch)
-        global_size, local_size = self.owner.geometry(groups, self.func.work_group_size)
+        owner = type(self.owner)  # its methods: a kernel of the same name shadows them
+        global_size, local_size = owner.geometry(self.owner, groups, self.func.work_group_size)
         cl = _pyopencl()
-        staging = Staging(self.owner.queue, self.owner.svm)
+        staging = Staging(self.owner.build.queue, self.owner.build.svm)
         cl_args: list[Any] = []
         for i, (param, arg) in enumerate(zip(self.func.params, bound)):
             cl_args += staging.arguments(param.type, arg, i in self.written)
@@ -165,7 +183,9 @@ class CopyingKernel(Kernel):
         with self.lock:
             for i, a in enumerate(cl_args):
                 self.cl_kernel.set_arg(i, a)
-            cl.enqueue_nd_range_kernel(self.owner.queue, self.cl_kernel, global_size, local_size)
+            cl.enqueue_nd_range_kernel(
+                self.owner.build.queue, self.cl_kernel, global_size, local_size
+            )
         staging.finish()
 
 
