@@ -196,9 +196,9 @@ class Dpas(Plain):
         m: CoopMatrix = lo.get(inst.operands[0])
         if not self.holds(m.type):
             return PLAIN.extract(lo, inst)
-        from .plain import _check_index
+        from .access import check_component_index
 
-        _check_index(lo, inst, m.type)
+        check_component_index(lo, inst, m.type)
         sgs = subgroup_size(lo)
         documented = [[m.type.entry(sgs, lane, inst.index)] for lane in range(sgs)]
         return relayout(lo, m, self, PLAIN, documented).components[0]
