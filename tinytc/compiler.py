@@ -6,16 +6,19 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
+from . import reference
 from .errors import CompilationError
 from .gemm import Tiling
 from .ir import Function, LinalgInst, Program
 from .ir.core import recursion_for
 from .parser import parse
-from .passes import DEFAULT_PIPELINE, run_passes
-from .spirv.convert import argument_count, hidden_argument_count, lower
+from .passes import DEFAULT_PIPELINE, constant_fold, run_passes
+from .spirv.convert import argument_count, check_types, hidden_argument_count, lower
 from .target import CoreInfo, DpasForm, configure, get_target
 
 MAX_KERNEL_ARGUMENTS = 255  # SPIR-V's universal limit on function parameters
+
+constant_fold.EVALUATE = reference.handler_of  # constant-fold computes as the reference does
 
 
 def as_program(source_or_program: str | Program) -> Program:
@@ -39,6 +42,8 @@ def run_pipeline(
     source = as_program(source_or_program)
     with recursion_for(source):
         program = source.clone()
+        for func in program.functions:
+            check_types(func, core)
         if tilings and "tile-linalg" in passes:
             cut = list(passes).index("tile-linalg") + 1  # a tuner's tilings replace its choice
             run_passes(program, passes[:cut], core, opt_level)

@@ -81,3 +81,18 @@ def _coop_atomic_update(sp: Spmd, inst: ir.CoopMatrixAtomicUpdateInst, mask: np.
         arr[i0[ok], i1[ok]] = vec_arith(inst.op, old[ok], mats[s][ok], t.element)  # type: ignore[index]
         out[s] = old
     return PerSubgroup(out)
+
+
+@spmd_handles(ir.CoopMatrixAtomicBlendInst)
+def _coop_atomic_blend(sp: Spmd, inst: ir.CoopMatrixAtomicBlendInst, mask: np.ndarray) -> None:
+    """Subgroup after subgroup, each entry m becomes c + beta * m (in the element's type: 32-
+    and 64-bit elements only)."""
+    t: CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    mats = sp.matrices(inst, 0)
+    for s in sp.full_subgroups(inst, mask):
+        arr, x, y, beta = (sp.uniform(inst, i, s) for i in range(1, 5))
+        arr = _as_matrix(arr)
+        i0, i1, ok = _positions(inst, t.shape, arr.shape, int(x), int(y), "updates")
+        old = arr[i0[ok], i1[ok]]
+        scaled = vec_arith("mul", np.full_like(old, beta), old, t.element)
+        arr[i0[ok], i1[ok]] = vec_arith("add", mats[s][ok], scaled, t.element)  # type: ignore[index]

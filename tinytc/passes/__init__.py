@@ -14,6 +14,7 @@ from ..ir import Program
 from ..target import CoreInfo
 from .check_bounds import CheckBoundsPass
 from .check_ir import CheckIrPass
+from .constant_fold import ConstantFoldPass, DeadCodePass
 from .insert_barrier import InsertBarrierPass
 from .lifetime import InsertLifetimeStopPass, StackPass
 from .lower_linalg import LowerLinalgPass
@@ -32,6 +33,8 @@ class Pass(Protocol):
 PASSES: dict[str, Callable[[CoreInfo, int], Pass]] = {
     "check-ir": lambda t, o: CheckIrPass(),
     "check-bounds": lambda t, o: CheckBoundsPass(),  # jit(check_bounds=True) adds it
+    "constant-fold": lambda t, o: ConstantFoldPass(),
+    "dce": lambda t, o: DeadCodePass(),
     "insert-lifetime-stop": lambda t, o: InsertLifetimeStopPass(),
     "work-group-size": lambda t, o: WorkGroupSizePass(t, batching=o >= 2),
     "tile-linalg": lambda t, o: TilingPass(t, max_k_unroll=4 if o >= 1 else 1, staging=o >= 2),
@@ -42,6 +45,8 @@ PASSES: dict[str, Callable[[CoreInfo, int], Pass]] = {
 NEEDS_TARGET = frozenset({"work-group-size", "tile-linalg", "lower-linalg"})
 DEFAULT_PIPELINE = (
     "check-ir",
+    "constant-fold",
+    "dce",
     "insert-lifetime-stop",
     "work-group-size",
     "tile-linalg",

@@ -49,6 +49,21 @@ def converts(*classes: type[ir.Inst]) -> Callable[[Callable[..., None]], Callabl
     return register
 
 
+def check_types(func: ir.Function, target: CoreInfo) -> None:
+    """Every floating type the kernel uses must exist on the target (also checked before the
+    passes: a type that only dead code uses is refused all the same)."""
+    missing = {ir.F64: not target.fp64, ir.F16: not target.fp16}
+    values = [*func.params] + [r for inst in func.walk() for r in inst.results]
+    values += [v for inst in func.walk() for v in inst.operands]
+    for v in values:
+        t = v.type
+        el = t.memref.element if isinstance(t, ir.GroupType) else getattr(t, "element", t)
+        part = getattr(el, "component", el)
+        if missing.get(part):  # c64 needs f64
+            of = f" (its parts are {part})" if part != el else ""
+            raise CompilationError(v.loc, f"{el}{of} is not supported by target {target.name}")
+
+
 @dataclass
 class Memref:
     """A memref at run time: a typed pointer plus every shape and stride entry."""
@@ -323,19 +338,7 @@ class Lowering:
     # Kernels
 
     def check_types(self, func: ir.Function) -> None:
-        """Every floating type the kernel uses must exist on the target."""
-        missing = {ir.F64: not self.target.fp64, ir.F16: not self.target.fp16}
-        values = [*func.params] + [r for inst in func.walk() for r in inst.results]
-        values += [v for inst in func.walk() for v in inst.operands]
-        for v in values:
-            t = v.type
-            el = t.memref.element if isinstance(t, ir.GroupType) else getattr(t, "element", t)
-            part = getattr(el, "component", el)
-            if missing.get(part):  # c64 needs f64
-                of = f" (its parts are {part})" if part != el else ""
-                raise CompilationError(
-                    v.loc, f"{el}{of} is not supported by target {self.target.name}"
-                )
+        check_types(func, self.target)
 
     def kernel(self, func: ir.Function) -> None:
         self.check_types(func)

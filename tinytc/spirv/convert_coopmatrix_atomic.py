@@ -12,7 +12,8 @@ from collections.abc import Callable
 from .. import ir
 from ._grammar import Op, Scope
 from .convert import Lowering, converts
-from .convert_atomic import atomic_load, atomic_store, atomic_update
+from .convert_atomic import SCOPES, atomic_load, atomic_store, atomic_update, cas_update
+from .convert_scalar import binary
 from .coopmatrix import CoopMatrix, check_supported, implementation
 from .coopmatrix.plain import Access
 from .instruction import Id
@@ -47,7 +48,7 @@ def _each_entry(
     value: CoopMatrix = lo.get(inst.operands[0])
     t = value.type
     impl = implementation(lo, inst)
-    access = Access(lo, *inst.operands[1:], inst)
+    access = Access(lo, *inst.operands[1:4], inst)
     rt, boolean, zero = lo.scalar_type(t.element), lo.m.type_bool(), lo.const(t.element, 0)
     lane = lo.lane() if impl.replicated(t) else None
     out = []
@@ -80,3 +81,19 @@ def _update(lo: Lowering, inst: ir.CoopMatrixAtomicUpdateInst) -> None:
 
     components = _each_entry(lo, inst, write)
     lo.values[inst.result] = CoopMatrix(inst.operands[0].type, components)  # type: ignore[arg-type]
+
+
+@converts(ir.CoopMatrixAtomicBlendInst)
+def _blend(lo: Lowering, inst: ir.CoopMatrixAtomicBlendInst) -> None:
+    """entry := c + beta * entry by a compare-exchange loop per entry (no target has such an
+    atomic instruction); beta * entry rounds before the add, as the reference's does."""
+    el = inst.operands[0].coopmatrix_type.element
+    beta, scope = lo.get(inst.beta), lo.u32(SCOPES[inst.scope])
+
+    def write(access: Access, p: Id, c: Id) -> Id:
+        def update(old: Id) -> Id:
+            return binary(lo, "add", el, c, binary(lo, "mul", el, beta, old))
+
+        return cas_update(lo, access.m, p, scope, inst.semantics, update)
+
+    _each_entry(lo, inst, write)

@@ -37,6 +37,7 @@ from .coopmatrix_atomic import (
     CoopMatrixAtomicStoreInst,
     CoopMatrixAtomicUpdateInst,
 )
+from .coopmatrix_blend import CoopMatrixAtomicBlendInst
 from .linalg import (
     AxpbyInst,
     GemmInst,
@@ -81,6 +82,7 @@ __all__ = [
     "CastInst",
     "CompareInst",
     "CoopMatrixApplyInst",
+    "CoopMatrixAtomicBlendInst",
     "CoopMatrixAtomicLoadInst",
     "CoopMatrixAtomicStoreInst",
     "CoopMatrixAtomicUpdateInst",

@@ -191,6 +191,10 @@ def _linalg(ctx: Ctx, p: P) -> Inst:
     if element is not None:
         for i in (0, arity - 2):  # alpha and beta
             values[i] = _widen(ctx, values[i], refs[i].loc, element)
+    if atomic and values[arity - 2].constant not in (0, 1):  # the rev2 dialect allows any
+        raise CompilationError(
+            refs[arity - 2].loc, f"{name}.atomic needs a constant beta of 0 or 1 in v0.4"
+        )
     inst = cls(*transposes, *values, atomic=atomic, loc=ctx.loc, operand_locs=operand_locs(*refs))
     if len(p) > 3:
         attrs, loc = p[4]

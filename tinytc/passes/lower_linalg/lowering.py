@@ -15,6 +15,7 @@ from ...ir import (
     CastInst,
     CompareInst,
     Constant,
+    CoopMatrixAtomicBlendInst,
     CoopMatrixConstructInst,
     CoopMatrixMulAddInst,
     CoopMatrixScaleInst,
@@ -191,17 +192,42 @@ class Lowering:
     def atomic(
         self, inst: LinalgInst, out: Operand, t: Tile, total: Value, acc: ScalarType
     ) -> None:
+        """X := total + beta * X atomically: a plain store for beta 0 (X not read), an atomic
+        add for beta 1, and otherwise (the rev2 dialect's any beta; v0.4 allows 0 and 1
+        only) a compare-exchange loop per entry (cooperative_matrix_atomic_blend)."""
         e = self.e
         el = out.type.element
         beta = inst.beta.constant
-        if beta != 0 and (beta != 1 or el != acc or el.component.bits not in (32, 64)):
-            shown = "dynamic" if beta is None else beta
+        if el.is_complex and beta not in (0, 1):  # its pseudo-atomic add has no blend
+            raise CompilationError(inst.loc, f"{inst.mnemonic}.atomic on {el} needs beta 0 or 1")
+        if beta != 0 and (el != acc or el.component.bits not in (32, 64)):
             raise CompilationError(
                 inst.loc,
-                f"{inst.mnemonic}.atomic needs beta 0 or 1 and a 32- or 64-bit element type, "
-                f"got beta {shown} and {el}",
+                f"{inst.mnemonic}.atomic with beta other than 0 needs a 32- or 64-bit element "
+                f"type that it sums in, got {el}",
             )
         value = self.convert(total, el)
-        e.add(CoopMatrixStoreInst(
-            value, out.value, e.value(t.row), e.value(t.col), False, t.checked, atomic_add=beta == 1
-        ))  # fmt: skip
+        row, col = e.value(t.row), e.value(t.col)
+
+        def store(atomic_add: bool) -> None:
+            e.add(CoopMatrixStoreInst(value, out.value, row, col, False, t.checked, atomic_add))
+
+        def blend() -> None:
+            e.add(CoopMatrixAtomicBlendInst(
+                value, out.value, row, col, inst.beta, False, t.checked, scope="device"
+            ))  # fmt: skip
+
+        if beta in (0, 1):
+            store(atomic_add=beta == 1)
+        elif beta is not None:
+            blend()
+        else:  # beta known at run time: X not read when it is 0, as in update
+            zero = Constant(0.0 if el.is_float else 0, el, inst.loc)
+            is_zero = e.add(CompareInst("eq", inst.beta, zero)).result
+            choice = e.add(IfInst(is_zero, []))
+            with e.b.at(choice.regions[0]):
+                store(atomic_add=False)
+                e.add(YieldInst([]))
+            with e.b.at(choice.regions[1]):
+                blend()
+                e.add(YieldInst([]))

@@ -16,6 +16,8 @@ from typing import Any
 from ... import ir
 from ...ir import (
     AtomicUpdateInst,
+    Constant,
+    CoopMatrixAtomicBlendInst,
     CoopMatrixAtomicLoadInst,
     CoopMatrixAtomicStoreInst,
     CoopMatrixAtomicUpdateInst,
@@ -81,7 +83,9 @@ class AtomicStatements(CollectiveStatements):
             return CoopMatrixLoadInst(t, *operands)
         return CoopMatrixAtomicLoadInst(t, *operands)
 
-    @generates(ir.CoopMatrixAtomicStoreInst, ir.CoopMatrixAtomicUpdateInst)
+    @generates(
+        ir.CoopMatrixAtomicStoreInst, ir.CoopMatrixAtomicUpdateInst, ir.CoopMatrixAtomicBlendInst
+    )
     def cm_store_form(self, value: Value, *operands: Any) -> Inst:
         """The store coopmatrix.py draws, at times in its atomic form: an atomic store for a
         plain one, cooperative_matrix_atomic_add (its old values unused) for .atomic_add."""
@@ -91,6 +95,9 @@ class AtomicStatements(CollectiveStatements):
         if self.atomic_form(t.element) is None:
             return CoopMatrixStoreInst(*position, atomic_add)
         scope = self.pick(SCOPES[1:])
+        if atomic_add and self.flag(30):  # c + 1 * entry: the same sum, by compare-exchange
+            one = Constant(1.0 if t.element.is_float else 1, t.element)
+            return CoopMatrixAtomicBlendInst(*position[:4], one, *position[4:], scope=scope)
         if atomic_add:
             return CoopMatrixAtomicUpdateInst("add", *position, scope=scope)
         return CoopMatrixAtomicStoreInst(*position, scope=scope)

@@ -115,12 +115,14 @@ class CollectiveStatements(ViewStatements):
 
     def coefficients(self, c: View, atomic: bool, shared: bool) -> tuple[Scalar, Scalar]:
         """alpha and beta; beta is 0 where c is not yet written, and for atomics a constant
-        (1 where groups add to shared memory)."""
+        (1 where groups add to shared memory, whose order of updates must not matter)."""
         el = c.root.element
         alpha = self.operand(el) if self.flag(30) else self.small(el, [1, 2, -1, 0.5])
         initialized = self.initialized(c.root)
-        if atomic:
-            beta = self.constant(el, 1 if shared or (initialized and self.flag(50)) else 0)
+        if atomic and not shared and initialized and self.flag(50):
+            beta = self.small(el, [1, 2, -1])  # beyond 1: a compare-exchange loop per entry
+        elif atomic:
+            beta = self.constant(el, 1 if shared else 0)
         elif initialized and self.flag(30):
             beta = self.operand(el)
         else:
