@@ -25,7 +25,15 @@ from ...ir import (
     ScalarType,
     SizeInst,
 )
-from ..intervals import MAG_LIMIT, constant_range, float_interval, int_interval, value_range, widen
+from ..intervals import (
+    EPSILON,
+    MAG_LIMIT,
+    constant_range,
+    float_interval,
+    int_interval,
+    value_range,
+    widen,
+)
 from .base import generates
 from .complex import ComplexStatements
 from .features import FLOAT_TYPES, INT_TYPES
@@ -273,6 +281,8 @@ class ScalarStatements(ComplexStatements):
                 mag = max(abs(lo), abs(hi))
             if mag > MAG_LIMIT[to.name]:
                 return None
+            if src.is_float and not a.exact and EPSILON[src.name] > EPSILON[to.name]:
+                return None  # it carries its narrow type's error (a math function's ulps)
         else:
             if not (lo_t <= a.lo and a.hi <= hi_t):
                 lo, hi = lo_t, hi_t
