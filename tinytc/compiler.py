@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from . import reference
 from .errors import CompilationError
 from .gemm import Tiling
 from .ir import Function, LinalgInst, Program
@@ -18,7 +18,16 @@ from .target import CoreInfo, DpasForm, configure, get_target
 
 MAX_KERNEL_ARGUMENTS = 255  # SPIR-V's universal limit on function parameters
 
-constant_fold.EVALUATE = reference.handler_of  # constant-fold computes as the reference does
+
+def _reference_semantics(inst: Any) -> Any:
+    """constant-fold computes as the reference does (loaded on the first fold, so that
+    ``import tinytc`` does not load the interpreter)."""
+    from .reference import handler_of
+
+    return handler_of(inst)
+
+
+constant_fold.EVALUATE = _reference_semantics
 
 
 def as_program(source_or_program: str | Program) -> Program:
