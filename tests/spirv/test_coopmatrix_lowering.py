@@ -322,12 +322,13 @@ def error_program(kind: str):  # type: ignore[no-untyped-def]
             zero = Constant(0, INDEX)
             if kind == "matrix_b":  # 32 x 16 values held whole
                 kb.add(CoopMatrixLoadInst(cm(F32, 32, 16, "matrix_b"), a, zero, zero, loc=LOC))
-            elif kind == "matrix_acc":  # 4 row blocks x 80 columns
-                kb.add(CoopMatrixConstructInst(cm(F32, 64, 80, "matrix_acc"), const(0, F32),
-                                               loc=LOC))  # fmt: skip
+            elif kind == "matrix_acc":  # 4 row blocks x 80 columns, stored (dce keeps it)
+                big = kb.add(CoopMatrixConstructInst(cm(F32, 64, 80, "matrix_acc"),
+                                                     const(0, F32), loc=LOC))  # fmt: skip
+                kb.store(big.result, a, checked="both")
             elif kind == "cast":
                 c = kb.load(cm(F32, 32, 16, "matrix_acc"), a)
-                kb.add(CastInst(c, cm(F32, 32, 16, "matrix_b"), loc=LOC))
+                kb.store(kb.add(CastInst(c, cm(F32, 32, 16, "matrix_b"), loc=LOC)).result, a)
             else:  # extract / insert of component 6 of 6 (2 row blocks x 3 columns)
                 use = "matrix_b" if kind.endswith("_b") else "matrix_acc"
                 c = kb.load(cm(F32, 20, 3, use), a)
