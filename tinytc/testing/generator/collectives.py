@@ -120,7 +120,8 @@ class CollectiveStatements(ViewStatements):
         alpha = self.operand(el) if self.flag(30) else self.small(el, [1, 2, -1, 0.5])
         initialized = self.initialized(c.root)
         if atomic and not shared and initialized and self.flag(50):
-            beta = self.small(el, [1, 2, -1])  # beyond 1: a compare-exchange loop per entry
+            # beyond 1 a compare-exchange loop per entry, which v0.4 does not allow
+            beta = self.small(el, [1] if self.limits.dialect == "v0.4" else [1, 2, -1])
         elif atomic:
             beta = self.constant(el, 1 if shared else 0)
         elif initialized and self.flag(30):
