@@ -20,6 +20,8 @@ from ...ir import (
     MemrefType,
     Value,
 )
+from ...ir.syntax import V04
+from ...ir.syntax import written_result as result
 from ..context import Ref
 from ..driver import rule
 from ..lexer import Token
@@ -27,7 +29,6 @@ from .attributes import tiling_attribute
 from .base import Ctx, P, operand_locs
 from .coopmatrix import CHECKED, REDUCE_MODES, TRANSPOSE, _coopmatrix_of, _flags, _literal_int
 from .linalg import LINALG, _widen
-from .v04 import V04, result
 
 
 def _at(ctx: Ctx, refs: list[Ref]) -> list[Value]:
