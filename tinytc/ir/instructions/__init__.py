@@ -48,16 +48,8 @@ from .linalg import (
     SumInst,
 )
 from .math import MATH_UNARY, MathInst
-from .memref import (
-    AllocaInst,
-    ExpandInst,
-    FuseInst,
-    LifetimeStopInst,
-    LoadInst,
-    SizeInst,
-    StoreInst,
-    SubviewInst,
-)
+from .memory import AllocaInst, LifetimeStopInst, LoadInst, StoreInst
+from .memref import ExpandInst, FuseInst, SizeInst, SubviewInst
 from .subgroup import (
     SUBGROUP_OPERATIONS,
     SubgroupBroadcastInst,

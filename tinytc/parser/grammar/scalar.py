@@ -3,14 +3,9 @@ their classes, tinytc/ir/instructions/arith.py)."""
 
 from __future__ import annotations
 
-from ...ir import AllocaInst, GroupIdInst, GroupSizeInst, Inst
+from ...ir import GroupIdInst, GroupSizeInst, Inst
 from ..driver import rule
 from .base import Ctx, P
-
-
-@rule("value_instruction : ALLOCA ARROW memref_type", dialect="rev2", builds=(AllocaInst,))
-def _alloca(ctx: Ctx, p: P) -> Inst:
-    return AllocaInst(p[2], loc=ctx.loc)
 
 
 @rule(

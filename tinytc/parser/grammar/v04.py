@@ -5,52 +5,27 @@ parenthesised lists, comparisons and builtins have words of their own (docs/lang
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...errors import CompilationError, Location
 from ...ir import (
     INDEX,
-    AllocaInst,
-    ExpandInst,
     ForeachInst,
-    FuseInst,
     GroupIdInst,
     GroupSizeInst,
     Inst,
-    LoadInst,
-    MemrefType,
     NumSubgroupsInst,
     SizeInst,
-    StoreInst,
     SubgroupIdInst,
     SubgroupLocalIdInst,
     SubgroupSizeBuiltinInst,
-    SubviewInst,
-    Value,
     YieldInst,
 )
 from ...ir.syntax import V04, written_result
-from ..context import Ref, parse_int
+from ..context import parse_int
 from ..driver import rule
 from ..lexer import Token
 from .base import Ctx, P, operand_locs
 
 # Scalars
-
-
-@rule(
-    "value_instruction : ALLOCA COLON memref_type",
-    "value_instruction : ALLOCA dictionary COLON memref_type",
-    builds=(AllocaInst,),
-    dialect=V04,
-)
-def _alloca(ctx: Ctx, p: P) -> Inst:
-    if len(p) == 4:
-        attrs, loc = p[1]
-        unknown = set(attrs) - {"alignment"}
-        if unknown:
-            raise CompilationError(loc, f"unknown attribute {sorted(unknown)[0]} of alloca")
-    return AllocaInst(p[-1], loc=ctx.loc)
 
 
 @rule(
@@ -146,41 +121,6 @@ def _foreach_header(ctx: Ctx, p: P) -> Inst:
 
 
 @rule(
-    "value_instruction : EXPAND operand LBRACKET INTEGER ARROW expand_shape RBRACKET COLON type",
-    builds=(ExpandInst,),
-    dialect=V04,
-)
-def _expand(ctx: Ctx, p: P) -> Inst:
-    shape = [None if r is None else ctx.value(r, INDEX, check=False) for r in p[5]]
-    locs = [p[1].loc] + [r.loc for r in p[5] if r is not None]
-    inst = ExpandInst(ctx.typed(p[1]), parse_int(p[3]), shape, loc=ctx.loc, operand_locs=locs)
-    return written_result(ctx, inst, p[8])
-
-
-@rule(
-    "value_instruction : FUSE operand LBRACKET INTEGER COMMA INTEGER RBRACKET COLON type",
-    builds=(FuseInst,),
-    dialect=V04,
-)
-def _fuse(ctx: Ctx, p: P) -> Inst:
-    src = ctx.typed(p[1])
-    inst = FuseInst(src, parse_int(p[3]), parse_int(p[5]), loc=ctx.loc, operand_locs=[p[1].loc])
-    return written_result(ctx, inst, p[8])
-
-
-@rule(
-    "value_instruction : LOAD operand LBRACKET indices RBRACKET COLON type",
-    builds=(LoadInst,),
-    dialect=V04,
-)
-def _load(ctx: Ctx, p: P) -> Inst:
-    indices = [ctx.value(r, INDEX, check=False) for r in p[3]]
-    locs = operand_locs(p[1], *p[3])
-    inst = LoadInst(ctx.typed(p[1]), indices, loc=ctx.loc, operand_locs=locs)
-    return written_result(ctx, inst, p[6])
-
-
-@rule(
     "value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type",
     builds=(SizeInst,),
     dialect=V04,
@@ -188,35 +128,3 @@ def _load(ctx: Ctx, p: P) -> Inst:
 def _size(ctx: Ctx, p: P) -> Inst:
     inst = SizeInst(ctx.typed(p[1]), parse_int(p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
     return written_result(ctx, inst, p[6])
-
-
-@rule(
-    "value_instruction : SUBVIEW operand LBRACKET slices RBRACKET COLON type",
-    builds=(SubviewInst,),
-    dialect=V04,
-)
-def _subview(ctx: Ctx, p: P) -> Inst:
-    slices: list[tuple[Value, Any]] = []
-    locs = [p[1].loc]
-    for offset, size in p[3]:
-        slices.append((ctx.value(offset, INDEX, check=False), size))
-        locs.append(offset.loc)
-        if isinstance(size, Ref):
-            slices[-1] = (slices[-1][0], ctx.value(size, INDEX, check=False))
-            locs.append(size.loc)
-    inst = SubviewInst(ctx.typed(p[1]), slices, loc=ctx.loc, operand_locs=locs)
-    return written_result(ctx, inst, p[6])
-
-
-@rule(
-    "statement : STORE operand COMMA operand LBRACKET indices RBRACKET",
-    builds=(StoreInst,),
-    dialect=V04,
-)
-def _store(ctx: Ctx, p: P) -> Inst:
-    target = ctx.typed(p[3])
-    element = target.type.element if isinstance(target.type, MemrefType) else None
-    value = ctx.typed(p[1], element)
-    indices = [ctx.value(r, INDEX, check=False) for r in p[5]]
-    locs = operand_locs(p[1], p[3], *p[5])
-    return StoreInst(value, target, indices, loc=ctx.loc, operand_locs=locs)
