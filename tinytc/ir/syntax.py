@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import CompilationError, Location
-from .core import Inst
-from .types import MemrefType, Type
+from .core import Inst, Value
+from .types import INDEX, CoopMatrixType, MemrefType, Type
 
 Ctx = Any  # tinytc.parser.context.ParseContext
 P = list[Any]
@@ -43,3 +43,59 @@ def _generalizes(written: Type, got: Type) -> bool:
     pairs = [*zip(written.shape, got.shape), *zip(written.stride, got.stride)]
     same = written.element == got.element and written.order == got.order
     return same and all(w is None or w == g for w, g in pairs)
+
+
+def flags(
+    keyword: Any, modifiers: list[Any], slots: list[tuple[str, ...]], required: bool = False
+) -> list[str]:
+    """The modifiers of an instruction: at most one of each slot, in the order of the slots
+    ('' for an absent one); with ``required`` the only slot must be given."""
+    options = ["|".join("." + flag for flag in slot) for slot in slots]
+    syntax = keyword.value + (options[0] if required else "".join(f"[{o}]" for o in options))
+    chosen = [""] * len(slots)
+    position = 0
+    for token in modifiers:
+        flag = token.value[1:]
+        slot = next((i for i, allowed in enumerate(slots) if flag in allowed), None)
+        if slot is None:
+            raise CompilationError(
+                token.loc, f"unknown modifier '{token.value}' of {keyword.value}, expected {syntax}"
+            )
+        if slot < position:
+            raise CompilationError(
+                token.loc,
+                f"modifier '{token.value}' of {keyword.value} is repeated or out of order, "
+                f"expected {syntax}",
+            )
+        chosen[slot], position = flag, slot + 1
+    if required and not chosen[0]:
+        loc = modifiers[-1].loc if modifiers else keyword.loc
+        raise CompilationError(loc, f"{keyword.value} needs a modifier: {syntax}")
+    return chosen
+
+
+def literal_int(ctx: Ctx, token: Any, what: str, minimum: int = 0) -> int:
+    """A literal attribute (index, cache level, size), located where it is written."""
+    value: int = ctx.integer(token)
+    if value < minimum:
+        rule = "non-negative" if minimum == 0 else f"at least {minimum}"
+        raise CompilationError(token.loc, f"{what} must be {rule}, got {value}")
+    return value
+
+
+def coopmatrix_of(located: tuple[Type, Location], what: str) -> CoopMatrixType:
+    """The type of a ``located_type`` (type, where it is written) that must be a coopmatrix."""
+    t, loc = located
+    if not isinstance(t, CoopMatrixType):
+        raise CompilationError(loc, f"{what} must be a coopmatrix type, got {t}")
+    return t
+
+
+def position(ctx: Ctx, refs: list[Any], memref_type: Type | None = None) -> list[Value]:
+    """A memref and the two indices of a ``position`` (``%M[%x, %y]``); rev2 writes the
+    memref's type, v0.4 (``memref_type`` None) lets the memref bring its own."""
+    memref, row, col = refs
+    if memref_type is None:  # (the memref first: the order in which errors are found)
+        return [ctx.typed(memref), *(ctx.value(r, INDEX, check=False) for r in (row, col))]
+    rest = [ctx.value(r, INDEX, check=False) for r in (row, col)]
+    return [ctx.value(memref, memref_type), *rest]

@@ -12,18 +12,10 @@ from .control import (
     YieldInst,
 )
 from .coopmatrix import (
-    COOPMATRIX_INSTS,
     SUBGROUP_BUILTINS,
-    CoopMatrixApplyInst,
-    CoopMatrixConstructInst,
-    CoopMatrixExtractInst,
-    CoopMatrixInsertInst,
     CoopMatrixInst,
     CoopMatrixLoadInst,
-    CoopMatrixMulAddInst,
     CoopMatrixPrefetchInst,
-    CoopMatrixReduceInst,
-    CoopMatrixScaleInst,
     CoopMatrixStoreInst,
     NumSubgroupsInst,
     ParallelInst,
@@ -38,6 +30,15 @@ from .coopmatrix_atomic import (
     CoopMatrixAtomicUpdateInst,
 )
 from .coopmatrix_blend import CoopMatrixAtomicBlendInst
+from .coopmatrix_compute import (
+    CoopMatrixApplyInst,
+    CoopMatrixConstructInst,
+    CoopMatrixExtractInst,
+    CoopMatrixInsertInst,
+    CoopMatrixMulAddInst,
+    CoopMatrixReduceInst,
+    CoopMatrixScaleInst,
+)
 from .linalg import (
     AxpbyInst,
     GemmInst,
@@ -55,6 +56,20 @@ from .subgroup import (
     SubgroupBroadcastInst,
     SubgroupInst,
     SubgroupOperationInst,
+)
+
+# the cooperative_matrix_* instructions (check-ir keeps them in parallel regions)
+COOPMATRIX_INSTS = (
+    CoopMatrixLoadInst,
+    CoopMatrixStoreInst,
+    CoopMatrixMulAddInst,
+    CoopMatrixScaleInst,
+    CoopMatrixConstructInst,
+    CoopMatrixApplyInst,
+    CoopMatrixExtractInst,
+    CoopMatrixInsertInst,
+    CoopMatrixReduceInst,
+    CoopMatrixPrefetchInst,
 )
 
 __all__ = [
