@@ -243,7 +243,8 @@ def _integer_unary(op: str, a: Any, t: ScalarType) -> Any:
 
 @handles(ir.CastInst)
 def _cast(f: Frame, inst: ir.CastInst) -> Any:
-    return cast_value(f.get(inst.operands[0]), inst.operands[0].scalar_type, inst.to)  # type: ignore[arg-type]
+    a = inst.operands[0]
+    return cast_value(f.get(a), a.scalar_type, inst.result.scalar_type)
 
 
 def cast_value(a: Any, src: ScalarType, to: ScalarType) -> Any:
@@ -327,14 +328,14 @@ def _load(f: Frame, inst: ir.LoadInst) -> Any:
         m = group.member(_indices(f, inst, 1, [group.count])[0])
         return _view(m.array, 0, m.shape, m.stride)
     arr = f.get(src)
-    return load_elem(arr, _indices(f, inst, 1, arr.shape), src.type.element)  # type: ignore[union-attr]
+    return load_elem(arr, _indices(f, inst, 1, arr.shape), src.memref_type.element)
 
 
 @handles(ir.StoreInst)
 def _store(f: Frame, inst: ir.StoreInst) -> None:
     v, m = inst.operands[:2]
     arr = f.get(m)
-    store_elem(arr, _indices(f, inst, 2, arr.shape), f.get(v), m.type.element)  # type: ignore[union-attr]
+    store_elem(arr, _indices(f, inst, 2, arr.shape), f.get(v), m.memref_type.element)
 
 
 @handles(ir.SubviewInst)

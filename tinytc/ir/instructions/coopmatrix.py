@@ -128,7 +128,7 @@ class CoopMatrixInst(Inst):
     def check_tile_fits(self, first: int, reach: tuple[int | None, int | None]) -> None:
         """A constant position in a mode that is not checked keeps the tile inside a static
         extent (a mode the memref lacks has size 1)."""
-        m: MemrefType = self.operands[first].type  # type: ignore[assignment]
+        m = self.operands[first].memref_type
         extents = (*m.shape, 1, 1)[:2]
         for mode, (cover, extent) in enumerate(zip(reach, extents)):
             at = static_dim(self.operands[first + 1 + mode])

@@ -281,7 +281,7 @@ def _parse_construct(ctx: Ctx, p: P) -> Inst:
 @syntax("value_instruction : apply_header body")
 def _parse_apply(ctx: Ctx, p: P) -> Inst:
     ctx.close_region()
-    return p[0]  # type: ignore[no-any-return]
+    return p[0]
 
 
 def _apply_header(ctx: Ctx, p: P, matrix: Value) -> CoopMatrixApplyInst:

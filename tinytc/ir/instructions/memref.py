@@ -31,7 +31,7 @@ def _check_indices(inst: Inst, first: int, t: MemrefType | None = None) -> None:
 
 
 def _check_in_bounds(inst: Inst, i: int, index: Dim, extent: Dim, mode: int) -> None:
-    if None not in (index, extent) and index >= extent:  # type: ignore[operator]
+    if index is not None and extent is not None and index >= extent:
         raise inst.error(f"index {index} is out of bounds of mode {mode}, of size {extent}", i)
 
 
@@ -89,8 +89,7 @@ class SubviewInst(Inst):
                 _check_in_bounds(self, off, offset, extent, mode)
                 length: Dim = 1
             elif kind == "rest":
-                known = None not in (extent, offset)
-                length = extent - offset if known else DYNAMIC  # type: ignore[operator]
+                length = extent - offset if extent is not None and offset is not None else DYNAMIC
                 if length is not None and length <= 0:
                     raise self.error(
                         f"slice {offset}:? of mode {mode} is empty: the mode has size {extent}",
@@ -101,7 +100,12 @@ class SubviewInst(Inst):
                 self.expect_type(size, INDEX, "size")
                 self.expect_positive(size, "size")
                 length = static_dim(self.operands[size])
-            if None not in (extent, offset, length) and offset + length > extent:  # type: ignore
+            if (
+                extent is not None
+                and offset is not None
+                and length is not None
+                and (offset + length > extent)
+            ):
                 raise self.error(
                     f"slice {offset}:{length} of mode {mode} exceeds its size {extent}",
                     size if size is not None else off,
@@ -117,8 +121,8 @@ class SubviewInst(Inst):
             text = p.name(self.operands[off])
             if kind == "rest" and self.operands[off].constant == 0:
                 text = ":"
-            elif kind == "slice":
-                text += ":" + p.name(self.operands[size])  # type: ignore[index]
+            elif kind == "slice" and size is not None:
+                text += ":" + p.name(self.operands[size])
             elif kind == "rest":
                 text += ":?"
             parts.append(text)
@@ -201,13 +205,14 @@ class FuseInst(Inst):
             raise self.error(f"fuse needs 0 <= from < to < {t.order}, got [{i},{j}]")
         for k in range(i, j):
             s, size, nxt = t.stride[k], t.shape[k], t.stride[k + 1]
-            if None not in (s, size, nxt) and s * size != nxt:  # type: ignore[operator]
+            if s is not None and size is not None and nxt is not None and s * size != nxt:
                 raise self.error(
                     f"modes {k} and {k + 1} of {t} cannot be fused: stride {s} times size "
                     f"{size} is not the next stride {nxt}"
                 )
         fused = t.shape[i : j + 1]
-        size = None if None in fused else math.prod(fused)  # type: ignore[arg-type]
+        known = [d for d in fused if d is not None]
+        size = math.prod(known) if len(known) == len(fused) else None
         shape = t.shape[:i] + (size,) + t.shape[j + 1 :]
         stride = t.stride[: i + 1] + t.stride[j + 1 :]
         return [_view(self, t, shape, stride)]
