@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import tinytc  # noqa: E402
-from tinytc.runtime import ptx, ptx_opencl  # noqa: E402
+from tinytc.runtime import ptx_opencl  # noqa: E402
 from tinytc.runtime.device import _pyopencl, default_context, default_device  # noqa: E402
 
 DTYPES = {"f32": np.float32, "f64": np.float64}
@@ -118,7 +118,7 @@ def variant_source(source: str, spec: str) -> str:
     """The source with a variant's attributes: "0" is the compiler's choice; otherwise tokens
     joined by "_": sS subgroup size, wMxN work-group size, bB batch_per_group, tRxCxK the
     gemm's tiling (rows and columns per item, K unroll; needs w), a0/a1 its stage_a (default:
-    the compiler's for the shape), n0 PTX without noalias parameters (ptx.NOALIAS)."""
+    the compiler's for the shape)."""
     if spec == "0":
         return source
     head, rest = source.split(") {", 1)
@@ -136,8 +136,6 @@ def variant_source(source: str, spec: str) -> str:
             tiling = [int(v) for v in value.split("x")]
         elif key == "a":
             stage = value == "1"
-        elif token == "n0":
-            pass  # translated with ptx.NOALIAS off (gemm_shape, _build)
         else:
             raise ValueError(f"unknown variant token {token!r}")
     source = f"{head}) {' '.join(attrs)} {{{rest}"
@@ -178,15 +176,12 @@ def gemm_shape(
     variants = {}
     for k in tries:
         dc.fill(np.nan)
-        ptx.NOALIAS = "n0" not in k.split("_")
         try:
             kernels = tinytc.jit(variant_source(gemm_source_of(name), k), queue)
             kernels.gemm(da, db, dc, howmany=batch)
         except Exception as error:  # a variant the compiler refuses: say so, go on
             print(f"  {name} {k}: {type(error).__name__}: {str(error)[:200]}", flush=True)
             continue
-        finally:
-            ptx.NOALIAS = True
         c = dc.get()
         error = float(np.max(np.abs(c[:, :, sample] - want)) / np.max(np.abs(want)))
         if not error < 1e-3:
@@ -255,31 +250,34 @@ def gemm_source_of(shape: str) -> str:
     return str(gemm_source(ty, int(n), trans[0], trans[1]))
 
 
-def _build(job: tuple[str, Any, str, bool]) -> tuple[tuple[bytes, bool], Any] | None:
-    source, core, arch, noalias = job
-    ptx.NOALIAS = noalias
+def _build(job: tuple[str, Any, str]) -> tuple[bytes, Any] | None:
+    from tinytc.runtime.ptx import to_ptx
+
+    source, core, arch = job
     try:
         binary = tinytc.compile(source, core)
-        return (binary, noalias), ptx.to_ptx(binary, arch)
+        return binary, to_ptx(binary, arch)
     except Exception:  # the timing run reports it
         return None
 
 
-def prebuild(sources: list[tuple[str, bool]], device: Any, jobs: int) -> None:
+def prebuild(sources: list[str], device: Any, jobs: int) -> None:
     """Translate the sources' modules to PTX in `jobs` processes and let tinytc's translation
     take them from there (the same SPIR-V, hence the same PTX): variant sweeps build hundreds
     of kernels, each about a second of llvm-spirv and LLVM."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    from tinytc.runtime import ptx
+
     core, arch = ptx_opencl.nvidia_core_info(device), ptx_opencl.arch_of(device)
     spawn = multiprocessing.get_context("spawn")  # no child inherits the CUDA driver's state
     with ProcessPoolExecutor(jobs, mp_context=spawn) as pool:
-        built = dict(r for r in pool.map(_build, [(s, core, arch, n) for s, n in sources]) if r)
+        built = dict(r for r in pool.map(_build, [(s, core, arch) for s in sources]) if r)
     translate = ptx.to_ptx
 
     def cached(binary: bytes, arch: str = ptx.DEFAULT_ARCH, *rest: Any) -> Any:
-        found = built.get((binary, ptx.NOALIAS))
+        found = built.get(binary)
         return found if found is not None else translate(binary, arch, *rest)
 
     ptx.to_ptx = cached  # type: ignore[assignment]
@@ -323,7 +321,7 @@ def main(argv: list[str]) -> int:
     shapes = [s for s in SHAPES if any(fnmatch.fnmatch(s, p) for p in args.shapes)]
     if args.jobs > 1:
         sources = [
-            (variant_source(gemm_source_of(s), v), "n0" not in v.split("_"))
+            variant_source(gemm_source_of(s), v)
             for s in shapes if not s.startswith("chain") for v in variants_of(s, args.variants)
         ]  # fmt: skip
         prebuild(sources, default_device(), args.jobs)

@@ -11,11 +11,7 @@ From SPIR to NVPTX IR:
   between two spaces that became one is a bitcast;
 - spir_kernel functions become ptx_kernel functions, spir_func calls plain C calls;
 - `reqd_work_group_size` becomes `.reqntid` (the launch must match it, as in OpenCL), and the
-  SubgroupSize of each kernel picks the builtins of its subgroup size;
-- the kernels' global pointer parameters are `noalias` (NOALIAS): no kernel call writes memory
-  that another argument reads or writes (docs/jit-safety.md section 3, the call refuses such
-  arguments), so LLVM may reorder loads and stores of different arguments and read the
-  arguments that the kernel does not write through the non-coherent cache (`ld.global.nc`).
+  SubgroupSize of each kernel picks the builtins of its subgroup size.
 
 Importing this module needs neither llvmlite nor the translator: they are imported on first
 use, and a missing one is a PtxError that says which package to install.
@@ -43,12 +39,6 @@ SPACES = {"0": "", "1": " addrspace(1)", "2": " addrspace(4)", "3": " addrspace(
 INSTALL_HINT = 'pip install "tinytc[ptx]" (dpcpp-llvm-spirv, llvmlite, nvidia-cuda-nvcc-cu12)'
 LIBDEVICE_ENV = "TINYTC_LIBDEVICE"
 TRANSLATOR_ENV = "TINYTC_LLVM_SPIRV"
-NOALIAS = True  # the kernels' global pointers are noalias (module docstring)
-
-
-def translation_key() -> str:
-    """What, besides the SPIR-V and the architecture, decides the PTX (for cache keys)."""
-    return f"noalias={int(NOALIAS)}"
 
 
 class PtxError(RuntimeError):
@@ -127,8 +117,6 @@ _CAST = re.compile(
     r"addrspacecast (\(?)ptr((?: addrspace\(\d+\))?) ([^ ,()]+) to ptr((?: addrspace\(\d+\))?)"
 )
 _CALL = re.compile(r"@([\w.$]+)\(")
-_KERNEL = re.compile(r"^(define ptx_kernel void @[\w.$]+\()((?:[^()]|\(\d+\))*)(\).*)$", re.M)
-_GLOBAL_PARAM = re.compile(r"(ptr addrspace\(1\)) (?!noalias)")
 
 
 def kernels_of(text: str) -> dict[str, PtxKernel]:
@@ -163,8 +151,6 @@ def nvptx_ir(text: str, kernels: dict[str, PtxKernel], data_layout: str) -> str:
 
     text = _CAST.sub(cast, text)
     text = text.replace("define spir_kernel ", "define ptx_kernel ").replace("spir_func ", "")
-    if NOALIAS:
-        text = _KERNEL.sub(lambda m: m[1] + _GLOBAL_PARAM.sub(r"\1 noalias ", m[2]) + m[3], text)
     text = _rename_subgroup_calls(text, kernels)
     annotations = [
         f'!{{ptr @{k.name}, !"reqntid{axis}", i32 {n}}}'

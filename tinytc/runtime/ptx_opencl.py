@@ -70,11 +70,11 @@ def arch_of(device: Any) -> str:
 def load_ptx(binary: bytes, context: Any, device: Any) -> Any:
     """The built program of a SPIR-V module's PTX, cached like every build (cache.py): in
     memory, and the PTX on disk, so that a new process skips the translation."""
-    from .ptx import to_ptx, translation_key
+    from .ptx import to_ptx
 
     cl = _pyopencl()
     arch = arch_of(device)
-    key = cache.program_key(binary, device, ("ptx", arch, translation_key()))
+    key = cache.program_key(binary, device, ("ptx", arch))
     program = cache._memory.get((key, id(context)))
     if program is not None:
         return program
