@@ -3,6 +3,7 @@ torch.bmm (cuBLAS) in the same process and the memory roofline measured there.
 
     TINYTC_DEVICE=NVIDIA python tools/bench_gpu.py [--shapes 'f32-*' chain-f32] [--repeat 30]
                                                    [--working-set 8e8] [--json F]
+                                                   [--variants @tools/gpu_sweep1.txt --jobs 15]
 
 Each shape's operands live in device memory (pyopencl arrays; the chain's group A is staged
 once by the first call, which is kept). tinytc's kernel is timed by OpenCL profiling events

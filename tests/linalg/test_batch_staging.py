@@ -12,12 +12,17 @@ import tinytc
 
 M = "memref<f32x16x16x?>"
 ONE = "memref<f32x16x16>"
-SOURCE = f"""func @k(%A: {M}, %B: {M}, %C: {M}) work_group_size(8,4) subgroup_size(8) batch_per_group(2) {{
+SIZES = "work_group_size(8,4) subgroup_size(8) batch_per_group(2)"
+TILING = (
+    "tiling={work_group=[8, 4], rows_per_item=2, cols_per_item=4, k_unroll=4, prefetch=0, "
+    "prefetch_ahead=1, dpas=false, stage_a=true, fuse=false}"
+)
+SOURCE = f"""func @k(%A: {M}, %B: {M}, %C: {M}) {SIZES} {{
   %e = group_id
   %a = subview %A[:,:,%e] : {M}
   %b = subview %B[:,:,%e] : {M}
   %c = subview %C[:,:,%e] : {M}
-  gemm.t.n 1.0, %a, %b, 0.0, %c : f32, {ONE}, {ONE}, f32, {ONE} attributes{{tiling={{work_group=[8, 4], rows_per_item=2, cols_per_item=4, k_unroll=4, prefetch=0, prefetch_ahead=1, dpas=false, stage_a=true, fuse=false}}}}
+  gemm.t.n 1.0, %a, %b, 0.0, %c : f32, {ONE}, {ONE}, f32, {ONE} attributes{{{TILING}}}
 }}
 """
 
