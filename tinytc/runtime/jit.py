@@ -45,6 +45,7 @@ from .cache import (
     store_compiled,
 )
 from .device import _pyopencl, core_info_from_device, default_queue
+from .device_groups import refuse_other_context, stage, where
 
 NATIVE_DPAS_FORMS = ("extension", "builtin")  # need a device with DPAS
 
@@ -263,11 +264,14 @@ class Kernel:
         groups = check_groups(howmany)
         args = self.arranged(args, named, len(self.func.params))
         queue = self.queue_for(queue)
+        args, staged = stage(self.func.params, args, queue)  # pyopencl group members
         bound = bind(self.func, args, self.written)
         self.check_batch(bound, groups)
         for i, arg in enumerate(bound):
             if isinstance(arg, BoundMemref) and type(arg.array) is not np.ndarray:
-                self.check_context(i, arg.array, queue)
+                refuse_other_context(
+                    f"argument {i} (%{self.func.params[i].name})", arg.array, queue
+                )
         keep: list[Any] = []  # host objects that must outlive the launch
         cl_args: list[Any] = []
         for param, arg in zip(self.func.params, bound):
@@ -279,6 +283,9 @@ class Kernel:
             _prune()
         cl = _pyopencl()
         waits = list(wait_for) if wait_for else None
+        if staged is not None:
+            waits = staged.copy_in(waits, self.written)
+            keep += staged.hosts()
         if 0 in groups:
             event = cl.enqueue_marker(queue, wait_for=waits)
         else:
@@ -293,6 +300,8 @@ class Kernel:
                 event = cl.enqueue_nd_range_kernel(
                     queue, self.cl_kernel, size, (wgs0, wgs1, 1), wait_for=waits
                 )
+        if staged is not None:
+            event = staged.copy_back(event)
         if blocking:
             event.wait()
         else:
@@ -324,19 +333,6 @@ class Kernel:
             )
         return [*args, *(named[n] for n in params[len(args) :])]
 
-    def check_context(self, i: int, array: Any, queue: Any) -> None:
-        """A pyopencl array's buffer belongs to one context: the kernel's, or it is refused
-        (OpenCL would refuse it with INVALID_MEM_OBJECT)."""
-        if array.context != queue.context:
-            p = self.func.params[i]
-            q = array.queue
-            mine = _where(q) if q is not None else f"context {array.context.int_ptr:#x}"
-            raise ArgumentValueError(
-                f"argument {i} (%{p.name}): a pyopencl array of {mine}, but the kernel runs on"
-                f" {_where(queue)}; create the array with that queue, or jit with the array's"
-                " (tinytc.jit(text, queue=array.queue))"
-            )
-
     def queue_for(self, queue: Any) -> Any:
         """The queue of a call: the program's unless given; one of another context or device
         cannot run the program (built for the program's)."""
@@ -345,8 +341,8 @@ class Kernel:
             return own
         if queue.context != own.context or queue.device != own.device:
             raise ArgumentValueError(
-                f"@{self.func.name}: queue= is on {_where(queue)}, but the kernels were built"
-                f" for {_where(own)}; pass a queue of that context and device (jit's queue=)"
+                f"@{self.func.name}: queue= is on {where(queue)}, but the kernels were built"
+                f" for {where(own)}; pass a queue of that context and device (jit's queue=)"
             )
         return queue
 
@@ -378,10 +374,6 @@ def _prune() -> None:
     complete = _pyopencl().command_execution_status.COMPLETE
     with _pending_lock:  # statuses count down to COMPLETE (0); an error is negative
         _pending[:] = [(e, h) for e, h in _pending if e.command_execution_status > complete]
-
-
-def _where(queue: Any) -> str:
-    return f"device {queue.device.name!r} of context {queue.context.int_ptr:#x}"
 
 
 def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
