@@ -12,7 +12,7 @@ import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -27,15 +27,9 @@ from ..arguments import (
     check_groups,
     dtype_of,
 )
-from ..compiler import compile_to_module, run_pipeline
 from ..gemm import Tiling
-from ..ir import BF16, Function, GroupType, MemrefType, Program, ScalarType, Type
-from ..param_access import Requirement, batch_requirements, written_params
-from ..passes import DEFAULT_PIPELINE
-from ..passes.check_bounds import BoundsCheck, bounds_check_of, with_bounds_checks
-from ..spirv.tools import validate
+from ..ir import BF16, GroupType, MemrefType, Program, ScalarType, Type
 from ..target import CoreInfo, DpasForm, configure
-from .bounds import CheckedKernel
 from .cache import (
     compiled_key,
     discard_compiled,
@@ -44,8 +38,16 @@ from .cache import (
     make_kernel,
     store_compiled,
 )
-from .device import _pyopencl, core_info_from_device, default_queue
+from .device import _pyopencl, core_info_from_device, default_queue, uses_ptx
 from .device_groups import refuse_other_context, stage, where
+
+if TYPE_CHECKING:
+    from ..ir import Function
+    from ..param_access import Requirement
+    from ..passes.check_bounds import BoundsCheck
+
+# A kernel loaded from the persistent cache needs neither the parser, the passes nor the
+# SPIR-V tables: those are imported where a program is compiled (tools/first_call.py).
 
 NATIVE_DPAS_FORMS = ("extension", "builtin")  # need a device with DPAS
 
@@ -80,8 +82,17 @@ def jit(
                 f"{device.name} cannot run DPAS in the {target.dpas_form} form of "
                 f"{target.name}: ask for the emulate form (dpas='emulate', --dpas emulate) or off"
             )
-    passes = with_bounds_checks(DEFAULT_PIPELINE) if check_bounds else DEFAULT_PIPELINE
-    return _bounds_checked(_kernels(source_or_program, queue, target, opt_level, passes, tilings))
+    return _bounds_checked(
+        _kernels(source_or_program, queue, target, opt_level, check_bounds, tilings)
+    )
+
+
+def pipeline(check_bounds: bool) -> tuple[str, ...]:
+    """The passes of jit: the default pipeline, with check-bounds if asked."""
+    from ..passes import DEFAULT_PIPELINE
+    from ..passes.check_bounds import with_bounds_checks
+
+    return tuple(with_bounds_checks(DEFAULT_PIPELINE) if check_bounds else DEFAULT_PIPELINE)
 
 
 # -- the persistent cache of compiled programs (tinytc/runtime/cache.py) --------------------
@@ -109,6 +120,9 @@ class Signature:
 
 
 def signature_of(func: Function) -> Signature:
+    from ..param_access import batch_requirements, written_params
+    from ..passes.check_bounds import bounds_check_of
+
     wgs = func.work_group_size
     assert wgs is not None, "run_pipeline sets every work-group size"
     return Signature(
@@ -127,25 +141,48 @@ def _kernels(
     queue: Any,
     target: CoreInfo,
     opt_level: int,
-    passes: Sequence[str],
+    check_bounds: bool,
     tilings: Mapping[str, Sequence[Tiling]] | None,
 ) -> Kernels:
     """The kernels of a program, from the persistent cache when its text was compiled before
-    with the same target, options, tilings and tinytc code (a Program is not looked up)."""
-    compile_ = functools.partial(run_pipeline, source, target, opt_level, passes, tilings)
+    with the same target, options, tilings and tinytc code (a Program is not looked up).
+    The key names check-bounds rather than the passes: tinytc's code, which decides them,
+    is part of every key (cache.compiled_key)."""
     if not isinstance(source, str):
+        from ..compiler import compile_to_module
+
+        passes = pipeline(check_bounds)
         return Kernels(*compile_to_module(source, target, opt_level, passes, tilings), queue)
     frozen = {k: tuple(v) for k, v in sorted(tilings.items())} if tilings else None
-    key = compiled_key(source, target, opt_level, tuple(passes), frozen)
+    key = compiled_key(source, target, opt_level, check_bounds, frozen)
     stored = load_compiled(key)
     if _well_formed(stored):
         binary, signatures = stored
+        compile_ = functools.partial(
+            _compile_again, source, target, opt_level, check_bounds, tilings
+        )
         return Kernels(compile_, binary, queue, signatures)
     if stored is not None:
         discard_compiled(key)
+    from ..compiler import compile_to_module
+
+    passes = pipeline(check_bounds)
     kernels = Kernels(*compile_to_module(source, target, opt_level, passes, tilings), queue)
     store_compiled(key, (kernels.build.binary, kernels.build.signatures))
     return kernels
+
+
+def _compile_again(
+    source: str,
+    target: CoreInfo,
+    opt_level: int,
+    check_bounds: bool,
+    tilings: Mapping[str, Sequence[Tiling]] | None,
+) -> Program:
+    """The lowered Program of kernels loaded from the cache, when ``kernels.program`` is read."""
+    from ..compiler import run_pipeline
+
+    return run_pipeline(source, target, opt_level, pipeline(check_bounds), tilings)
 
 
 def _well_formed(stored: Any) -> bool:
@@ -169,9 +206,11 @@ class Kernels:
     through ``kernels.build``."""
 
     def __new__(cls, program: Any, binary: bytes, queue: Any, *rest: Any) -> Kernels:
-        from .ptx_opencl import PtxKernels, uses_ptx  # NVIDIA GPUs: PTX (docs/gpu.md)
+        if cls is Kernels and uses_ptx(queue.device):
+            from .ptx_opencl import PtxKernels  # NVIDIA GPUs: PTX (docs/gpu.md)
 
-        return super().__new__(PtxKernels if cls is Kernels and uses_ptx(queue.device) else cls)
+            return super().__new__(PtxKernels)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -196,7 +235,7 @@ class Kernels:
     @staticmethod
     def load(binary: bytes, queue: Any) -> Any:
         """The built OpenCL program of a SPIR-V module on the queue's device."""
-        return load_program(binary, queue.context, queue.device, validate)
+        return load_program(binary, queue.context, queue.device, _validate)
 
     def kernel(self, signature: Signature) -> Kernel:
         return Kernel(self, signature)
@@ -429,11 +468,19 @@ def _svm(array: np.ndarray, keep: list[Any]) -> Any:
     return cl.SVM(flat)
 
 
+def _validate(binary: bytes) -> None:
+    from ..spirv.tools import validate  # only for SPIR-V that the runtime has not built
+
+    validate(binary)
+
+
 def _bounds_checked(kernels: Kernels) -> Kernels:
     """Kernels compiled with check-bounds are called through CheckedKernel, which passes and
     reads back their hidden record parameter."""
     for signature in kernels.build.signatures:
         if signature.check is not None:
+            from .bounds import CheckedKernel
+
             kernel = getattr(kernels, signature.name)
             setattr(kernels, signature.name, CheckedKernel(kernel, signature.check))
     return kernels
