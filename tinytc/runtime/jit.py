@@ -42,6 +42,8 @@ from .device import _pyopencl, core_info_from_device, default_queue, uses_ptx
 from .device_groups import refuse_other_context, stage, where
 
 if TYPE_CHECKING:
+    import pyopencl as cl
+
     from ..ir import Function
     from ..param_access import Requirement
     from ..passes.check_bounds import BoundsCheck
@@ -127,7 +129,7 @@ def signature_of(func: Function) -> Signature:
     assert wgs is not None, "run_pipeline sets every work-group size"
     return Signature(
         name=func.name,
-        params=tuple(Param(p.name, p.type) for p in func.params),
+        params=tuple(Param(p.name or "", p.type) for p in func.params),
         work_group_size=(int(wgs[0]), int(wgs[1])),
         batch_per_group=int(func.batch_per_group),
         written=written_params(func),
@@ -287,11 +289,11 @@ class Kernel:
         self,
         *args: Any,
         howmany: int | Sequence[int] | None = None,
-        queue: Any = None,
-        wait_for: Sequence[Any] | None = None,
+        queue: cl.CommandQueue | None = None,
+        wait_for: Sequence[cl.Event] | None = None,
         blocking: bool = True,
         **named: Any,
-    ) -> Any:
+    ) -> cl.Event:
         """Launch on ``queue`` (default: the one given to jit) after the events ``wait_for``;
         arguments by position, then by parameter name. Returns the launch's pyopencl event,
         complete unless ``blocking`` is False; the arrays stay referenced until it completes
@@ -301,10 +303,10 @@ class Kernel:
                 f"@{self.func.name}: howmany (the number of work-groups) is missing"
             )
         groups = check_groups(howmany)
-        args = self.arranged(args, named, len(self.func.params))
+        given = self.arranged(args, named, len(self.func.params))
         queue = self.queue_for(queue)
-        args, staged = stage(self.func.params, args, queue)  # pyopencl group members
-        bound = bind(self.func, args, self.written)
+        given, staged = stage(self.func.params, given, queue)  # pyopencl group members
+        bound = bind(self.func, given, self.written)
         self.check_batch(bound, groups)
         for i, arg in enumerate(bound):
             if isinstance(arg, BoundMemref) and type(arg.array) is not np.ndarray:
@@ -344,7 +346,7 @@ class Kernel:
         if blocking:
             event.wait()
         else:
-            _in_flight(event, (keep, bound, args))
+            _in_flight(event, (keep, bound, given))
         return event
 
     def arranged(self, args: Sequence[Any], named: Mapping[str, Any], count: int) -> list[Any]:
@@ -372,7 +374,7 @@ class Kernel:
             )
         return [*args, *(named[n] for n in params[len(args) :])]
 
-    def queue_for(self, queue: Any) -> Any:
+    def queue_for(self, queue: cl.CommandQueue | None) -> cl.CommandQueue:
         """The queue of a call: the program's unless given; one of another context or device
         cannot run the program (built for the program's)."""
         own = self.owner.build.queue
@@ -446,7 +448,7 @@ def _pointer(array: Any, keep: list[Any]) -> Any:
     if isinstance(array, np.ndarray):
         return _svm(array, keep)
     data = getattr(array, "base_data", None)  # a pyopencl array
-    if data is None or getattr(array, "offset", 0):
+    if data is None or int(getattr(array, "offset", 0)):
         raise ArgumentValueError("pyopencl arrays with an offset are not supported; pass .copy()")
     return data
 
