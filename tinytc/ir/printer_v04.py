@@ -127,8 +127,8 @@ def _for(inst: ir.ForInst, p: Printer) -> None:
 
 @prints(ir.ForeachInst)
 def _foreach(inst: ir.ForeachInst, p: Printer) -> None:
-    start, stop = (p.name(v) for v in inst.operands)
-    p.open(f"foreach ({p.name(inst.var)})=({start}),({stop})")
+    names, starts, stops = ([p.name(v) for v in vs] for vs in (inst.vars, inst.starts, inst.stops))
+    p.open(f"foreach ({','.join(names)})=({','.join(starts)}),({','.join(stops)})")
     p.region(inst.body)
     p.close("}")
 

@@ -79,6 +79,61 @@ def _foreach_header(ctx: Ctx, p: P) -> Inst:
     return inst
 
 
+@rule(
+    "foreach_header : FOREACH LPAREN results RPAREN EQUALS LPAREN operands RPAREN COMMA"
+    " LPAREN operands RPAREN foreach_types",
+    builds=(ForeachInst,),
+    dialect="rev2",
+)
+def _foreach_modes_header(ctx: Ctx, p: P) -> Inst:
+    """rev2's foreach over N modes: v0.4's lists, with one loop type for every mode or one per
+    mode after the colon (index where none is written)."""
+    return foreach_header(ctx, p[2], p[6], p[10], p[12] or [INDEX])
+
+
+@rule("foreach_types : ", "foreach_types : COLON foreach_type_list")
+def _foreach_types(ctx: Ctx, p: P) -> list[Type] | None:
+    return p[1] if p else None
+
+
+@rule("foreach_type_list : value_type", "foreach_type_list : foreach_type_list COMMA value_type")
+def _foreach_type_list(ctx: Ctx, p: P) -> list[Type]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[2]]
+
+
+def foreach_header(
+    ctx: Ctx, names: list[Token], starts: list[Ref], stops: list[Ref], types: list[Type] | None
+) -> Inst:
+    """A foreach over len(names) modes (both dialects): ``types`` gives one loop type for all
+    modes or one per mode; None takes each mode's type from its bounds (v0.4)."""
+    n = len(names)
+    if not n == len(starts) == len(stops):
+        raise CompilationError(
+            ctx.loc, f"foreach has {n} variables, {len(starts)} and {len(stops)} bounds"
+        )
+    if types is None:
+        types = [_bound_type(ctx, [a, b]) for a, b in zip(starts, stops)]
+    elif len(types) == 1:
+        types = types * n
+    elif len(types) != n:
+        raise CompilationError(ctx.loc, f"foreach has {n} variables and {len(types)} loop types")
+    for t in types:
+        if not isinstance(t, ScalarType) or not t.is_integer or t.is_bool:
+            raise CompilationError(ctx.loc, f"loop type must be an integer type, got {t}")
+    bounds = [ctx.value(r, t, check=False) for r, t in zip([*starts, *stops], types * 2)]
+    inst = ForeachInst(
+        bounds[:n],
+        bounds[n:],
+        loop_type=types,
+        var_name=[v.value[1:] for v in names],
+        var_loc=[v.loc for v in names],
+        loc=ctx.loc,
+        operand_locs=operand_locs(*starts, *stops),
+    )
+    ctx.open_region(inst.regions[0])
+    return inst
+
+
 def _bound_type(ctx: Ctx, refs: list[Ref]) -> Type:
     """The loop type where none is written: index in rev2; in v0.4 the type of the bounds."""
     if ctx.dialect == "rev2":
