@@ -133,6 +133,20 @@ def _foreach(inst: ir.ForeachInst, p: Printer) -> None:
     p.close("}")
 
 
+@prints(ir.ForeachTileInst)
+def _foreach_tile(inst: ir.ForeachTileInst, p: Printer) -> None:
+    def group(values: list[Any]) -> str:
+        return "(" + ",".join(p.name(v) for v in values) + ")"
+
+    shape = ",".join(map(str, inst.tile_shape))
+    p.open(
+        f"foreach_tile {group(inst.offsets)}={group(inst.starts)},{group(inst.stops)}"
+        f" as {group(inst.sizes)}<=({shape})"
+    )
+    p.region(inst.body)
+    p.close("}")
+
+
 @prints(ir.AllocaInst)
 def _alloca(inst: ir.AllocaInst, p: Printer) -> None:
     _result(p, inst, "alloca")

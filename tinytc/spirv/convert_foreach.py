@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from .. import ir
 from ._grammar import BuiltIn, Op
-from .convert import Dim, Lowering
+from .convert import Dim, Lowering, converts
 from .convert_scalar import convert
 from .instruction import Id
 
@@ -130,8 +130,65 @@ def foreach_modes(lo: Lowering, inst: ir.ForeachInst) -> None:
         for var, start, d in zip(inst.vars, inst.starts, digits):
             t = var.type
             assert isinstance(t, ir.ScalarType)
-            offset = convert(lo, d, ir.U64, t) if t.bits != 64 else d
-            lo.values[var] = lo.op(Op.IAdd, lo.scalar_type(t), lo.get(start), offset)
+            lo.values[var] = lo.op(Op.IAdd, lo.scalar_type(t), lo.get(start), in_type(lo, d, t))
         lo.region(inst.body)
 
     deal(lo, grid, linear, workers, body)
+
+
+def _ceil_div(lo: Lowering, a: Dim, b: int) -> Dim:
+    """ceil(a / b) without forming a + b - 1, which could wrap around."""
+    if isinstance(a, int):
+        return -(-a // b)
+    q, r = _udiv(lo, a, b), _umod(lo, a, b)
+    if r == 0:
+        return q
+    boolean = lo.m.type_bool()
+    more = lo.op(Op.INotEqual, boolean, lo.as_id(r), lo.as_id(0))
+    extra = lo.op(Op.Select, lo.i64, more, lo.as_id(1), lo.as_id(0))
+    return lo.op(Op.IAdd, lo.i64, lo.as_id(q), extra)
+
+
+def _min(lo: Lowering, a: Dim, b: int) -> Dim:
+    if isinstance(a, int):
+        return min(a, b)
+    less = lo.op(Op.ULessThan, lo.m.type_bool(), a, lo.as_id(b))
+    return lo.op(Op.Select, lo.i64, less, a, lo.as_id(b))
+
+
+def in_type(lo: Lowering, x: Dim, t: ir.ScalarType) -> Id:
+    """A u64 count or offset in the loop type t (it fits: it is below a difference of t)."""
+    if isinstance(x, int):
+        return lo.const(t, x)
+    return convert(lo, x, ir.U64, t) if t.bits != 64 else x
+
+
+@converts(ir.ForeachTileInst)
+def _foreach_tile(lo: Lowering, inst: ir.ForeachTileInst) -> None:
+    """The tiles dealt to the subgroups (by the SubgroupId builtin, which the CPU runtime
+    knows to be uniform in a subgroup, docs/runtime-cpu.md), so that every work-item of a
+    subgroup runs the same tiles."""
+    func = lo.func
+    assert func is not None and func.work_group_size is not None and func.subgroup_size
+    sgs = func.subgroup_size
+    inst.check_subgroup_size(sgs)
+    wgs0, wgs1 = func.work_group_size
+    counts, nonempty = grid_of(lo, inst.starts, inst.stops)
+    tiles = [_ceil_div(lo, c, t) for c, t in zip(counts, inst.tile_shape)]
+    i32 = lo.scalar_type(ir.I32)
+    subgroup = lo.op(
+        Op.UConvert, lo.i64, lo.op(Op.Load, i32, lo.m.builtin(BuiltIn.SubgroupId, i32))
+    )
+
+    def body(digits: list[Id]) -> None:
+        for m, (start, d) in enumerate(zip(inst.starts, digits)):
+            t = start.type
+            assert isinstance(t, ir.ScalarType)
+            offset = lo.mul(d, inst.tile_shape[m])
+            size = _min(lo, lo.sub(counts[m], offset), inst.tile_shape[m])
+            first = in_type(lo, offset, t)
+            lo.values[inst.offsets[m]] = lo.op(Op.IAdd, lo.scalar_type(t), lo.get(start), first)
+            lo.values[inst.sizes[m]] = in_type(lo, size, t)
+        lo.region(inst.body)
+
+    deal(lo, (tiles, nonempty), subgroup, wgs0 // sgs * wgs1, body)

@@ -38,6 +38,7 @@ from .coopmatrix_atomic import (
     CoopMatrixAtomicUpdateInst,
 )
 from .coopmatrix_blend import CoopMatrixAtomicBlendInst
+from .foreach_tile import ForeachTileInst
 from .linalg import (
     AxpbyInst,
     GemmInst,
@@ -99,6 +100,7 @@ __all__ = [
     "ExpandInst",
     "ForInst",
     "ForeachInst",
+    "ForeachTileInst",
     "FuseInst",
     "GemmInst",
     "GemvInst",
