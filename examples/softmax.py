@@ -17,48 +17,50 @@ import numpy as np
 import tinytc
 
 SUBGROUP = 16
-SUBGROUPS = 4
+SUBGROUPS = 1
 
 
 def source(rows: int, cols: int) -> str:
-    """The kernel for rows x cols matrices: per column the maximum, then exp(x - max) stored
-    and summed, then the column scaled by 1 / sum (the last two passes hit the cache)."""
+    """The kernel for rows x cols matrices (rows a multiple of the subgroup size): each column
+    is one cooperative matrix, loaded once (its lanes walk the rows, docs/performance-cpu.md
+    lesson 1); the maximum and the sum are reduced in each lane, then across the subgroup,
+    and exp(x - max) / sum is stored."""
     m = f"memref<f32x{rows}x{cols}x?>"
-    col = f"memref<f32x{rows},strided<1>>"
+    c = f"coopmatrix<f32x{rows}x1,matrix_acc>"
+    parts = rows // SUBGROUP  # components of a column per lane
+
+    def fold(op: str, name: str) -> str:
+        lines = [f"      %{name}0 = cooperative_matrix_extract %{name}m[0] : {c}"]
+        for k in range(1, parts):
+            lines.append(f"      %{name}e{k} = cooperative_matrix_extract %{name}m[{k}] : {c}")
+            lines.append(f"      %{name}{k} = arith.{op} %{name}{k - 1}, %{name}e{k} : f32")
+        return "\n".join(lines)
+
     return f"""func @softmax(%X: {m}, %Y: {m})
-    work_group_size({SUBGROUP * SUBGROUPS},1) subgroup_size({SUBGROUP}) {{
+    work_group_size({SUBGROUP},{SUBGROUPS}) subgroup_size({SUBGROUP}) {{
   %e = group_id
+  %x = subview %X[:,:,%e] : {m}
+  %y = subview %Y[:,:,%e] : {m}
   parallel {{
     %sg = subgroup_id
     %ns = num_subgroups
-    %ln = subgroup_local_id
     %first = cast %sg : i32 -> index
     %step = cast %ns : i32 -> index
-    %lane = cast %ln : i32 -> index
     for %j = %first, {cols}, %step {{
-      %x = subview %X[:,%j,%e] : {m}
-      %y = subview %Y[:,%j,%e] : {m}
-      %mx = for %i = %lane, {rows}, {SUBGROUP} init(%a = -inf) -> (f32) {{
-        %v = load %x[%i] : {col}
-        %b = arith.max %a, %v : f32
-        yield %b : f32
+      %am = cooperative_matrix_load.n %x[0,%j] : memref<f32x{rows}x{cols}> -> {c}
+{fold("max", "a")}
+      %top = subgroup_reduce_max %a{parts - 1} : f32
+      %tops = cooperative_matrix_construct %top : {c}
+      %d = arith.sub %am, %tops : {c}
+      %bm = cooperative_matrix_apply (%r,%q,%v) = %d : {c} {{
+        %w = exp %v : f32
+        yield %w : f32
       }}
-      %top = subgroup_reduce_max %mx : f32
-      %sum = for %i = %lane, {rows}, {SUBGROUP} init(%a = 0.0) -> (f32) {{
-        %v = load %x[%i] : {col}
-        %d = arith.sub %v, %top : f32
-        %w = exp %d : f32
-        store %w, %y[%i] : {col}
-        %b = arith.add %a, %w : f32
-        yield %b : f32
-      }}
-      %total = subgroup_reduce_add %sum : f32
+{fold("add", "b")}
+      %total = subgroup_reduce_add %b{parts - 1} : f32
       %inv = arith.div 1.0, %total : f32
-      for %i = %lane, {rows}, {SUBGROUP} {{
-        %w = load %y[%i] : {col}
-        %z = arith.mul %w, %inv : f32
-        store %z, %y[%i] : {col}
-      }}
+      %z = cooperative_matrix_scale %inv, %bm : f32, {c}
+      cooperative_matrix_store.n %z, %y[0,%j] : {c}, memref<f32x{rows}x{cols}>
     }}
   }}
 }}
