@@ -1,7 +1,7 @@
 """An attention block per batch entry, O = softmax(Q K^T / sqrt(d)) V with the softmax over
 each row, written in the tensor language on cooperative matrices and run through tinytc.jit:
 one work-group per entry, each subgroup takes blocks of 16 rows of Q (one row per lane) and
-walks K and V in blocks of C rows, keeping the running row maximum and sum (the online
+walks K and V in blocks of 16 rows, keeping the running row maximum and sum (the online
 softmax), so the L x L scores never leave registers. Checked against numpy and measured
 against the roofline of tools/bench_roofline.py (GFLOP/s of 4 L^2 d per entry, and the
 traffic of reading Q, K, V and writing O).
@@ -19,69 +19,82 @@ import numpy as np
 
 import tinytc
 
-SUBGROUP = 16  # rows of Q per block: one per lane
-BLOCK = 4  # rows of K and V per step: a d x 4 matrix_b holds 256 values at d = 64
+SUBGROUP = 16  # rows of Q per block (one per lane), and the side of every tile
 
 
 def source(length: int, dim: int) -> str:
-    """The kernel for L x d matrices Q, K, V, O (L a multiple of 16 and of BLOCK)."""
+    """The kernel for L x d matrices Q, K, V, O (L and d multiples of 16). Every tile is 16 x
+    16, so that a matrix_b (held whole in each work-item) has 256 values and the live tiles
+    fit the vector registers (docs/performance-cpu.md lesson 7); the scores of 16 keys are
+    summed over the d / 16 column blocks, and the output block, rescaled at each step, stays
+    in O (in the cache) rather than in registers."""
+    t = SUBGROUP
     m = f"memref<f32x{length}x{dim}x?>"
     e = f"memref<f32x{length}x{dim}>"
-    qa = f"coopmatrix<f32x{SUBGROUP}x{dim},matrix_a>"
-    acc = f"coopmatrix<f32x{SUBGROUP}x{dim},matrix_acc>"
-    kt = f"coopmatrix<f32x{dim}x{BLOCK},matrix_b>"
-    vb = f"coopmatrix<f32x{BLOCK}x{dim},matrix_b>"
-    s = f"coopmatrix<f32x{SUBGROUP}x{BLOCK},matrix_acc>"
-    pa = f"coopmatrix<f32x{SUBGROUP}x{BLOCK},matrix_a>"
-    col = f"coopmatrix<f32x{SUBGROUP}x1,matrix_acc>"
+    a = f"coopmatrix<f32x{t}x{t},matrix_a>"
+    b = f"coopmatrix<f32x{t}x{t},matrix_b>"
+    acc = f"coopmatrix<f32x{t}x{t},matrix_acc>"
+    col = f"coopmatrix<f32x{t}x1,matrix_acc>"
     scale = float(1.0 / np.sqrt(dim))
+
+    def scaled(name: str, source: str, factor: str) -> str:
+        return f"""%{name} = cooperative_matrix_apply (%i{name},%j{name},%x{name}) = %{source} : {acc} {{
+          %y{name} = arith.mul %x{name}, %{factor} : f32
+          yield %y{name} : f32
+        }}"""
+
     return f"""func @attention(%Q: {m}, %K: {m}, %V: {m}, %O: {m})
-    work_group_size({SUBGROUP},1) subgroup_size({SUBGROUP}) {{
+    work_group_size({t},1) subgroup_size({t}) {{
   %e = group_id
   %q = subview %Q[:,:,%e] : {m}
   %k = subview %K[:,:,%e] : {m}
   %v = subview %V[:,:,%e] : {m}
   %o = subview %O[:,:,%e] : {m}
   parallel {{
-    for %r = 0, {length}, {SUBGROUP} {{
-      %qa = cooperative_matrix_load.n %q[%r,0] : {e} -> {qa}
-      %zero = cooperative_matrix_construct 0.0 : {acc}
-      %zs = cooperative_matrix_construct 0.0 : {s}
-      %acc, %mx, %sum = for %j = 0, {length}, {BLOCK} init(%a = %zero, %m = -inf, %l = 0.0)
-          -> ({acc}, f32, f32) {{
-        %kt = cooperative_matrix_load.t %k[%j,0] : {e} -> {kt}
-        %sc = cooperative_matrix_mul_add %qa, %kt, %zs : {qa}, {kt}, {s}
-        %rm = cooperative_matrix_reduce_max.row %sc : {s}
+    %zero = cooperative_matrix_construct 0.0 : {acc}
+    for %r = 0, {length}, {t} {{
+      for %c = 0, {dim}, {t} {{
+        cooperative_matrix_store.n %zero, %o[%r,%c] : {acc}, {e}
+      }}
+      %mx, %sum = for %j = 0, {length}, {t} init(%m = -inf, %l = 0.0) -> (f32, f32) {{
+        %sc = for %c = 0, {dim}, {t} init(%s = %zero) -> ({acc}) {{
+          %qa = cooperative_matrix_load.n %q[%r,%c] : {e} -> {a}
+          %kt = cooperative_matrix_load.t %k[%j,%c] : {e} -> {b}
+          %sn = cooperative_matrix_mul_add %qa, %kt, %s : {a}, {b}, {acc}
+          yield %sn : {acc}
+        }}
+        %rm = cooperative_matrix_reduce_max.row %sc : {acc}
         %rmax = cooperative_matrix_extract %rm[0] : {col}
         %rs = arith.mul %rmax, {scale!r} : f32
         %mn = arith.max %m, %rs : f32
-        %p = cooperative_matrix_apply (%i0,%j0,%x) = %sc : {s} {{
+        %p = cooperative_matrix_apply (%i0,%j0,%x) = %sc : {acc} {{
           %y = arith.mul %x, {scale!r} : f32
           %d = arith.sub %y, %mn : f32
           %w = exp %d : f32
           yield %w : f32
         }}
-        %ps = cooperative_matrix_reduce_add.row %p : {s}
+        %ps = cooperative_matrix_reduce_add.row %p : {acc}
         %psum = cooperative_matrix_extract %ps[0] : {col}
         %dm = arith.sub %m, %mn : f32
         %alpha = exp %dm : f32
         %ls = arith.mul %l, %alpha : f32
         %ln = arith.add %ls, %psum : f32
-        %as = cooperative_matrix_apply (%i1,%j1,%x1) = %a : {acc} {{
-          %y1 = arith.mul %x1, %alpha : f32
-          yield %y1 : f32
+        %pa = cast %p : {acc} -> {a}
+        for %c = 0, {dim}, {t} {{
+          %oc = cooperative_matrix_load.n %o[%r,%c] : {e} -> {acc}
+          {scaled("os", "oc", "alpha")}
+          %vb = cooperative_matrix_load.n %v[%j,%c] : {e} -> {b}
+          %on = cooperative_matrix_mul_add %pa, %vb, %os : {a}, {b}, {acc}
+          cooperative_matrix_store.n %on, %o[%r,%c] : {acc}, {e}
         }}
-        %pa = cast %p : {s} -> {pa}
-        %vb = cooperative_matrix_load.n %v[%j,0] : {e} -> {vb}
-        %an = cooperative_matrix_mul_add %pa, %vb, %as : {pa}, {vb}, {acc}
-        yield %an, %mn, %ln : {acc}, f32, f32
+        yield %mn, %ln : f32, f32
       }}
       %inv = arith.div 1.0, %sum : f32
-      %out = cooperative_matrix_apply (%i2,%j2,%x2) = %acc : {acc} {{
-        %y2 = arith.mul %x2, %inv : f32
-        yield %y2 : f32
+      for %c = 0, {dim}, {t} {{
+        %oc = cooperative_matrix_load.n %o[%r,%c] : {e} -> {acc}
+        {scaled("out", "oc", "inv")}
+        cooperative_matrix_store.n %out, %o[%r,%c] : {acc}, {e}
       }}
-      cooperative_matrix_store.n %out, %o[%r,0] : {acc}, {e}
     }}
   }}
 }}
