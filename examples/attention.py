@@ -38,7 +38,8 @@ def source(length: int, dim: int) -> str:
     scale = float(1.0 / np.sqrt(dim))
 
     def scaled(name: str, source: str, factor: str) -> str:
-        return f"""%{name} = cooperative_matrix_apply (%i{name},%j{name},%x{name}) = %{source} : {acc} {{
+        header = f"cooperative_matrix_apply (%i{name},%j{name},%x{name}) = %{source}"
+        return f"""%{name} = {header} : {acc} {{
           %y{name} = arith.mul %x{name}, %{factor} : f32
           yield %y{name} : f32
         }}"""

@@ -33,7 +33,5 @@ def _foreach_tile(f: Frame, inst: ir.ForeachTileInst) -> None:
             sizes = [min(inst.tile_shape[m], stops[m] - o) for o in offsets]
             for param, values in ((inst.offsets[m], offsets), (inst.sizes[m], sizes)):
                 per_item = [values[w // sgs] if mask[w] else None for w in range(len(mask))]
-                spmd.env[param] = Varying(
-                    [None if v is None else scalar(v, t) for v in per_item]
-                )
+                spmd.env[param] = Varying([None if v is None else scalar(v, t) for v in per_item])
         spmd.region(inst.body, mask)
