@@ -474,4 +474,9 @@ def _for(sp: Spmd, inst: ir.ForInst, mask: np.ndarray) -> list[Any]:
 
 
 # the cooperative-matrix, subgroup and atomic instructions register their handlers here
-from . import reference_atomic, reference_coopmatrix, reference_subgroup  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    reference_atomic,
+    reference_coopmatrix,
+    reference_foreach_tile,
+    reference_subgroup,
+)

@@ -39,6 +39,7 @@ from .coopmatrix_compute import (
     CoopMatrixReduceInst,
     CoopMatrixScaleInst,
 )
+from .foreach_tile import ForeachTileInst
 from .linalg import (
     AxpbyInst,
     GemmInst,
@@ -106,6 +107,7 @@ __all__ = [
     "ExpandInst",
     "ForInst",
     "ForeachInst",
+    "ForeachTileInst",
     "FuseInst",
     "GemmInst",
     "GemvInst",

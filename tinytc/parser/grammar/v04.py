@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from ...errors import CompilationError, Location
 from ...ir import (
-    INDEX,
     ForeachInst,
     GroupIdInst,
     GroupSizeInst,
@@ -24,6 +23,7 @@ from ..context import parse_int
 from ..driver import rule
 from ..lexer import Token
 from .base import Ctx, P, operand_locs
+from .control import foreach_header
 
 # Scalars
 
@@ -93,28 +93,7 @@ def _yield(ctx: Ctx, p: P) -> Inst:
     dialect=V04,
 )
 def _foreach_header(ctx: Ctx, p: P) -> Inst:
-    names, starts, stops = p[2], p[6], p[10]
-    if not len(names) == len(starts) == len(stops):
-        raise CompilationError(
-            ctx.loc, f"foreach has {len(names)} variables, {len(starts)} and {len(stops)} bounds"
-        )
-    if len(names) != 1:
-        raise CompilationError(
-            ctx.loc, "a foreach over several modes waits for the N-dimensional foreach"
-        )
-    local = next((r for r in (*starts, *stops) if r.kind == "local"), None)
-    loop_type = INDEX if local is None else ctx.lookup(local.text[1:], local.loc).type
-    bounds = [ctx.value(r, loop_type, check=False) for r in (*starts, *stops)]
-    inst = ForeachInst(
-        *bounds,
-        loop_type=loop_type,
-        var_name=names[0].value[1:],
-        var_loc=names[0].loc,
-        loc=ctx.loc,
-        operand_locs=operand_locs(*starts, *stops),
-    )
-    ctx.open_region(inst.regions[0])
-    return inst
+    return foreach_header(ctx, p[2], p[6], p[10], None)
 
 
 # Memory
