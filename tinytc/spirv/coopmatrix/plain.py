@@ -40,9 +40,13 @@ UNSIGNED_REDUCE = {"add": Op.GroupIAdd, "max": Op.GroupUMax, "min": Op.GroupUMin
 class Plain:
     name = "plain"
 
-    @staticmethod
-    def replicated(t: ir.CoopMatrixType) -> bool:
-        return t.use == "matrix_b"
+    def __init__(self, max_values: int) -> None:
+        self.max_values = max_values  # the target's values per work-item of one matrix
+
+    def replicated(self, t: ir.CoopMatrixType) -> bool:
+        """A matrix_b is held whole where it fits the target's values per work-item; a
+        larger one in the documented layout, whose entries mul_add broadcasts."""
+        return t.use == "matrix_b" and t.rows * t.cols <= self.max_values
 
     def count(self, t: ir.CoopMatrixType, sgs: int) -> int:
         return t.rows * t.cols if self.replicated(t) else t.components(sgs)
@@ -281,20 +285,29 @@ class Plain:
         acc = c.type.element
         blocks = c.type.row_blocks(subgroup_size(lo))
         k_count, n_count = a.type.cols, b.type.cols
+        whole = self.replicated(b.type)
         if acc.is_complex:
             from ..convert_complex import mul_add
 
-            operands = ((a.type.element, a.components), (b.type.element, b.components))
+            held = b.components if whole else self._whole(lo, b.type, b.components)
+            operands = ((a.type.element, a.components), (b.type.element, held))
             return CoopMatrix(c.type, mul_add(lo, acc, operands, c.components, blocks, k_count))
         a_values = [convert(lo, x, a.type.element, acc) for x in a.components]
         b_values = [convert(lo, x, b.type.element, acc) for x in b.components]
         rt = lo.scalar_type(acc)
         result = []
         for n in range(n_count):
+            # a B too large to hold whole: its column n broadcast from the lanes holding it,
+            # one column at a time, so that at most K of its entries are live at once
+            column = (
+                b_values[k_count * n : k_count * (n + 1)]
+                if whole
+                else self._column(lo, rt, b.type, b_values, n)
+            )
             for blk in range(blocks):
                 total = c.components[blk + blocks * n]
                 for k in range(k_count):
-                    x, y = a_values[blk + blocks * k], b_values[k + k_count * n]
+                    x, y = a_values[blk + blocks * k], column[k]
                     if acc.is_float:  # one fma per product, as BLAS kernels do
                         total = lo.b.ext_inst(rt, OpenCLStd.fma, x, y, total)
                     else:
@@ -366,14 +379,17 @@ class Plain:
     def _whole(self, lo: Lowering, t: ir.CoopMatrixType, held: list[Id]) -> list[Id]:
         """A whole matrix (column-major) from components in the documented layout: each entry
         broadcast from the work-item that holds it."""
+        rt = lo.scalar_type(t.element)
+        return [x for c in range(t.cols) for x in self._column(lo, rt, t, held, c)]
+
+    def _column(
+        self, lo: Lowering, rt: Id, t: ir.CoopMatrixType, held: list[Id], c: int
+    ) -> list[Id]:
+        """Column c of a matrix held in the documented layout, each entry broadcast from the
+        work-item that holds it (held: the components, of SPIR-V type rt)."""
         sgs = subgroup_size(lo)
         blocks = t.row_blocks(sgs)
-        rt = lo.scalar_type(t.element)
-        return [
-            broadcast(lo, rt, held[r // sgs + blocks * c], r % sgs)
-            for c in range(t.cols)
-            for r in range(t.rows)
-        ]
+        return [broadcast(lo, rt, held[r // sgs + blocks * c], r % sgs) for r in range(t.rows)]
 
     def extract(self, lo: Lowering, inst: ir.CoopMatrixExtractInst) -> Id:
         m: CoopMatrix = lo.get(inst.operands[0])
@@ -413,7 +429,7 @@ class Plain:
         t: ir.CoopMatrixType = inst.result.type  # type: ignore[assignment]
         el = t.element
         combine = _combiner(lo, inst.op, el)
-        if self.replicated(t):
+        if self.replicated(m.type):  # then so is the smaller result
             rows, cols = m.type.rows, m.type.cols
             lines = (
                 [[m.components[r + rows * c] for c in range(cols)] for r in range(rows)]
@@ -426,7 +442,7 @@ class Plain:
         if inst.mode == "row":  # each work-item sums its own rows
             cols = range(m.type.cols)
             rows = [[m.components[b + blocks * c] for c in cols] for b in range(blocks)]
-            return CoopMatrix(t, [_fold(combine, line) for line in rows])
+            return self._held(lo, t, [_fold(combine, line) for line in rows])
         identity = lo.const(el, _identity(inst.op, el))
         rt = lo.scalar_type(el)
         entries = self.entries(lo, m.type)
@@ -461,7 +477,11 @@ class Plain:
             if el == ir.BF16:
                 total = round_bf16(lo, total)
             result.append(total)
-        return CoopMatrix(t, result)
+        return self._held(lo, t, result)
+
+    def _held(self, lo: Lowering, t: ir.CoopMatrixType, documented: list[Id]) -> CoopMatrix:
+        """A matrix made in the documented layout, as this implementation holds type t."""
+        return CoopMatrix(t, self._whole(lo, t, documented) if self.replicated(t) else documented)
 
     def change_use(self, lo: Lowering, m: CoopMatrix, use: str) -> CoopMatrix:
         """The same matrix held as ``use`` requires (only matrix_acc changes its use)."""
@@ -490,6 +510,3 @@ def _identity(op: str, el: ir.ScalarType) -> int | float:
         return float("-inf") if op == "max" else float("inf")
     magnitude = el.bits - el.is_signed  # the type's range: signed -2^(b-1) .., unsigned 0 ..
     return (-(2**magnitude) if el.is_signed else 0) if op == "max" else 2**magnitude - 1
-
-
-PLAIN = Plain()
