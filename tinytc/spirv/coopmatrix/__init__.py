@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ... import ir
-from ...errors import CompilationError
 from .._grammar import BuiltIn, Op
 from ..convert import Lowering, converts
 from ..convert_scalar import convert
@@ -57,18 +56,6 @@ def _dpas(lo: Lowering) -> Dpas:
     if key not in lo.coopmatrix_state:
         lo.coopmatrix_state[key] = Dpas(lo.dpas, dpas_types(lo, lo.func), plain_of(lo))
     return lo.coopmatrix_state[key]
-
-
-def check_supported(lo: Lowering, inst: ir.Inst) -> None:
-    """A located error for coopmatrix shapes the target's implementation cannot hold."""
-    sgs = lo.func.subgroup_size if lo.func is not None else None
-    assert sgs is not None
-    for value in [*inst.operands, *inst.results]:
-        t = value.type
-        if isinstance(t, ir.CoopMatrixType):
-            problem = implementation(lo, inst).unsupported(t, sgs, lo.target)
-            if problem:
-                raise CompilationError(inst.loc, problem)
 
 
 def component_types(lo: Lowering, t: ir.CoopMatrixType) -> list[Id]:
@@ -137,7 +124,6 @@ def _subgroup_builtin(lo: Lowering, inst: ir.SubgroupBuiltinInst) -> None:
 
 def _handler(method: str):  # type: ignore[no-untyped-def]
     def lower(lo: Lowering, inst: ir.Inst) -> None:
-        check_supported(lo, inst)
         result = getattr(implementation(lo, inst), method)(lo, inst)
         if inst.results:
             lo.values[inst.result] = result
@@ -162,7 +148,6 @@ for _cls, _method in (
 
 def cast_matrix(lo: Lowering, inst: ir.CastInst, value: CoopMatrix) -> CoopMatrix:
     """Component-wise conversion, and a change of use where the layouts differ."""
-    check_supported(lo, inst)
     src: ir.CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
     to: ir.CoopMatrixType = inst.to  # type: ignore[assignment]
     source, target, plain = holder(lo, src), holder(lo, to), plain_of(lo)

@@ -17,15 +17,15 @@ from collections.abc import Callable
 from ... import ir
 from ...errors import CompilationError
 from ...gemm import transpose_group
-from ...target import CoreInfo
-from .._grammar import GroupOperation, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
+from .._grammar import GroupOperation, MemorySemantics, Op, Scope, StorageClass
 from ..convert import Lowering, Memref
 from ..convert_memory import load_scalar, store_scalar
-from ..convert_scalar import binary, convert, round_bf16
+from ..convert_scalar import binary, round_bf16
 from ..instruction import Id
 from . import CoopMatrix
 from .access import BLOCK_READ_WIDTHS, Access, Entry, block_reads_pay, check_component_index, clamp
 from .lanes import broadcast, shuffle_xor, subgroup_size
+from .mul_add import plain_mul_add
 
 MAX_PREFETCH_LINES = 64  # calls one prefetch makes at most (a hint, not worth a long build)
 
@@ -50,15 +50,6 @@ class Plain:
 
     def count(self, t: ir.CoopMatrixType, sgs: int) -> int:
         return t.rows * t.cols if self.replicated(t) else t.components(sgs)
-
-    def unsupported(self, t: ir.CoopMatrixType, sgs: int, target: CoreInfo) -> str:
-        count = self.count(t, sgs)
-        if count > target.max_values_per_item:
-            return (
-                f"{t} needs {count} values per work-item with subgroup size {sgs}; "
-                f"{target.name} holds at most {target.max_values_per_item}"
-            )
-        return ""
 
     def entries(self, lo: Lowering, t: ir.CoopMatrixType, documented: bool = False) -> list[Entry]:
         """The entry of each component, in component order (of the documented layout if
@@ -279,43 +270,7 @@ class Plain:
     # Arithmetic
 
     def mul_add(self, lo: Lowering, inst: ir.CoopMatrixMulAddInst) -> CoopMatrix:
-        a: CoopMatrix = lo.get(inst.operands[0])
-        b: CoopMatrix = lo.get(inst.operands[1])
-        c: CoopMatrix = lo.get(inst.operands[2])
-        acc = c.type.element
-        blocks = c.type.row_blocks(subgroup_size(lo))
-        k_count, n_count = a.type.cols, b.type.cols
-        whole = self.replicated(b.type)
-        if acc.is_complex:
-            from ..convert_complex import mul_add
-
-            held = b.components if whole else self._whole(lo, b.type, b.components)
-            operands = ((a.type.element, a.components), (b.type.element, held))
-            return CoopMatrix(c.type, mul_add(lo, acc, operands, c.components, blocks, k_count))
-        a_values = [convert(lo, x, a.type.element, acc) for x in a.components]
-        b_values = [convert(lo, x, b.type.element, acc) for x in b.components]
-        rt = lo.scalar_type(acc)
-        result = []
-        for n in range(n_count):
-            # a B too large to hold whole: its column n broadcast from the lanes holding it,
-            # one column at a time, so that at most K of its entries are live at once
-            column = (
-                b_values[k_count * n : k_count * (n + 1)]
-                if whole
-                else self._column(lo, rt, b.type, b_values, n)
-            )
-            for blk in range(blocks):
-                total = c.components[blk + blocks * n]
-                for k in range(k_count):
-                    x, y = a_values[blk + blocks * k], column[k]
-                    if acc.is_float:  # one fma per product, as BLAS kernels do
-                        total = lo.b.ext_inst(rt, OpenCLStd.fma, x, y, total)
-                    else:
-                        total = lo.op(Op.IAdd, rt, total, lo.op(Op.IMul, rt, x, y))
-                result.append(total)
-        if acc == ir.BF16:
-            result = [round_bf16(lo, x) for x in result]
-        return CoopMatrix(c.type, result)
+        return plain_mul_add(lo, self, inst)
 
     def scale(self, lo: Lowering, inst: ir.CoopMatrixScaleInst) -> CoopMatrix:
         alpha = lo.get(inst.operands[0])
@@ -337,7 +292,7 @@ class Plain:
         if not self.replicated(t):
             return CoopMatrix(t, self._apply(lo, inst, t, m.components))
         held = [self._pick(lo, m, k) for k in range(t.components(subgroup_size(lo)))]
-        return CoopMatrix(t, self._whole(lo, t, self._apply(lo, inst, t, held)))
+        return CoopMatrix(t, self.whole(lo, t, self._apply(lo, inst, t, held)))
 
     def _apply(
         self, lo: Lowering, inst: ir.CoopMatrixApplyInst, t: ir.CoopMatrixType, held: list[Id]
@@ -376,13 +331,13 @@ class Plain:
             value = lo.op(Op.Select, rt, mine, m.components[r + t.rows * col], value)
         return value
 
-    def _whole(self, lo: Lowering, t: ir.CoopMatrixType, held: list[Id]) -> list[Id]:
+    def whole(self, lo: Lowering, t: ir.CoopMatrixType, held: list[Id]) -> list[Id]:
         """A whole matrix (column-major) from components in the documented layout: each entry
         broadcast from the work-item that holds it."""
         rt = lo.scalar_type(t.element)
-        return [x for c in range(t.cols) for x in self._column(lo, rt, t, held, c)]
+        return [x for c in range(t.cols) for x in self.column(lo, rt, t, held, c)]
 
-    def _column(
+    def column(
         self, lo: Lowering, rt: Id, t: ir.CoopMatrixType, held: list[Id], c: int
     ) -> list[Id]:
         """Column c of a matrix held in the documented layout, each entry broadcast from the
@@ -481,14 +436,14 @@ class Plain:
 
     def _held(self, lo: Lowering, t: ir.CoopMatrixType, documented: list[Id]) -> CoopMatrix:
         """A matrix made in the documented layout, as this implementation holds type t."""
-        return CoopMatrix(t, self._whole(lo, t, documented) if self.replicated(t) else documented)
+        return CoopMatrix(t, self.whole(lo, t, documented) if self.replicated(t) else documented)
 
     def change_use(self, lo: Lowering, m: CoopMatrix, use: str) -> CoopMatrix:
         """The same matrix held as ``use`` requires (only matrix_acc changes its use)."""
         t = ir.CoopMatrixType(m.type.element, m.type.rows, m.type.cols, use)
         if self.replicated(t) == self.replicated(m.type):
             return CoopMatrix(t, m.components)
-        return CoopMatrix(t, self._whole(lo, t, m.components))
+        return CoopMatrix(t, self.whole(lo, t, m.components))
 
 
 def _combiner(lo: Lowering, op: str, el: ir.ScalarType) -> Callable[[Id, Id], Id]:
