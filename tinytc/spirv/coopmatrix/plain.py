@@ -3,9 +3,10 @@
 matrix_a and matrix_acc follow the documented layout (ir.CoopMatrixType): lane l holds rows
 l, l + S, ... of every column, so a column's rows are one vector access across the lanes (on
 GPUs, a subgroup block read where the column is contiguous: Plain.block_readable).
-matrix_b is held whole by every work-item (R * C values, column-major): mul_add then reads
-each B entry as one value every lane shares, which the CPU folds into the fma
-(docs/performance-cpu.md lesson 8), and a transposed B costs no gather. extract, insert,
+matrix_b is held whole by every work-item (R * C values, column-major) where that fits the
+target's values per work-item (CoreInfo.max_values_per_item; a larger one is held as
+matrix_a is): mul_add then reads each B entry as one value every lane shares, which the CPU
+folds into the fma (docs/performance-cpu.md lesson 8), and a transposed B costs no gather. extract, insert,
 apply and the change of use acc -> b translate between this and the documented layout;
 apply runs its region where the documented layout puts each entry, matrix_b included.
 """
