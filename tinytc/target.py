@@ -45,8 +45,9 @@ DPAS_TYPES: tuple[tuple[str, str, str], ...] = (
 # Where a target has no CL_DEVICE_SUB_GROUP_SIZES_INTEL, the subgroup size Intel's runtimes
 # choose by default; also the size a kernel without collectives gets where the target has it.
 DEFAULT_SUBGROUP_SIZE = 16
-# Values per work-item of one coopmatrix operand (the coopmatrix lowering's limit): more would
-# only spill and take long to build.
+# Values per work-item of one coopmatrix operand held in registers: more would only spill and
+# take long to build, so beyond it a matrix_b is spread over the lanes and mul_add spills to
+# private arrays (tinytc/spirv/coopmatrix/mul_add.py).
 MAX_VALUES_PER_ITEM = 256
 # The SPIR-V extensions each capability flag of CoreInfo stands for (spirv_extensions).
 INTEL_SUBGROUPS = "SPV_INTEL_subgroups"
