@@ -40,7 +40,8 @@ STAGED_LANES = 16  # ... where a transposed A is staged in local memory
 MAX_ROW_BLOCKS = 8
 MAX_COLS_PER_ITEM = 8
 WORK_PER_GROUP = 2048  # multiply-adds per work-group below which it runs several entries
-STAGE_MIN_BYTES = 1024  # a smaller transposed A is read from global memory (L1)
+STAGE_MIN_BYTES = 1024  # a smaller operand is read from global memory (L1)
+FUSED_K_UNROLL = 4  # K step of a fused pair's first gemm whose B is staged
 
 
 def sized_gemm(linalg: list[LinalgInst]) -> GemmInst | None:
@@ -60,9 +61,34 @@ def stage_pays(a: MemrefType, target: CoreInfo) -> bool:
     return STAGE_MIN_BYTES <= size <= target.local_memory_size
 
 
+def operand_staging(gemm: GemmInst, target: CoreInfo, staging: bool = True) -> tuple[bool, bool]:
+    """(stage_a, stage_b) of a gemm sized here: each operand of at least STAGE_MIN_BYTES, both
+    where they fit local memory together, else one: a transposed B (gathered along its rows
+    in global memory), else A, whichever fits (module docstring)."""
+    if not staging:
+        return False, False
+    a, b = (v.memref_type for v in gemm.operands[1:3])
+    sizes = [math.prod(t.shape) * t.element.size for t in (a, b)]  # type: ignore[arg-type]
+    limit = target.local_memory_size or 0
+    wanted = [STAGE_MIN_BYTES <= size <= limit for size in sizes]
+    if all(wanted) and sum(sizes) > limit:
+        wanted = [False, True] if gemm.trans_b else [True, False]
+    return wanted[0], wanted[1]
+
+
+def fused_stage_b(first: GemmInst, target: CoreInfo, staging: bool = True) -> bool:
+    """Whether the first gemm of a fused pair (one warp walks the row tiles) copies its B to
+    local memory first: where it is static and takes STAGE_MIN_BYTES up to all of local
+    memory; its K loop then steps FUSED_K_UNROLL (module docstring: the chain)."""
+    b = first.operands[2].memref_type
+    if not (staging and b.is_static):
+        return False
+    return STAGE_MIN_BYTES <= math.prod(b.shape) * b.element.size <= (target.local_memory_size or 0)  # type: ignore[arg-type]
+
+
 def staged(gemm: GemmInst, target: CoreInfo, staging: bool = True) -> bool:
-    """Whether tile-linalg stages this gemm's A (it asks stage_pays)."""
-    return staging and gemm.trans_a and stage_pays(gemm.operands[1].memref_type, target)
+    """Whether tile-linalg stages any of this gemm's operands (operand_staging)."""
+    return any(operand_staging(gemm, target, staging))
 
 
 def lanes(rows: int, is_staged: bool, target: CoreInfo) -> int:
