@@ -43,7 +43,7 @@ def lower_dpas(low: Lowering, inst: LinalgInst) -> None:
     problem = check_dpas_tiling(tiling, shape, low.target.max_values_per_item)
     if tiling.stage_a or tiling.stage_b:
         which = "stage_a" if tiling.stage_a else "stage_b"
-        problem = f"{which}: a DPAS gemm reads A and B in place"
+        problem = f"{which}: a DPAS gemm reads {which[-1].upper()} in place"
     if problem:
         low.refuse(inst, problem)
     e = low.e
