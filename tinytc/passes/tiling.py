@@ -152,7 +152,7 @@ def default_tiling(
         subgroups = wg[0] * wg[1] // func.subgroup_size
         lanes = func.subgroup_size
         mb, nb, ku = warps.block(rows, cols, lanes, subgroups, max(summed.size, 4), target)
-        stage_a, stage_b = warps.operand_staging(inst, target, staging)  # type: ignore[arg-type]
+        stage_a, stage_b = warps.operand_staging(inst, target, staging)
         return Tiling(wg, mb, nb, min(ku, max_k_unroll), stage_a=stage_a, stage_b=stage_b)
     tiling = choose_tiling(
         rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes,

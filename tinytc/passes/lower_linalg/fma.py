@@ -110,7 +110,7 @@ def check_staging(low: Lowering, inst: LinalgInst, tiling: Tiling, inputs: list[
         if problem:
             low.refuse(inst, f"{which}: {problem}")
         copies.append(inputs[index])
-    total = sum(math.prod(x.type.shape) * x.type.element.size for x in copies)  # type: ignore[misc]
+    total = sum(math.prod(d or 0 for d in x.type.shape) * x.type.element.size for x in copies)
     limit = low.target.local_memory_size
     if len(copies) > 1 and limit is not None and total > limit:
         low.refuse(inst, f"stage_a and stage_b: A and B take {total} bytes, more than the "
