@@ -81,7 +81,14 @@ class TilingPass:
         after = self.default(second, func)  # its prefetch: that of the whole pair
         prefetch = len(pair_operands(inst, second)) if after.prefetch else 0  # type: ignore[arg-type]
         unroll = fused_k_unroll(tiling.k_unroll, mb)
-        fused = Tiling(tiling.work_group, mb, k2, unroll, prefetch, after.prefetch_ahead, fuse=True)
+        warp = bool(self.target.warp_size)
+        stage_b = warp and warps.fused_stage_b(inst, self.target, self.staging)  # type: ignore[arg-type]
+        if stage_b:
+            unroll = min(warps.FUSED_K_UNROLL, self.max_k_unroll)
+        fused = Tiling(
+            tiling.work_group, mb, k2, unroll, prefetch, after.prefetch_ahead, stage_b=stage_b,
+            fuse=True,
+        )  # fmt: skip
         given = second.tiling  # written in the program: fused only where it agrees
         if given is not None and given != fused_form(given, mb, k2):
             return tiling
@@ -145,7 +152,8 @@ def default_tiling(
         subgroups = wg[0] * wg[1] // func.subgroup_size
         lanes = func.subgroup_size
         mb, nb, ku = warps.block(rows, cols, lanes, subgroups, max(summed.size, 4), target)
-        return Tiling(wg, mb, nb, min(ku, max_k_unroll), stage_a=staged_a)
+        stage_a, stage_b = warps.operand_staging(inst, target, staging)
+        return Tiling(wg, mb, nb, min(ku, max_k_unroll), stage_a=stage_a, stage_b=stage_b)
     tiling = choose_tiling(
         rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes,
         max(summed.size, 4),  # narrower integers are blocked as 32-bit values too
