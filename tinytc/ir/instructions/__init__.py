@@ -38,6 +38,7 @@ from .coopmatrix_atomic import (
     CoopMatrixAtomicUpdateInst,
 )
 from .coopmatrix_blend import CoopMatrixAtomicBlendInst
+from .cumsum import CumsumInst
 from .linalg import (
     AxpbyInst,
     GemmInst,
@@ -96,6 +97,7 @@ __all__ = [
     "CoopMatrixReduceInst",
     "CoopMatrixScaleInst",
     "CoopMatrixStoreInst",
+    "CumsumInst",
     "ExpandInst",
     "ForInst",
     "ForeachInst",
