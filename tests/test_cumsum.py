@@ -160,13 +160,15 @@ def test_diagnostics() -> None:
     refused(kernel("f32", (8,), 0).replace("cumsum", "cumsum.t"), "takes .atomic", ".t")
     refused(kernel("f32", (8,), 0).replace(", f32, memref<f32x8>\n", "\n"), "4 types", "cumsum")
     refused(kernel("f32", (8,), 0, alpha="%b"), "has type memref", "%b,")
-    v04 = "func @k(%a: memref<f32x8>, %b: memref<f32x8>) {\n  cumsum.atomic 1.0, %a, 0, 2.0, %b\n}\n"
+    v04 = "func @k(%a: memref<f32x8>, %b: memref<f32x8>) {\n"
+    v04 += "  cumsum.atomic 1.0, %a, 0, 2.0, %b\n}\n"
     refused(v04, "beta of 0 or 1 in v0.4", "2.0", dialect="v0.4")
 
 
 def test_a_tiling_it_cannot_execute_is_refused_at_the_instruction() -> None:
     tiling = "work_group=[16, 1], rows_per_item=1, cols_per_item=4, prefetch=1"
-    text = kernel("f32", (8, 4), 0).replace("f32x8x4>\n}", f"f32x8x4> attributes{{tiling={{{tiling}}}}}\n}}")
+    text = kernel("f32", (8, 4), 0)
+    text = text.replace("f32x8x4>\n}", f"f32x8x4> attributes{{tiling={{{tiling}}}}}\n}}")
     text = text.replace(") {", ") work_group_size(16,1) subgroup_size(16) {")
     with pytest.raises(CompilationError, match="cumsum takes no dpas") as e:
         tinytc.compile(text)

@@ -5,7 +5,9 @@ other collectives); an ``attributes{tiling={...}}`` may follow in both."""
 
 from __future__ import annotations
 
-from ...errors import CompilationError
+from typing import Any
+
+from ...errors import CompilationError, Location
 from ...ir import CumsumInst, Inst, MemrefType, Type, Value
 from ..context import Ref
 from ..driver import rule
@@ -28,9 +30,8 @@ REV2 = "rev2"
 def _cumsum_rev2(ctx: Ctx, p: P) -> Inst:
     refs, types = _refs(ctx, p), p[4]
     if len(types) != 4:
-        raise CompilationError(
-            ctx.loc, f"cumsum takes 4 types (alpha, A, beta, B; none for the mode), got {len(types)}"
-        )
+        message = f"cumsum takes 4 types (alpha, A, beta, B; none for the mode), got {len(types)}"
+        raise CompilationError(ctx.loc, message)
     values = [ctx.value(r, t) for r, t in zip(refs, types)]
     return _build(ctx, p, refs, values, v04=False, attributes=p[6] if len(p) > 5 else None)
 
@@ -66,7 +67,12 @@ def _mode(ref: Ref) -> int:
 
 
 def _build(
-    ctx: Ctx, p: P, refs: list[Ref], values: list[Value], v04: bool, attributes: object
+    ctx: Ctx,
+    p: P,
+    refs: list[Ref],
+    values: list[Value],
+    v04: bool,
+    attributes: tuple[dict[str, Any], Location] | None,
 ) -> Inst:
     modifiers: list[Token] = p[1]
     flags = [m.value for m in modifiers]
@@ -86,6 +92,5 @@ def _build(
         atomic=atomic, mode_loc=mode_ref.loc, loc=ctx.loc, operand_locs=operand_locs(*refs),
     )  # fmt: skip
     if attributes is not None:
-        attrs, loc = attributes  # type: ignore[misc]
-        inst.tiling = tiling_attribute(attrs, loc)
+        inst.tiling = tiling_attribute(*attributes)
     return inst

@@ -80,9 +80,12 @@ def _slices(
     kept = (0, inst.mode) if inst.mode else (0, 1)
     outer = [m for m in range(order) if m not in kept]
     if len(index) < len(outer):
-        mode = outer[len(index)]
-        e.loop(0, e.size(b, mode), 1, [], lambda i: _slices(
-            low, inst, tiling, a, b, [*index, e.value(i)]) or [])  # fmt: skip
+
+        def body(i: Size) -> list[Value]:
+            _slices(low, inst, tiling, a, b, [*index, e.value(i)])
+            return []
+
+        e.loop(0, e.size(b, outer[len(index)]), 1, [], body)
         return
     if outer:
         at = dict(zip(outer, index))
@@ -110,9 +113,7 @@ def _load(low: Lowering, a: Operand, t: Tile, acc: ScalarType) -> Value:
     return low.convert(low.e.load(a, t.row, t.col, mt, t.checked), acc)
 
 
-def _along_columns(
-    low: Lowering, inst: CumsumInst, tiling: Tiling, a: Operand, b: Operand
-) -> None:
+def _along_columns(low: Lowering, inst: CumsumInst, tiling: Tiling, a: Operand, b: Operand) -> None:
     """Row tiles shared by the subgroups; each walks its tiles' columns carrying per lane the
     sums of its rows (one per block of S rows)."""
     e = low.e
@@ -187,7 +188,7 @@ def _walk(
     """step(col, width, *carried) over the columns in order: steps of nb, then the columns
     left (one static step, or single columns of a dynamic size)."""
     e = low.e
-    main = cols - cols % nb if isinstance(cols, int) else e.arith("sub", cols, e.arith("rem", cols, nb))
+    main = e.arith("sub", cols, e.arith("rem", cols, nb))  # folded where cols is known
     carried = init
     if not isinstance(main, int) or main:
         carried = e.loop(0, main, nb, carried, lambda n0, *c: step(n0, nb, *c))
