@@ -181,3 +181,17 @@ def test_a_tiling_it_cannot_execute_is_refused_at_the_instruction() -> None:
 def test_validates_for_the_gpus(target: str, t: str) -> None:
     for mode in (0, 1):
         validate(tinytc.compile(kernel(t, (37, None), mode, beta="1"), target))
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_a_smaller_than_b_at_run_time_reads_zeros(mode: int) -> None:
+    """Sizes known only at run time that differ: A is read where it has entries, never past
+    its end (as the other collectives' checked loads); the tiles follow B."""
+    text = kernel("f32", (None, None), mode)
+    a = np.full((20, 3), 7.0, np.float32, order="F")
+    a[:17, :] = arrays("f32", (17, 3))[0]
+    b = np.zeros((21, 5), np.float32, order="F")
+    tinytc.jit(text).k(a[:17], b, howmany=1)
+    padded = np.zeros((21, 5), np.float32)
+    padded[:17, :3] = a[:17]
+    np.testing.assert_array_equal(b, np.cumsum(padded, axis=mode))

@@ -108,9 +108,17 @@ def _zeros(acc: ScalarType, count: int) -> list[Value]:
     return [Constant(0.0 if acc.is_float else 0, acc)] * count
 
 
-def _load(low: Lowering, a: Operand, t: Tile, acc: ScalarType) -> Value:
+def _load(low: Lowering, a: Operand, b: Operand, t: Tile, acc: ScalarType) -> Value:
+    """A's tile at B's, checked also in the modes where A's extent may differ from B's (a size
+    only known at run time, that the tiles follow in B): there A reads 0 and never past its
+    end, as the other collectives' checked loads."""
+    a_shape, b_shape = (*a.type.shape, 1, 1), (*b.type.shape, 1, 1)
+    check = t.checked
+    for k, name in enumerate(("rows", "cols")):
+        if a_shape[k] is None or b_shape[k] is None:
+            check = both(check, name)
     mt = CoopMatrixType(a.type.element, t.rows, t.cols, "matrix_acc")
-    return low.convert(low.e.load(a, t.row, t.col, mt, t.checked), acc)
+    return low.convert(low.e.load(a, t.row, t.col, mt, check), acc)
 
 
 def _along_columns(low: Lowering, inst: CumsumInst, tiling: Tiling, a: Operand, b: Operand) -> None:
@@ -126,7 +134,7 @@ def _along_columns(low: Lowering, inst: CumsumInst, tiling: Tiling, a: Operand, 
 
         def step(n0: Size, width: int, *carries: Value) -> list[Value]:
             t = Tile(m0, n0, r, width, check)
-            x = _load(low, a, t, acc)
+            x = _load(low, a, b, t, acc)
             sums = list(carries)
             for c in range(width):
                 for k in range(blocks):
@@ -156,7 +164,7 @@ def _down_rows(low: Lowering, inst: CumsumInst, tiling: Tiling, a: Operand, b: O
     def row_tile(n0: Size) -> Callable[..., list[Value]]:
         def step(m0: Size, r: int, check: str, *carries: Value) -> list[Value]:
             t = Tile(m0, n0, r, width, both(check, col_check))
-            x = _load(low, a, t, acc)
+            x = _load(low, a, b, t, acc)
             blocks = -(-r // low.sgs)
             sums = list(carries)
             for c in range(width):
