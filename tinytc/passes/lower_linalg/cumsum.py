@@ -45,6 +45,7 @@ from ...target import CoreInfo, summed_type
 from .emitter import Operand, Size, Tile, both, col_tiles
 from .lowering import Lowering
 
+DOWN_ROW_BLOCKS = 1
 MAX_ROW_BLOCKS = 4  # blocks of S rows per lane: independent running sums along the columns
 MAX_COLUMNS = 4  # columns per tile: independent scans down the rows, or columns per step
 
@@ -57,7 +58,7 @@ def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
     shape = (*inst.output.memref_type.shape, 1)
     rows, cols = shape[0], shape[inst.mode if inst.mode else 1]
     blocks = MAX_ROW_BLOCKS if rows is None else -(-rows // func.subgroup_size)
-    per_item = min(blocks, MAX_ROW_BLOCKS) if inst.mode else 1
+    per_item = min(blocks, MAX_ROW_BLOCKS if inst.mode else DOWN_ROW_BLOCKS)
     columns = MAX_COLUMNS if cols is None else max(1, min(cols, MAX_COLUMNS))
     return Tiling(func.work_group_size, max(per_item, 1), columns, 1)
 
