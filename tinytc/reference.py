@@ -495,5 +495,11 @@ def _sum(f: Frame, inst: ir.SumInst) -> None:
     _update(f, inst, lambda a: _op(a, inst.trans_a).sum(axis=-1))
 
 
+
+@handles(ir.CumsumInst)
+def _cumsum(f: Frame, inst: ir.CumsumInst) -> None:
+    # in the summed type itself: numpy would widen small integers, which wrap here
+    _update(f, inst, lambda a: np.cumsum(a, axis=inst.mode, dtype=a.dtype))
+
 # parallel regions and cooperative matrices register their handlers here
 from . import reference_complex, reference_spmd  # noqa: E402, F401

@@ -77,6 +77,7 @@ Limits, l3_bytes, seconds = roofline.Limits, roofline.l3_bytes, roofline.seconds
 SHAPES = [
     *(f"{ty}-{n}-{tr}" for ty in DTYPES for n in (8, 16, 32, 64) for tr in ("nn", "tn", "nt")),
     *(f"chain-{ty}" for ty in DTYPES),
+    *(f"cumsum-{ty}-{n}-m{m}" for ty in DTYPES for n in cases.CUMSUM_SIZES for m in (0, 1)),
     *conv.SHAPES,
 ]
 DRAM_WORKING_SET = 800e6  # bytes per shape: A and B read, C written (the setting)
@@ -88,6 +89,9 @@ def make_case(name: str, working_set: float, with_numpy: bool = True, quick: boo
         return conv.make_conv_case(name, quick, with_others=with_numpy)
     if name.startswith("chain-"):
         return chain_case(name.removeprefix("chain-"), working_set, with_numpy)
+    if name.startswith("cumsum-"):
+        _, ty, n, mode = name.split("-")
+        return cases.cumsum_case(ty, int(n), int(mode[1:]), working_set, with_numpy)
     ty, n, trans = name.split("-")
     return gemm_case(ty, int(n), trans, working_set, with_numpy)
 

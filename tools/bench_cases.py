@@ -160,3 +160,57 @@ def relative_error(got: np.ndarray, expected: np.ndarray) -> float:
     """Largest error relative to the largest expected value; NaN (unwritten) counts as inf."""
     error = float(np.max(np.abs(got - expected)) / np.max(np.abs(expected)))
     return error if np.isfinite(error) else float("inf")
+
+
+CUMSUM_SIZES = (16, 64)
+
+
+def cumsum_source(ty: str, n: int, mode: int) -> str:
+    batch = f"memref<{ty}x{n}x{n}x?>"
+    one = f"memref<{ty}x{n}x{n}>"
+    return f"""func @cumsum(%A: {batch}, %B: {batch}) {{
+  %e = group_id
+  %a = subview %A[:,:,%e] : {batch}
+  %b = subview %B[:,:,%e] : {batch}
+  cumsum 1.0, %a, {mode}, 0.0, %b : {ty}, {one}, {ty}, {one}
+}}
+"""
+
+
+def cumsum_case(ty: str, n: int, mode: int, working_set: float, with_numpy: bool) -> Case:
+    """B_e = cumsum(A_e) along mode 0 (down the columns) or 1 (along the rows), beta = 0: A
+    is read and B written, n*n elements each; one add per element (a complex add is 2)."""
+    size = np.dtype(DTYPES[ty]).itemsize
+    batch = max(1, int(working_set / (2 * n * n * size)))
+    rng = np.random.default_rng(n + mode)
+    a = column_major(rng, (n, n, batch), ty)
+    b = np.full((n, n, batch), np.nan, DTYPES[ty], order="F")
+    kernels: Any = tinytc.jit(cumsum_source(ty, n, mode))
+
+    run_numpy = None
+    if with_numpy:
+        out = np.empty_like(a)  # numpy's own output, in a's (column-major) order
+
+        def run_numpy() -> None:
+            np.cumsum(a, axis=mode, out=out)
+
+    sample = rng.choice(batch, min(batch, SAMPLE), replace=False)
+
+    def check() -> float:
+        b[...] = np.nan
+        case.run()
+        expected = np.cumsum(a[:, :, sample].astype(WIDE[ty]), axis=mode)
+        return relative_error(b[:, :, sample], expected)
+
+    case = Case(
+        name=f"cumsum-{ty}-{n}-m{mode}",
+        ty=ty,
+        batch=batch,
+        flops=(2.0 if ty in ("c32", "c64") else 1.0) * n * n * batch,
+        bytes=2.0 * n * n * size * batch,
+        kernel=kernels.cumsum,
+        args=(a, b),
+        run_numpy=run_numpy,
+        check=check,
+    )
+    return case

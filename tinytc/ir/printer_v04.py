@@ -206,6 +206,14 @@ def _linalg(inst: ir.LinalgInst, p: Printer) -> None:
     p.line(f"{word}{flags} {p.names(inst.operands)}{tiling}")
 
 
+@prints(ir.CumsumInst)
+def _cumsum(inst: ir.CumsumInst, p: Printer) -> None:
+    alpha, a, beta, b = (p.name(v) for v in inst.operands)
+    atomic = ".atomic" if inst.atomic else ""
+    tiling = f" attributes{{tiling={format_attribute(inst.tiling)}}}" if inst.tiling else ""
+    p.line(f"cumsum{atomic} {alpha}, {a}, {inst.mode}, {beta}, {b}{tiling}")
+
+
 def _access(inst: Any) -> str:
     return (".t" if inst.transpose else ".n") + (f".{inst.checked}_checked" if inst.checked else "")
 

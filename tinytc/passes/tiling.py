@@ -23,8 +23,9 @@ from ..gemm import (
     warps,
 )
 from ..gemm.dpas import dpas_tiling
-from ..ir import Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program, Region
+from ..ir import CumsumInst, Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program, Region
 from ..target import CoreInfo, summed_type
+from .lower_linalg.cumsum import cumsum_tiling
 from .lower_linalg.fusion import fusion_partner, pair_operands
 from .lower_linalg.staging import why_not_staged
 from .matrix_unit import matrix_unit_of
@@ -133,6 +134,8 @@ def default_tiling(
     (fusion aside), its fma K unroll at most max_k_unroll (a DPAS gemm keeps its own K step),
     a transposed A staged where ``staging`` and stage_pays."""
     assert func.work_group_size is not None
+    if isinstance(inst, CumsumInst):
+        return cumsum_tiling(inst, func, target)
     out = inst.output.memref_type
     rows, cols = (*out.shape, 1, 1)[:2]
     memrefs = [v.type for v in inst.accessed if isinstance(v.type, MemrefType)]

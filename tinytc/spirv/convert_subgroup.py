@@ -12,7 +12,10 @@ each result once in both forms.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .. import ir
+from ..errors import CompilationError
 from ..target import CoreInfo
 from ._grammar import GroupOperation, Op, Scope
 from .convert import Lowering, converts
@@ -52,19 +55,27 @@ def _broadcast(lo: Lowering, inst: ir.SubgroupBroadcastInst) -> None:
     value, lane = (lo.get(v) for v in inst.operands)
     i32 = lo.m.type_int(32)
     lane = lo.op(Op.BitwiseAnd, i32, lane, lo.u32(_sgs(lo) - 1))  # modulo the subgroup size
+    lo.values[inst.result] = _by_parts(lo, t, value, lambda p, v: _broadcast_value(lo, p, v, lane))
+
+
+def _broadcast_value(lo: Lowering, t: ir.ScalarType, value: Id, lane: Id) -> Id:
     if native_subgroup_form(lo.target, t):
         rt = lo.scalar_type(t)
-        lo.values[inst.result] = lo.op(Op.GroupBroadcast, rt, lo.u32(Scope.Subgroup), value, lane)
-        return
+        return lo.op(Op.GroupBroadcast, rt, lo.u32(Scope.Subgroup), value, lane)
     carrier = _pack(lo, t, value)
-    moved = _move(lo, Op.SubgroupShuffleINTEL, _carrier_type(lo, t), carrier, lane)
-    lo.values[inst.result] = _unpack(lo, t, moved)
+    return _unpack(lo, t, _move(lo, Op.SubgroupShuffleINTEL, _carrier_type(lo, t), carrier, lane))
 
 
 @converts(ir.SubgroupOperationInst)
 def _operation(lo: Lowering, inst: ir.SubgroupOperationInst) -> None:
     t: ir.ScalarType = inst.result.type  # type: ignore[assignment]
+    if t.is_complex and inst.op != "add":
+        raise CompilationError(inst.loc, f"{inst.print_name} has no order on {t}: only add")
     x = lo.get(inst.operands[0])
+    lo.values[inst.result] = _by_parts(lo, t, x, lambda p, v: _operation_value(lo, inst, p, v))
+
+
+def _operation_value(lo: Lowering, inst: ir.SubgroupOperationInst, t: ir.ScalarType, x: Id) -> Id:
     if native_subgroup_form(lo.target, t):
         table = UNSIGNED_REDUCE if t.kind == "uint" else None
         opcode = table[inst.op] if table else REDUCE[(inst.op, t.is_float)]
@@ -74,7 +85,19 @@ def _operation(lo: Lowering, inst: ir.SubgroupOperationInst) -> None:
         result = _butterfly(lo, inst.op, t, x)
     else:
         result = _scan(lo, inst.op, t, x, inst.kind == "exclusive_scan")
-    lo.values[inst.result] = round_bf16(lo, result) if t == ir.BF16 else result
+    return round_bf16(lo, result) if t == ir.BF16 else result
+
+
+def _by_parts(
+    lo: Lowering, t: ir.ScalarType, x: Id, fn: Callable[[ir.ScalarType, Id], Id]
+) -> Id:
+    """fn(t, x), or for a complex value fn on its real and imaginary part: OpenCL's subgroup
+    functions take no vectors, and a complex sum is the sums of its parts."""
+    if not t.is_complex:
+        return fn(t, x)
+    part = t.component
+    re, im = (lo.op(Op.CompositeExtract, lo.scalar_type(part), x, i) for i in (0, 1))
+    return lo.op(Op.CompositeConstruct, lo.scalar_type(t), fn(part, re), fn(part, im))
 
 
 # The shuffle fallback

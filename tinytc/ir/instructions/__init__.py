@@ -39,6 +39,7 @@ from .coopmatrix_compute import (
     CoopMatrixReduceInst,
     CoopMatrixScaleInst,
 )
+from .cumsum import CumsumInst
 from .foreach_tile import ForeachTileInst
 from .linalg import (
     AxpbyInst,
@@ -104,6 +105,7 @@ __all__ = [
     "CoopMatrixReduceInst",
     "CoopMatrixScaleInst",
     "CoopMatrixStoreInst",
+    "CumsumInst",
     "ExpandInst",
     "ForInst",
     "ForeachInst",

@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     constants,
     control,
     coopmatrix,
+    cumsum,
     linalg,
     memory,
     program,

@@ -23,6 +23,7 @@ entry's operands).
 from __future__ import annotations
 
 from ...ir import (
+    CumsumInst,
     Function,
     Inst,
     LinalgInst,
@@ -32,6 +33,7 @@ from ...ir import (
 from ...ir.definition import register
 from ...target import CoreInfo
 from ..work_group_size import require_sizes
+from .cumsum import lower_cumsum
 from .dpas import lower_dpas
 from .emitter import Emitter
 from .fma import lower_fma
@@ -86,7 +88,9 @@ class LowerLinalgPass:
         tiling = lowering.tiling(inst)
         second = fused_second(lowering, region, position) if tiling.fuse else None
         with e.b.at(new):
-            if second is not None:
+            if isinstance(inst, CumsumInst):
+                lower_cumsum(lowering, inst)
+            elif second is not None:
                 lower_fused(lowering, inst, second)  # type: ignore[arg-type]
             elif tiling.dpas:
                 lower_dpas(lowering, inst)

@@ -361,6 +361,9 @@ class Plain:
             return value
         row = lo.add(lo.lane(), sgs * block)
         inside = lo.op(Op.SLessThan, lo.m.type_bool(), row, lo.as_id(t.rows))
+        if t.element.is_complex:  # before SPIR-V 1.4 a vector select takes a vector condition
+            both = lo.m.type_vector(lo.m.type_bool(), 2)
+            inside = lo.op(Op.CompositeConstruct, both, inside, inside)
         return lo.op(Op.Select, rt, inside, value, zero)
 
     def insert(self, lo: Lowering, inst: ir.CoopMatrixInsertInst) -> CoopMatrix:

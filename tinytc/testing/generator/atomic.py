@@ -30,13 +30,13 @@ from ...ir import (
 )
 from ..intervals import MAG_LIMIT
 from .base import generates
-from .collectives import CollectiveStatements
+from .cumsum import CumsumStatements
 from .model import Ctx
 
 SCOPES = ("work_group", "device", "cross_device")  # several work-groups update shared memory
 
 
-class AtomicStatements(CollectiveStatements):
+class AtomicStatements(CumsumStatements):
     """The scalar atomics (``self.par`` and ``self.launch`` are coopmatrix.py's)."""
 
     par: Any = None

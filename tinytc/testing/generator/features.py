@@ -10,7 +10,7 @@ from ...ir import BF16, F16, F32, F64, I8, I16, I32, I64, INDEX, U8, U16, U32, U
 FEATURES = frozenset(
     "arith cast cmp load store mixed_store subview expand fuse size group group_id group_size"
     " for for_carried if if_results foreach alloca lifetime_stop barrier"
-    " gemm gemv ger hadamard_product axpby sum atomic mixed_precision"
+    " gemm gemv ger hadamard_product axpby sum cumsum atomic mixed_precision"
     " dynamic_shape strided dynamic_offset narrow_loops narrow_foreach attributes multiple_kernels"
     " f16 bf16 f64 unsigned small_int implicit_barriers inexact_constants coopmatrix"
     " subgroup_stripes math subgroup complex".split()
