@@ -9,12 +9,12 @@ from typing import Any
 
 from ...errors import CompilationError, Location
 from ...ir import CumsumInst, Inst, MemrefType, Type, Value
+from ...ir.syntax import literal_int
 from ..context import Ref
 from ..driver import rule
 from ..lexer import Token
 from .attributes import tiling_attribute
 from .base import Ctx, P, operand_locs
-from .coopmatrix import _literal_int
 from .linalg import _widen
 from .v04 import V04
 
@@ -60,10 +60,10 @@ def _refs(ctx: Ctx, p: P) -> list[Ref]:
     return [refs[0], refs[1], refs[3], refs[4]]
 
 
-def _mode(ref: Ref) -> int:
+def _mode(ctx: Ctx, ref: Ref) -> int:
     if ref.kind != "int" or ref.text in ("true", "false"):
         raise CompilationError(ref.loc, f"the mode of cumsum is an integer literal, got {ref.text}")
-    return _literal_int(Token("INTEGER", ref.text, ref.loc), "the mode of cumsum")
+    return literal_int(ctx, Token("INTEGER", ref.text, ref.loc), "the mode of cumsum")
 
 
 def _build(
@@ -88,7 +88,7 @@ def _build(
         raise CompilationError(refs[2].loc, "cumsum.atomic needs a constant beta of 0 or 1 in v0.4")
     mode_ref = p[2][2]
     inst = CumsumInst(
-        values[0], values[1], _mode(mode_ref), values[2], values[3],
+        values[0], values[1], _mode(ctx, mode_ref), values[2], values[3],
         atomic=atomic, mode_loc=mode_ref.loc, loc=ctx.loc, operand_locs=operand_locs(*refs),
     )  # fmt: skip
     if attributes is not None:
