@@ -70,7 +70,6 @@ class Pending:
             return self.union(Pending(frozenset(reads), frozenset(writes)))
         return self.union(Pending(plain_reads=frozenset(reads), plain_writes=frozenset(writes)))
 
-
     def after(self, fences: tuple[str, ...]) -> Pending:
         """What a barrier leaves pending: nothing where it fences both memories (none named,
         or both), else the accesses to the memory it does not fence (local: allocas)."""
