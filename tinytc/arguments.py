@@ -132,14 +132,27 @@ def bind(func: Function, args: Sequence[Any], written: Collection[int] = ()) -> 
     if len(args) != len(func.params):
         raise ArgumentTypeError(f"@{func.name} takes {len(func.params)} arguments, got {len(args)}")
     bound = []
+    optional = _optional(func) if any(a is None for a in args) else frozenset()
     for i, (p, a) in enumerate(zip(func.params, args)):
         what = f"argument {i} (%{p.name})"
+        if a is None and i in optional:  # not associated: a null pointer, no elements
+            bound.append(None)
+            continue
         bound.append(_bind(p.type, a, what))
         if i in written:
             _check_writeable(bound[-1], what)
     if written:
         _check_not_shared(func, bound, written)
     return bound
+
+
+def _optional(func: Any) -> frozenset[int]:
+    """The parameters a call may pass as None: those the kernel tests with ``associated``
+    (a Function, or the jit's Signature, which lists them)."""
+    from .param_access import tested_params
+
+    optional = getattr(func, "optional", None)
+    return tested_params(func) if optional is None else optional
 
 
 def _check_not_shared(func: Function, bound: list[Any], written: Collection[int]) -> None:
@@ -218,6 +231,8 @@ def _bind(t: Type, arg: Any, what: str) -> Any:
                 arrays = [host_view(a, f"{what}[{k}]") for k, a in enumerate(arrays)]
             bound = _bind_list(mt, arrays, offset, what)
         _check_offset_fits(bound, dtype_of(mt.element).itemsize, what)
+        if t.size is not None and bound.count != t.size:
+            raise ArgumentValueError(f"{what}: {t} holds {t.size} members, got {bound.count}")
         if not isinstance(arg, Group):
             return bound
         group.bound[key] = bound

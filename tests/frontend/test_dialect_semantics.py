@@ -108,3 +108,88 @@ func @k(%a: memref<f32x64>, %b: memref<f32x64>) {
         run_passes(program, ["stack", "insert-barrier"])
         counts[fence] = sum(isinstance(i, BarrierInst) for i in program.functions[0].walk())
     assert counts == {"global": 2, "local": 1}
+
+
+ASSOCIATED = """\
+func @k(%a: memref<f32x?>, %g: group<memref<f32x4>x?>, %out: memref<i32x3>) {
+  %c0 = constant 0 : index
+  %c1 = constant 1 : index
+  %c2 = constant 2 : index
+  %one = constant 1 : i32
+  %zero = constant 0 : i32
+  %x = associated %a : bool
+  %y = associated %g : bool
+  %xi = if %x -> (i32) { yield (%one) } else { yield (%zero) }
+  %yi = if %y -> (i32) { yield (%one) } else { yield (%zero) }
+  store %xi, %out[%c0]
+  store %yi, %out[%c1]
+  %n = size %g[0] : index
+  %ni = cast %n : i32
+  store %ni, %out[%c2]
+}
+"""
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_associated_tells_whether_an_array_was_passed(passed: bool) -> None:
+    program = tinytc.parse(ASSOCIATED)
+    a = np.ones(3, np.float32) if passed else None
+    group = [np.ones(4, np.float32)] * 2 if passed else None
+    (out,) = _run(program, [a, group, np.full(3, -1, np.int32)])[2:]
+    assert out.tolist() == ([1, 1, 2] if passed else [0, 0, 0])
+
+
+def test_only_a_tested_parameter_may_be_none() -> None:
+    with pytest.raises(tinytc.ArgumentError, match=r"argument 2 \(%out\)"):
+        jit(tinytc.parse(ASSOCIATED)).k(None, None, None, howmany=1)
+
+
+def test_the_reference_locates_an_access_to_a_parameter_passed_as_none() -> None:
+    text = ASSOCIATED.replace("  %n = size", "  %v = load %a[%c0] : f32\n  %n = size")
+    with pytest.raises(tinytc.CompilationError, match="%a is not associated") as e:
+        reference.run(tinytc.parse(text), "k", [None, None, np.zeros(3, np.int32)], 1)
+    assert str(e.value.location) == "<input>:13.13-14"
+
+
+def test_associated_lowers_for_the_gpus() -> None:
+    for target in ("pvc", "dg2"):
+        assert "OpConvertPtrToU" in _assembly(ASSOCIATED, target)
+
+
+SIZED = """\
+func @k(%g: group<memref<f32x4>x3, offset: ?>, %out: memref<f32x4x?>) {
+  %i = group_id.x : index
+  %n = size %g[0] : index
+  %m = load %g[%i] : memref<f32x4>
+  %o = subview %out[0:4, %i] : memref<f32x4>
+  %c = cast %n : f32
+  axpby.n %c, %m, 0.0, %o
+}
+"""
+
+
+def test_a_sized_group_prints_in_both_dialects() -> None:
+    from tinytc.ir.printer import print_program
+
+    program = tinytc.parse(
+        SIZED.replace("0.0", "%z").replace("  %c =", "  %z = constant 0.0 : f32\n  %c =")
+    )
+    rev2 = str(program)
+    assert "group<memref<f32x4>x3, offset: ?>" in rev2
+    assert str(tinytc.parse(rev2, dialect="rev2")) == rev2
+    v04 = print_program(program, "v0.4")
+    assert "group<memref<f32x4>x3, offset: ?>" in v04 and "size %g[0] : index" in v04
+    assert print_program(tinytc.parse(v04), "v0.4") == v04
+
+
+def test_a_sized_group_runs_and_its_size_is_checked_at_the_call() -> None:
+    text = SIZED.replace("0.0", "%z").replace("  %c =", "  %z = constant 0.0 : f32\n  %c =")
+    program = tinytc.parse(text)
+    members = [np.full(4, k + 1, np.float32) for k in range(3)]
+    out = np.zeros((4, 3), np.float32, order="F")
+    _run(program, [tinytc.Group(members, 0), out], howmany=3)
+    np.testing.assert_array_equal(out, 3 * np.array([[1, 2, 3]] * 4, np.float32))
+    with pytest.raises(tinytc.ArgumentError, match=r"argument 0 \(%g\): .* holds 3 members, got 2"):
+        jit(program).k(members[:2], out, howmany=2)
+    with pytest.raises(tinytc.CompilationError, match="size mode 1 is out of range"):
+        tinytc.parse(text.replace("size %g[0]", "size %g[1]"))

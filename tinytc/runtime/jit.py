@@ -30,9 +30,10 @@ from ..arguments import (
 from ..compiler import compile_to_module, run_pipeline
 from ..gemm import Tiling
 from ..ir import BF16, Function, GroupType, MemrefType, Program, ScalarType, Type
-from ..param_access import Requirement, batch_requirements, written_params
+from ..param_access import Requirement, batch_requirements, tested_params, written_params
 from ..passes import DEFAULT_PIPELINE
 from ..passes.check_bounds import BoundsCheck, bounds_check_of, with_bounds_checks
+from ..spirv.convert import argument_count
 from ..spirv.tools import validate
 from ..target import CoreInfo, DpasForm, configure
 from .bounds import CheckedKernel
@@ -103,6 +104,7 @@ class Signature:
     work_group_size: tuple[int, int]
     batch_per_group: int
     written: frozenset[int]  # param_access.written_params
+    optional: frozenset[int]  # param_access.tested_params: may be None (not associated)
     requirements: tuple[Requirement, ...]  # param_access.batch_requirements
     check: BoundsCheck | None  # check-bounds' record layout, if it ran
 
@@ -116,6 +118,7 @@ def signature_of(func: Function) -> Signature:
         work_group_size=(int(wgs[0]), int(wgs[1])),
         batch_per_group=int(func.batch_per_group),
         written=written_params(func),
+        optional=tested_params(func),
         requirements=tuple(batch_requirements(func)),
         check=bounds_check_of(func),
     )
@@ -390,6 +393,8 @@ def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
         if t == BF16:
             return [bf16.to_bits(arg)[()]]
         return [np.uint8(arg) if t.is_bool else arg]
+    if arg is None:  # not associated (arguments.bind): a null pointer, no elements
+        return [None] + [np.int64(0)] * (argument_count(t) - 1)
     if isinstance(t, MemrefType):
         assert isinstance(arg, BoundMemref)
         out = [_pointer(arg.array, keep)]
@@ -404,6 +409,8 @@ def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
     out += [_svm(_nonempty(arg.strides[i]), keep) for i, w in enumerate(mt.stride) if w is None]
     if t.offset is None:
         out.append(np.int64(arg.offset))
+    if t.size is None:
+        out.append(np.int64(arg.count))
     return out
 
 

@@ -83,6 +83,7 @@ class Group:
     pointers: Id
     dynamic: dict[tuple[str, int], Id]  # ('shape' | 'stride', mode) -> pointer to i64 array
     offset: Dim
+    size: Dim  # the number of members
 
 
 class Lowering:
@@ -441,12 +442,14 @@ class Lowering:
         types = [self.m.type_pointer(cw, member)]
         types += [self.m.type_pointer(cw, self.i64)] * len(entries)
         types += [self.i64] if t.offset is None else []
+        types += [self.i64] if t.size is None else []
 
         def bind_group(args: list[Id]) -> None:
             pointers = args.pop(0)
             dynamic = {entry: args.pop(0) for entry in entries}
             offset: Dim = args.pop(0) if t.offset is None else t.offset
-            self.values[p] = Group(t, pointers, dynamic, offset)
+            size: Dim = args.pop(0) if t.size is None else t.size
+            self.values[p] = Group(t, pointers, dynamic, offset, size)
 
         return types, bind_group
 
@@ -460,11 +463,12 @@ def dynamic_entries(t: ir.MemrefType) -> list[tuple[str, int]]:
 def argument_count(t: ir.Type) -> int:
     """The number of SPIR-V kernel arguments of a parameter of type t, as ``Lowering.parameter``
     makes them: one for a scalar; a pointer and the '?' entries of a memref; for a group a
-    pointer to the member pointers, one pointer per '?' entry and the offset if it is '?'."""
+    pointer to the member pointers, one pointer per '?' entry, the offset if it is '?' and
+    the number of members if it is '?'."""
     if isinstance(t, ir.MemrefType):
         return 1 + len(dynamic_entries(t))
     if isinstance(t, ir.GroupType):
-        return 1 + len(dynamic_entries(t.memref)) + int(t.offset is None)
+        return 1 + len(dynamic_entries(t.memref)) + int(t.offset is None) + int(t.size is None)
     return 1
 
 

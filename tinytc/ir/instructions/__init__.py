@@ -50,6 +50,7 @@ from .linalg import (
 from .math import MATH_UNARY, MathInst
 from .memref import (
     AllocaInst,
+    AssociatedInst,
     ExpandInst,
     FuseInst,
     LifetimeStopInst,
@@ -73,6 +74,7 @@ __all__ = [
     "AllocaInst",
     "ArithInst",
     "ArithUnaryInst",
+    "AssociatedInst",
     "AtomicInst",
     "AtomicLoadInst",
     "AtomicStoreInst",

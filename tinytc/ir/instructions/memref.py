@@ -1,5 +1,5 @@
 """Memory instructions: alloca, lifetime_stop, load, store, and the views subview, expand, fuse,
-size."""
+size; associated."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core import Inst, Value, static_dim
-from ..types import DYNAMIC, INDEX, Dim, GroupType, MemrefType, Type
+from ..types import DYNAMIC, I1, INDEX, Dim, GroupType, MemrefType, Type
 
 if TYPE_CHECKING:
     from ..printer import Printer
@@ -299,7 +299,8 @@ class FuseInst(Inst):
 
 
 class SizeInst(Inst):
-    """``size %m[mode]`` gives the mode size as an index."""
+    """``size %m[mode]`` gives the mode size as an index; ``size %g[0]``, v0.4's, the number
+    of members of a group."""
 
     mnemonic = "size"
 
@@ -308,11 +309,39 @@ class SizeInst(Inst):
         super().__init__([memref], **kw)
 
     def infer(self) -> list[Type]:
-        t = self.expect_memref(0, "size operand")
-        if not 0 <= self.mode < t.order:
+        t = self.operands[0].type
+        order = 1 if isinstance(t, GroupType) else self.expect_memref(0, "size operand").order
+        if not 0 <= self.mode < order:
             raise self.error(f"size mode {self.mode} is out of range for {t}")
         return [INDEX]
+
+    @property
+    def extent(self) -> Dim:
+        """The size when the type knows it."""
+        t = self.operands[0].type
+        return t.size if isinstance(t, GroupType) else t.shape[self.mode]  # type: ignore[union-attr]
 
     def print(self, p: Printer) -> None:
         src = self.operands[0]
         p.line(f"{p.lhs(self)}size {p.name(src)}[{self.mode}] : {src.type}")
+
+
+class AssociatedInst(Inst):
+    """``associated %m``, v0.4's: whether a memref or group parameter was passed (its base
+    address is not null). A call passes None for one that is not (docs/language.md)."""
+
+    mnemonic = "associated"
+    pure = True  # uniform where its operand is (reference_spmd)
+
+    def __init__(self, memref: Value, **kw: Any) -> None:
+        super().__init__([memref], **kw)
+
+    def infer(self) -> list[Type]:
+        t = self.operands[0].type
+        if not isinstance(t, MemrefType | GroupType):
+            raise self.error(f"associated takes a memref or a group, got {t}", 0)
+        return [I1]
+
+    def print(self, p: Printer) -> None:
+        src = self.operands[0]
+        p.line(f"{p.lhs(self)}associated {p.name(src)} : {src.type}")

@@ -1,4 +1,5 @@
-"""Memory instructions: expand, fuse, load, size, subview, store, barrier, lifetime_stop."""
+"""Memory instructions: expand, fuse, load, size, subview, store, barrier, lifetime_stop,
+associated."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 from ...errors import CompilationError, Location
 from ...ir import (
     INDEX,
+    AssociatedInst,
     BarrierInst,
     ExpandInst,
     FuseInst,
@@ -80,6 +82,12 @@ def _group_annotation(ctx: Ctx, ref: Ref, written: Type, loc: Location) -> Type:
         if isinstance(actual, GroupType) and actual.memref == written.memref:
             return actual
     return written
+
+
+@rule("value_instruction : ASSOCIATED operand COLON type", dialect="rev2", builds=(AssociatedInst,))
+def _associated(ctx: Ctx, p: P) -> Inst:
+    """v0.4's associated, in rev2's spelling: the annotation is the operand's type."""
+    return AssociatedInst(ctx.value(p[1], p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
 
 
 @rule(

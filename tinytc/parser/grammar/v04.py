@@ -13,6 +13,7 @@ from ...ir import (
     AllocaInst,
     ArithInst,
     ArithUnaryInst,
+    AssociatedInst,
     CastInst,
     CompareInst,
     ExpandInst,
@@ -262,6 +263,12 @@ def _load(ctx: Ctx, p: P) -> Inst:
     locs = operand_locs(p[1], *p[3])
     inst = LoadInst(ctx.typed(p[1]), indices, loc=ctx.loc, operand_locs=locs)
     return result(ctx, inst, p[6])
+
+
+@rule("value_instruction : ASSOCIATED operand COLON type", builds=(AssociatedInst,), dialect=V04)
+def _associated(ctx: Ctx, p: P) -> Inst:
+    inst = AssociatedInst(ctx.typed(p[1]), loc=ctx.loc, operand_locs=[p[1].loc])
+    return result(ctx, inst, p[3])
 
 
 @rule(
