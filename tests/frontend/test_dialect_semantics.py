@@ -193,3 +193,55 @@ def test_a_sized_group_runs_and_its_size_is_checked_at_the_call() -> None:
         jit(program).k(members[:2], out, howmany=2)
     with pytest.raises(tinytc.CompilationError, match="size mode 1 is out of range"):
         tinytc.parse(text.replace("size %g[0]", "size %g[1]"))
+
+
+def _integers(t: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Small integers (exact in every type) as an array of type t."""
+    from tinytc import bf16
+
+    values = rng.integers(-3, 4, shape).astype(np.float32)
+    if t == "bf16":
+        return np.asfortranarray(bf16.to_bits(values))
+    kind = {"f": "float", "i": "int"}[t[0]]
+    return np.asfortranarray(values.astype(np.dtype(f"{kind}{t[1:]}")))
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "c"), [("f16", "f32", "f32"), ("i8", "i16", "i32"), ("i16", "f32", "f64")]
+)
+def test_mixed_element_types_promote_as_v04_says(a: str, b: str, c: str) -> None:
+    """gemm, gemv and hadamard of A and B of different types (v0.4's promotion table): the
+    lowering converts the tiles to the accumulator's type; exact on small integers."""
+    text = f"""\
+func @k(%A: memref<{a}x20x7>, %B: memref<{b}x7x9>, %C: memref<{c}x20x9>, %x: memref<{b}x7>,
+        %y: memref<{c}x20>, %u: memref<{a}x20>, %h: memref<{c}x20>) {{
+  %one = constant 1 : {c}
+  %zero = constant 0 : {c}
+  gemm.n.n %one, %A, %B, %zero, %C
+  gemv.n %one, %A, %x, %zero, %y
+  hadamard %one, %u, %y, %one, %h
+}}
+"""
+    rng = np.random.default_rng(5)
+    shapes = [(20, 7), (7, 9), (20, 9), (7,), (20,), (20,), (20,)]
+    kinds = [a, b, c, b, c, a, c]
+    args = [_integers(t, s, rng) for t, s in zip(kinds, shapes)]
+    program = tinytc.parse(text)
+    want = [x.copy(order="A") for x in args]
+    jit(program).k(*args, howmany=1)
+    reference.run(program, "k", want, 1)
+    for got, expected in zip(args, want):
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(args[2], args[0].astype(np.float64) @ args[1])
+    assert tinytc.compile(program, "pvc")
+
+
+def test_types_that_do_not_promote_are_refused_at_the_operand() -> None:
+    text = (
+        "func @k(%A: memref<f32x4x4>, %B: memref<f64x4x4>, %C: memref<f32x4x4>) {\n"
+        "  %one = constant 1 : f32\n  gemm.n.n %one, %A, %B, %one, %C\n}\n"
+    )
+    with pytest.raises(tinytc.CompilationError) as e:
+        tinytc.parse(text)
+    assert e.value.message == "gemm: element types f32, f64, f32 are not compatible"
+    assert str(e.value.location) == "<input>:3.22-23"
