@@ -13,6 +13,7 @@ import numpy as np
 from . import aliasing, bf16
 from .array_table import read_arrays
 from .ir import BF16, Function, GroupType, MemrefType, ScalarType, Type
+from .ir.param_attributes import violation
 
 
 def dtype_of(t: ScalarType) -> np.dtype:
@@ -139,11 +140,43 @@ def bind(func: Function, args: Sequence[Any], written: Collection[int] = ()) -> 
             bound.append(None)
             continue
         bound.append(_bind(p.type, a, what))
+        promised = func.param_attributes.get(i)
+        if promised:
+            _check_promises(promised, bound[-1], what)
         if i in written:
             _check_writeable(bound[-1], what)
     if written:
         _check_not_shared(func, bound, written)
     return bound
+
+
+def _check_promises(attrs: dict[str, Any], arg: Any, what: str) -> None:
+    """v0.4's parameter attributes hold for the array (each member of a group): a false
+    promise would let the kernel read or write the wrong elements. A pyopencl array's
+    address is its buffer's, which the runtime aligns (one with an offset is refused)."""
+    if isinstance(arg, BoundMemref):
+        address = _host_address(arg.array)
+        problem = violation(attrs, address, arg.shape, arg.stride)
+        if problem is not None:
+            raise ArgumentValueError(f"{what}: {problem}, as its attributes promise")
+        return
+    if isinstance(arg, BoundGroup) and arg.count:  # on the members' table, a row per mode
+        bad = arg.addresses % np.uint64(attrs.get("alignment", 1)) != 0
+        for mode, d in enumerate(attrs.get("shape_gcd", ())):
+            bad |= arg.shapes[mode] % d != 0
+        for mode, d in enumerate(attrs.get("stride_gcd", ())):
+            bad |= (arg.shapes[mode] > 1) & (arg.strides[mode] % d != 0)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            m = arg.member(k)
+            problem = violation(attrs, int(arg.addresses[k]), m.shape, m.stride)
+            raise ArgumentValueError(f"{what}[{k}]: {problem}, as its attributes promise")
+
+
+def _host_address(array: Any) -> int:
+    if isinstance(array, np.ndarray):
+        return int(array.__array_interface__["data"][0])
+    return 0  # a pyopencl buffer (see _check_promises)
 
 
 def _optional(func: Any) -> frozenset[int]:

@@ -245,3 +245,54 @@ def test_types_that_do_not_promote_are_refused_at_the_operand() -> None:
         tinytc.parse(text)
     assert e.value.message == "gemm: element types f32, f64, f32 are not compatible"
     assert str(e.value.location) == "<input>:3.22-23"
+
+
+PROMISES = """\
+func @k(%a: memref<f32x?x?> {alignment=8, shape_gcd=[4], stride_gcd=[1, 8]},
+        %g: group<memref<f32x?>x?> {shape_gcd=[2]}) {
+}
+"""
+
+
+def test_parameter_attributes_print_back_in_both_dialects() -> None:
+    from tinytc.ir.printer import print_program
+
+    program = tinytc.parse(PROMISES)
+    rev2, v04 = str(program), print_program(program, "v0.4")
+    assert "%a: memref<f32x?x?> {alignment=8, shape_gcd=[4], stride_gcd=[1, 8]}," in rev2
+    assert "%g: group<memref<f32x?>x?> {shape_gcd=[2]}" in v04
+    assert str(tinytc.parse(rev2, dialect="rev2")) == rev2
+    assert print_program(tinytc.parse(v04), "v0.4") == v04
+
+
+def test_a_call_that_breaks_a_promise_is_refused() -> None:
+    kernel = jit(tinytc.parse(PROMISES)).k
+    a = np.zeros((8, 8), np.float32, order="F")
+    kernel(a, [np.zeros(4, np.float32)], howmany=1)
+    broken = [
+        ((np.zeros((6, 8), np.float32, order="F"), [a[:, 0]]), "0 \\(%a\\): its size 6 in mode 0"),
+        ((np.zeros((12, 8), np.float32, order="F")[:4], [a[:, 0]]), "stride 12 in mode 1"),
+        ((a[1:5], [a[:, 0]]), "is not a multiple of alignment=8"),
+        ((a, [a[:4, 0], a[:3, 1]]), "1 \\(%g\\)\\[1\\]: its size 3 in mode 0"),
+    ]
+    for args, message in broken:
+        with pytest.raises(tinytc.ArgumentError, match=message):
+            kernel(*args, howmany=1)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "message"),
+    [
+        (
+            "{alignment=6}",
+            "alignment must be a power of two and a multiple of the element size 4, got 6",
+        ),
+        ("{shape_gcd=[3, 3, 3]}", "shape_gcd has 3 entries, more than the order 2"),
+        ("{stride_gcd=[2]}", "stride_gcd[0] = 2 does not divide 1, the type's own"),
+    ],
+)
+def test_parameter_attributes_are_checked_where_written(attrs: str, message: str) -> None:
+    with pytest.raises(tinytc.CompilationError) as e:
+        tinytc.parse(f"func @k(%a: memref<f32x?x8> {attrs}) {{}}")
+    assert e.value.message == message
+    assert str(e.value.location).startswith("<input>:1.29-")

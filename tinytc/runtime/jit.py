@@ -105,6 +105,7 @@ class Signature:
     batch_per_group: int
     written: frozenset[int]  # param_access.written_params
     optional: frozenset[int]  # param_access.tested_params: may be None (not associated)
+    param_attributes: dict[int, dict[str, Any]]  # v0.4's promises, checked by arguments.bind
     requirements: tuple[Requirement, ...]  # param_access.batch_requirements
     check: BoundsCheck | None  # check-bounds' record layout, if it ran
 
@@ -119,6 +120,7 @@ def signature_of(func: Function) -> Signature:
         batch_per_group=int(func.batch_per_group),
         written=written_params(func),
         optional=tested_params(func),
+        param_attributes=dict(func.param_attributes),
         requirements=tuple(batch_requirements(func)),
         check=bounds_check_of(func),
     )
