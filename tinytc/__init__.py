@@ -3,46 +3,40 @@
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import os
-import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .arguments import ArgumentError, ArgumentTypeError, ArgumentValueError, Group
-from .compiler import compile
 from .errors import BoundsError, CompilationError, Location, Source
-from .ir import Program
-from .parser import parse
 
 if TYPE_CHECKING:
     import pyopencl as cl
 
+    from .arguments import ArgumentError, ArgumentTypeError, ArgumentValueError, Group
+    from .compiler import compile
     from .gemm import Tiling
+    from .ir import Program
+    from .parser import parse
     from .runtime.jit import Kernels
     from .target import CoreInfo, DpasForm
 
 
 def _version() -> str:
     """The installed distribution's version, else pyproject.toml's (a source checkout)."""
+    import importlib.metadata  # 20 ms: only when asked
+    import re
+    from pathlib import Path
+
     try:
         return importlib.metadata.version("tinytc")
     except importlib.metadata.PackageNotFoundError:
         pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-        found = re.search(r'^version = "([^"]+)"', _read(pyproject), re.MULTILINE)
+        try:
+            text = pyproject.read_text()
+        except OSError:
+            text = ""
+        found = re.search(r'^version = "([^"]+)"', text, re.MULTILINE)
         return found.group(1) if found else "0+unknown"
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
-
-
-__version__ = _version()
 
 
 def _source_text(source: str | os.PathLike[str] | Program) -> str | Program:
@@ -88,16 +82,34 @@ def jit(
 
 
 LAZY = ("recipes", "reference", "tune")  # loaded on first use: compiling never needs them
+# Names loaded on first use too: a kernel from the persistent cache launches without the
+# parser, the passes and the SPIR-V tables (tools/first_call.py; python -X importtime).
+LAZY_NAMES = {
+    "ArgumentError": "arguments",
+    "ArgumentTypeError": "arguments",
+    "ArgumentValueError": "arguments",
+    "Group": "arguments",
+    "Program": "ir",
+    "compile": "compiler",
+    "parse": "parser",
+}
 
 
-def __getattr__(name: str) -> ModuleType:
+def __getattr__(name: str) -> Any:
     if name in LAZY:
         return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'tinytc' has no attribute {name!r}")
+    if name in LAZY_NAMES:
+        value = getattr(importlib.import_module(f".{LAZY_NAMES[name]}", __name__), name)
+    elif name == "__version__":
+        value = _version()
+    else:
+        raise AttributeError(f"module 'tinytc' has no attribute {name!r}")
+    globals()[name] = value  # found directly from now on
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(LAZY))
+    return sorted(set(globals()) | set(LAZY) | set(LAZY_NAMES) | {"__version__"})
 
 
 __all__ = [

@@ -64,7 +64,9 @@ def read_arrays(arrays: Sequence[Any], order: int) -> ArrayTable | None:
     if not _LAYOUT_HOLDS or count < 64 or order < 1:
         return None
     kinds = set(map(type, arrays))
-    if not all(issubclass(k, np.ndarray) and not issubclass(k, np.ma.MaskedArray) for k in kinds):
+    if kinds != {np.ndarray} and not all(  # importing np.ma costs 10 ms: only for subclasses
+        issubclass(k, np.ndarray) and not issubclass(k, np.ma.MaskedArray) for k in kinds
+    ):
         return None  # each member is bound alone, and refused if it must be
     ids = np.fromiter(map(id, arrays), np.uint64, count)
     header = object.__basicsize__

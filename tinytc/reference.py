@@ -253,7 +253,8 @@ def _integer_unary(op: str, a: Any, t: ScalarType) -> Any:
 
 @handles(ir.CastInst)
 def _cast(f: Frame, inst: ir.CastInst) -> Any:
-    return cast_value(f.get(inst.operands[0]), inst.operands[0].scalar_type, inst.to)  # type: ignore[arg-type]
+    a = inst.operands[0]
+    return cast_value(f.get(a), a.scalar_type, inst.result.scalar_type)
 
 
 def cast_value(a: Any, src: ScalarType, to: ScalarType) -> Any:
@@ -337,14 +338,14 @@ def _load(f: Frame, inst: ir.LoadInst) -> Any:
         m = group.member(_indices(f, inst, 1, [group.count])[0])
         return _view(m.array, 0, m.shape, m.stride)
     arr = f.get(src)
-    return load_elem(arr, _indices(f, inst, 1, arr.shape), src.type.element)  # type: ignore[union-attr]
+    return load_elem(arr, _indices(f, inst, 1, arr.shape), src.memref_type.element)
 
 
 @handles(ir.StoreInst)
 def _store(f: Frame, inst: ir.StoreInst) -> None:
     v, m = inst.operands[:2]
     arr = f.get(m)
-    store_elem(arr, _indices(f, inst, 2, arr.shape), f.get(v), m.type.element)  # type: ignore[union-attr]
+    store_elem(arr, _indices(f, inst, 2, arr.shape), f.get(v), m.memref_type.element)
 
 
 @handles(ir.SubviewInst)
@@ -421,8 +422,18 @@ def _yield(f: Frame, inst: ir.YieldInst) -> Any:
     return [f.get(v) for v in inst.operands]
 
 
-@handles(ir.ForInst)
 @handles(ir.ForeachInst)
+def _foreach(f: Frame, inst: ir.ForeachInst) -> list[Any]:
+    """Every point of the ranges' product once, mode 0 fastest (any order is allowed)."""
+    ranges = [loop_range(int(f.get(a)), int(f.get(b)), 1) for a, b in zip(inst.starts, inst.stops)]
+    for point in itertools.product(*reversed(ranges)):
+        for var, i in zip(inst.vars, reversed(point)):
+            f.env[var] = scalar(i, var.type)
+        f.region(inst.body)
+    return []
+
+
+@handles(ir.ForInst)
 def _loop(f: Frame, inst: ir.ForInst) -> list[Any]:
     carried = inst.init if isinstance(inst, ir.ForInst) else []
     bounds = [int(f.get(v)) for v in inst.operands[: len(inst.operands) - len(carried)]]

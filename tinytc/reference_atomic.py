@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from . import ir
-from .ir import CoopMatrixType
 from .reference import Frame, _indices, arith_value, handles, load_elem, store_elem
 from .reference_coopmatrix import (
     _as_matrix,
@@ -31,20 +30,20 @@ from .reference_spmd import PerSubgroup, Spmd, spmd_handles
 def _atomic_load(f: Frame, inst: ir.AtomicLoadInst) -> Any:
     m = inst.operands[0]
     arr = f.get(m)
-    return load_elem(arr, _indices(f, inst, 1, arr.shape), m.type.element)  # type: ignore[union-attr]
+    return load_elem(arr, _indices(f, inst, 1, arr.shape), m.memref_type.element)
 
 
 @handles(ir.AtomicStoreInst)
 def _atomic_store(f: Frame, inst: ir.AtomicStoreInst) -> None:
     v, m = inst.operands[:2]
     arr = f.get(m)
-    store_elem(arr, _indices(f, inst, 2, arr.shape), f.get(v), m.type.element)  # type: ignore[union-attr]
+    store_elem(arr, _indices(f, inst, 2, arr.shape), f.get(v), m.memref_type.element)
 
 
 @handles(ir.AtomicUpdateInst)
 def _atomic_update(f: Frame, inst: ir.AtomicUpdateInst) -> Any:
     v, m = inst.operands[:2]
-    el = m.type.element  # type: ignore[union-attr]
+    el = m.memref_type.element
     arr = f.get(m)
     at = _indices(f, inst, 2, arr.shape)
     old = load_elem(arr, at, el)
@@ -69,7 +68,7 @@ def _coop_atomic_store(sp: Spmd, inst: ir.CoopMatrixAtomicStoreInst, mask: np.nd
 def _coop_atomic_update(sp: Spmd, inst: ir.CoopMatrixAtomicUpdateInst, mask: np.ndarray) -> Any:
     """Subgroup after subgroup, each entry becomes entry OP value; gives the entries before
     (0 where a checked mode skips one). 32- and 64-bit elements: storage type = compute type."""
-    t: CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    t = inst.operands[0].coopmatrix_type
     mats = sp.matrices(inst, 0)
     out: list[np.ndarray | None] = [None] * sp.nsg
     for s in sp.full_subgroups(inst, mask):
@@ -87,7 +86,7 @@ def _coop_atomic_update(sp: Spmd, inst: ir.CoopMatrixAtomicUpdateInst, mask: np.
 def _coop_atomic_blend(sp: Spmd, inst: ir.CoopMatrixAtomicBlendInst, mask: np.ndarray) -> None:
     """Subgroup after subgroup, each entry m becomes c + beta * m (in the element's type: 32-
     and 64-bit elements only)."""
-    t: CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
+    t = inst.operands[0].coopmatrix_type
     mats = sp.matrices(inst, 0)
     for s in sp.full_subgroups(inst, mask):
         arr, x, y, beta = (sp.uniform(inst, i, s) for i in range(1, 5))

@@ -1,6 +1,10 @@
 """The reference interpreter's cooperative matrices (reference_spmd.py runs the parallel
 regions they live in): loads, stores, construct, scale, mul_add, component-wise arithmetic,
-extract, insert, reduce and apply, per subgroup, on one R x C numpy array per subgroup."""
+extract, insert, reduce and apply, per subgroup, on one R x C numpy array per subgroup.
+
+The mixed instructions (constant, arithmetic, cast, math; for and if carry the values as they
+are) may also make a coopmatrix in a collective region, which every work-item runs: there every
+subgroup holds the same matrix, a ``PerSubgroup`` of copies that the parallel regions read."""
 
 from __future__ import annotations
 
@@ -13,8 +17,17 @@ from . import bf16, ir
 from .arguments import dtype_of
 from .errors import CompilationError
 from .ir import BF16, I32, CoopMatrixType, Inst, ScalarType
-from .reference import arith_value, as_compute, cast_value, scalar
-from .reference_spmd import PerSubgroup, Spmd, Varying, operand_name, spmd_handles, value_at
+from .reference import HANDLERS, Frame, arith_value, as_compute, cast_value, scalar
+from .reference_spmd import (
+    SPMD_HANDLERS,
+    PerSubgroup,
+    Spmd,
+    Varying,
+    launch_of,
+    operand_name,
+    spmd_handles,
+    value_at,
+)
 
 
 def mat_dtype(t: ScalarType) -> np.dtype:
@@ -318,3 +331,27 @@ def _coop_apply(sp: Spmd, inst: ir.CoopMatrixApplyInst, mask: np.ndarray) -> Any
         for w in active:
             out[w // sp.sgs][row[w], col] = value_at(new, w)  # type: ignore[index]
     return PerSubgroup(out)
+
+
+# Collective regions
+
+
+def _collective(scalar_handler: Callable[[Frame, Any], Any] | None) -> Callable[[Frame, Any], Any]:
+    """A mixed instruction's collective reference: on cooperative matrices, its spmd handler
+    run by the whole work-group; on scalars, the scalar one (reference.py, or ``evaluate``)."""
+
+    def handle(f: Frame, inst: Inst) -> Any:
+        values = (*inst.operands, *inst.results)
+        if not any(isinstance(v.type, CoopMatrixType) for v in values):
+            if scalar_handler is not None:
+                return scalar_handler(f, inst)
+            return inst.evaluate(*(f.get(v) for v in inst.operands))  # type: ignore[attr-defined]
+        sp = Spmd(f, launch_of(f.func))
+        spmd = Spmd.evaluate if hasattr(inst, "evaluate") else SPMD_HANDLERS[type(inst)]
+        return spmd(sp, inst, np.ones(sp.num_work_items, dtype=bool))
+
+    return handle
+
+
+for _cls in (ir.ArithInst, ir.ArithUnaryInst, ir.CastInst, ir.MathInst, ir.CoopMatrixConstructInst):
+    HANDLERS[_cls] = _collective(HANDLERS.get(_cls))

@@ -250,11 +250,11 @@ class Spmd:
         pure = isinstance(inst, UNIFORM_WHEN_OPERANDS_ARE) or getattr(inst, "pure", False)
         if pure and not any(isinstance(x, Varying | PerSubgroup) for x in operands):
             self.view.w = int(active[0])
-            return handler(self.view, inst)  # type: ignore[arg-type]
+            return handler(self.view, inst)
         values: list[Any] = [None] * self.num_work_items
         for w in active:
             self.view.w = int(w)
-            values[w] = handler(self.view, inst)  # type: ignore[arg-type]
+            values[w] = handler(self.view, inst)
         return Varying(values) if inst.results else None
 
     def evaluate(self, inst: Inst, mask: np.ndarray) -> Any:
@@ -265,7 +265,7 @@ class Spmd:
         operands = [self.matrices(inst, i) for i in range(len(inst.operands))]
         out: list[np.ndarray | None] = [None] * self.nsg
         for s in self.full_subgroups(inst, mask):
-            out[s] = np.asarray(inst.evaluate(*(m[s] for m in operands)))  # type: ignore[attr-defined, index]
+            out[s] = np.asarray(inst.evaluate(*(m[s] for m in operands)))  # type: ignore[attr-defined]
         return PerSubgroup(out)
 
     # Subgroups
@@ -474,4 +474,9 @@ def _for(sp: Spmd, inst: ir.ForInst, mask: np.ndarray) -> list[Any]:
 
 
 # the cooperative-matrix, subgroup and atomic instructions register their handlers here
-from . import reference_atomic, reference_coopmatrix, reference_subgroup  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    reference_atomic,
+    reference_coopmatrix,
+    reference_foreach_tile,
+    reference_subgroup,
+)

@@ -55,7 +55,7 @@ def _broadcast(sp: Spmd, inst: ir.SubgroupBroadcastInst, mask: np.ndarray) -> An
 
 @spmd_handles(ir.SubgroupOperationInst)
 def _operation(sp: Spmd, inst: ir.SubgroupOperationInst, mask: np.ndarray) -> Any:
-    t: ScalarType = inst.result.type  # type: ignore[assignment]
+    t = inst.result.scalar_type
     out: list[Any] = [None] * sp.num_work_items
     for s in sp.full_subgroups(inst, mask):
         xs = lane_values(sp, inst, s)

@@ -45,8 +45,9 @@ DPAS_TYPES: tuple[tuple[str, str, str], ...] = (
 # Where a target has no CL_DEVICE_SUB_GROUP_SIZES_INTEL, the subgroup size Intel's runtimes
 # choose by default; also the size a kernel without collectives gets where the target has it.
 DEFAULT_SUBGROUP_SIZE = 16
-# Values per work-item of one coopmatrix operand (the coopmatrix lowering's limit): more would
-# only spill and take long to build.
+# Values per work-item of one coopmatrix operand held in registers: more would only spill and
+# take long to build, so beyond it a matrix_b is spread over the lanes and mul_add spills to
+# private arrays (tinytc/spirv/coopmatrix/mul_add.py).
 MAX_VALUES_PER_ITEM = 256
 # The SPIR-V extensions each capability flag of CoreInfo stands for (spirv_extensions).
 INTEL_SUBGROUPS = "SPV_INTEL_subgroups"
@@ -162,6 +163,13 @@ class CoreInfo:
     # The subgroup size of a kernel with nothing to size it by, where it is not
     # DEFAULT_SUBGROUP_SIZE: on NVIDIA the warp, whose segments the smaller sizes are.
     preferred_subgroup_size: int | None = None
+    # Lanes the hardware issues together (NVIDIA's warp), whose segments the smaller
+    # subgroups are; a work-group fills at least one (tinytc/gemm/warps.py). None: work-groups
+    # of one subgroup, which Intel's targets run best.
+    warp_size: int | None = None
+    # 32-bit registers per lane a kernel may take at the occupancy aimed at (warps.py);
+    # 0 where the register budget is num_registers of register_size bytes per subgroup.
+    lane_registers: int = 0
 
     def __post_init__(self) -> None:
         if not self.subgroup_sizes or any(size <= 0 for size in self.subgroup_sizes):
@@ -318,7 +326,8 @@ DG2 = CoreInfo(
 # take one register each (gemm.lanes_per_register picks 32 lanes for both): 64 of them are
 # 128 32-bit registers per thread, which leave 16 warps resident on an SM. No Intel
 # extension: portable shuffles and loads, bf16 converted on the bits, no DPAS. L1 and L2 lines
-# are 128 B.
+# are 128 B. Work-groups fill at least a warp; 128 32-bit registers per lane leave 16 warps
+# resident; a work-group may run up to 16 small entries in turn (tinytc/gemm/warps.py).
 SM_90 = CoreInfo(
     name="sm_90",
     subgroup_sizes=(4, 8, 16, 32),
@@ -335,6 +344,9 @@ SM_90 = CoreInfo(
     dpas=None,
     cache_line=128,
     preferred_subgroup_size=32,
+    warp_size=32,
+    lane_registers=128,
+    max_entries_per_group=16,
 )
 
 TARGETS: MappingProxyType[str, CoreInfo] = MappingProxyType(

@@ -3,6 +3,7 @@ torch.bmm (cuBLAS) in the same process and the memory roofline measured there.
 
     TINYTC_DEVICE=NVIDIA python tools/bench_gpu.py [--shapes 'f32-*' chain-f32] [--repeat 30]
                                                    [--working-set 8e8] [--json F]
+                                                   [--variants @tools/gpu_sweep1.txt --jobs 15]
 
 Each shape's operands live in device memory (pyopencl arrays; the chain's group A is staged
 once by the first call, which is kept). tinytc's kernel is timed by OpenCL profiling events
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -114,24 +116,52 @@ def column_major(rng: np.random.Generator, shape: tuple[int, ...], ty: str) -> n
     return np.asfortranarray(rng.standard_normal(shape).astype(DTYPES[ty]))
 
 
-def with_subgroups(source: str, n: int, variant: str) -> str:
-    """The source with a work-group of K subgroups of min(n, 32) lanes (variant "K"), or
-    with batch_per_group(B) (variant "bB"); "0": the compiler's choice."""
-    head, rest = source.split(") {", 1)
-    if variant.startswith("b"):
-        return f"{head}) batch_per_group({variant[1:]}) {{{rest}"
-    if variant == "0":
+def variant_source(source: str, spec: str) -> str:
+    """The source with a variant's attributes: "0" is the compiler's choice; otherwise tokens
+    joined by "_": sS subgroup size, wMxN work-group size, bB batch_per_group, tRxCxK the
+    gemm's tiling (rows and columns per item, K unroll; needs w), a0/a1 its stage_a (default:
+    the compiler's for the shape), B0/B1 its stage_b (default: false)."""
+    if spec == "0":
         return source
-    lanes = min(max(n, 8), 32)
-    return f"{head}) work_group_size({lanes},{variant}) subgroup_size({lanes}) {{{rest}"
+    head, rest = source.split(") {", 1)
+    attrs, tiling, stage, stage_b = [], None, None, False
+    for token in spec.split("_"):
+        key, value = token[0], token[1:]
+        if key == "s":
+            attrs.append(f"subgroup_size({value})")
+        elif key == "w":
+            wg = value.replace("x", ",")
+            attrs.append(f"work_group_size({wg})")
+        elif key == "b":
+            attrs.append(f"batch_per_group({value})")
+        elif key == "t":
+            tiling = [int(v) for v in value.split("x")]
+        elif key == "a":
+            stage = value == "1"
+        elif key == "B":
+            stage_b = value == "1"
+        else:
+            raise ValueError(f"unknown variant token {token!r}")
+    source = f"{head}) {' '.join(attrs)} {{{rest}"
+    if tiling is not None:
+        wg = next(a for a in attrs if a.startswith("work_group_size"))[16:-1]
+        if stage is None:
+            stage = ".t.n " in source or ".t.t " in source
+        mb, nb, ku = tiling
+        text = (f" attributes{{tiling={{work_group=[{wg.replace(',', ', ')}], rows_per_item={mb}, "
+                f"cols_per_item={nb}, k_unroll={ku}, prefetch=0, prefetch_ahead=1, dpas=false, "
+                f"stage_a={str(stage).lower()}, stage_b={str(stage_b).lower()}, "
+                "fuse=false}}")  # fmt: skip
+        line = next(x for x in source.splitlines() if x.strip().startswith("gemm."))
+        source = source.replace(line, line + text)
+    return source
 
 
 def gemm_shape(
-    name: str, queue: Any, working_set: float, repeat: int, subgroups: tuple[str, ...] = ("0",)
+    name: str, queue: Any, working_set: float, repeat: int, tries: tuple[str, ...] = ("0",)
 ) -> dict[str, Any]:
     import pyopencl.array as cla
     import torch
-    from bench import gemm_source
 
     ty, n_text, trans = name.split("-")
     n, size = int(n_text), np.dtype(DTYPES[ty]).itemsize
@@ -149,12 +179,19 @@ def gemm_shape(
     want = np.stack([op(a[:, :, e], trans[0]).astype(np.float64) @ op(b[:, :, e], trans[1])
                      for e in sample], axis=2)  # fmt: skip
     variants = {}
-    for k in subgroups:
+    for k in tries:
         dc.fill(np.nan)
-        kernels = tinytc.jit(with_subgroups(gemm_source(ty, n, trans[0], trans[1]), n, k), queue)
-        kernels.gemm(da, db, dc, howmany=batch)
+        try:
+            kernels = tinytc.jit(variant_source(gemm_source_of(name), k), queue)
+            kernels.gemm(da, db, dc, howmany=batch)
+        except Exception as error:  # a variant the compiler refuses: say so, go on
+            print(f"  {name} {k}: {type(error).__name__}: {str(error)[:200]}", flush=True)
+            continue
         c = dc.get()
         error = float(np.max(np.abs(c[:, :, sample] - want)) / np.max(np.abs(want)))
+        if not error < 1e-3:
+            print(f"  {name} {k}: WRONG, relative error {error:.2e}", flush=True)
+            continue
         variants[k] = (launch_ms(kernels.gemm, queue, batch, repeat), error)
     best = min(variants, key=lambda k: variants[k][0])
     ms, error = variants[best]
@@ -170,11 +207,47 @@ def gemm_shape(
     tms = torch_ms(lambda: torch.bmm(left, right, out=tc), repeat)
     return {"shape": name, "batch": batch, "ms": ms, "torch_ms": tms, "error": error,
             "torch_error": torch_error, "flops": 2.0 * n**3 * batch,
-            "bytes": 3.0 * n * n * size * batch, "subgroups": best,
+            "bytes": 3.0 * n * n * size * batch, "variant": best,
             "variants": {str(k): v[0] for k, v in variants.items()}}  # fmt: skip
 
 
-def chain_shape(name: str, queue: Any, working_set: float, repeat: int) -> dict[str, Any]:
+def chain_variant(source: str, spec: str) -> str:
+    """The chain with a variant of its sm_90 tiling: "0" is the compiler's choice; otherwise
+    tokens joined by "_" applied to the program tile-linalg printed: sS subgroups (and
+    work-groups) of S lanes, rR rows_per_item of both gemms, kK the first's K unroll, B0/B1
+    the first's stage_b."""
+    if spec == "0":
+        return source
+    from tinytc.compiler import run_pipeline
+    from tinytc.target import SM_90
+
+    passes = ["check-ir", "insert-lifetime-stop", "work-group-size", "tile-linalg"]
+    text = str(run_pipeline(source, SM_90, 2, passes=passes))
+    first, second = (m.start() for m in re.finditer(r"tiling=\{", text))
+    head, one, two = text[:first], text[first:second], text[second:]
+    for token in spec.split("_"):
+        key, value = token[0], token[1:]
+        if key == "s":
+            sizes = f"work_group_size({value},1) subgroup_size({value})"
+            head = re.sub(r"work_group_size\(\d+,1\) subgroup_size\(\d+\)", sizes, head)
+            one, two = (re.sub(r"work_group=\[\d+, 1\]", f"work_group=[{value}, 1]", x)
+                        for x in (one, two))  # fmt: skip
+        elif key == "r":
+            one, two = (re.sub(r"rows_per_item=\d+", f"rows_per_item={value}", x)
+                        for x in (one, two))  # fmt: skip
+        elif key == "k":
+            one = re.sub(r"k_unroll=\d+", f"k_unroll={value}", one)
+        elif key == "B":
+            one = one.replace("stage_b=false", f"stage_b={'true' if value == '1' else 'false'}")
+            one = one.replace("stage_b=true", f"stage_b={'true' if value == '1' else 'false'}")
+        else:
+            raise ValueError(f"unknown chain variant token {token!r}")
+    return head + one + two
+
+
+def chain_shape(
+    name: str, queue: Any, working_set: float, repeat: int, tries: tuple[str, ...] = ("0",)
+) -> dict[str, Any]:
     import pyopencl.array as cla
     import torch
 
@@ -187,14 +260,27 @@ def chain_shape(name: str, queue: Any, working_set: float, repeat: int) -> dict[
     a, q = column_major(rng, (9, 9, batch), ty), column_major(rng, (56, 9, batch), ty)
     dk, dp, dq = (cla.to_device(queue, x) for x in (k, p, q))
     source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
-    kernels = tinytc.jit(source, queue)
-    kernels.fused_kernel(dk, dp, tinytc.Group(a), dq, howmany=batch)  # a staged, and kept
     sample = rng.choice(batch, min(batch, 64), replace=False)
-    got = dq.get()[:, :, sample]
     want = np.stack([q[:, :, e] + k.astype(np.float64) @ p[:, :, e] @ a[:, :, e] for e in sample],
                     axis=2)  # fmt: skip
-    error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-    ms = launch_ms(kernels.fused_kernel, queue, batch, repeat)  # Q += ... each time: timing only
+    variants = {}
+    for spec in tries:
+        dq.set(q)
+        try:
+            kernels = tinytc.jit(chain_variant(source, spec), queue)
+            kernels.fused_kernel(dk, dp, tinytc.Group(a), dq, howmany=batch)  # a staged, kept
+        except Exception as error:  # a variant the compiler refuses: say so, go on
+            print(f"  {name} {spec}: {type(error).__name__}: {str(error)[:200]}", flush=True)
+            continue
+        got = dq.get()[:, :, sample]
+        error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+        if not error < 1e-3:
+            print(f"  {name} {spec}: WRONG, relative error {error:.2e}", flush=True)
+            continue
+        # Q += ... at each launch: timing only
+        variants[spec] = (launch_ms(kernels.fused_kernel, queue, batch, repeat), error)
+    best = min(variants, key=lambda k: variants[k][0])
+    ms, error = variants[best]
     tk = torch.from_numpy(np.ascontiguousarray(k)).cuda()
     tp = torch.from_numpy(np.ascontiguousarray(p.transpose(2, 0, 1))).cuda()
     ta = torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1))).cuda()
@@ -208,7 +294,61 @@ def chain_shape(name: str, queue: Any, working_set: float, repeat: int) -> dict[
     tms = torch_ms(run, repeat)
     return {"shape": name, "batch": batch, "ms": ms, "torch_ms": tms, "error": error,
             "flops": 2.0 * (56 * 56 * 9 + 56 * 9 * 9) * batch,
-            "bytes": 56.0 * 56 * size + per_entry * batch}  # fmt: skip
+            "bytes": 56.0 * 56 * size + per_entry * batch, "variant": best,
+            "variants": {str(k): v[0] for k, v in variants.items()}}  # fmt: skip
+
+
+def gemm_source_of(shape: str) -> str:
+    from bench import gemm_source
+
+    ty, n, trans = shape.split("-")
+    return str(gemm_source(ty, int(n), trans[0], trans[1]))
+
+
+def _build(job: tuple[str, Any, str]) -> tuple[bytes, Any] | None:
+    from tinytc.runtime.ptx import to_ptx
+
+    source, core, arch = job
+    try:
+        binary = tinytc.compile(source, core)
+        return binary, to_ptx(binary, arch)
+    except Exception:  # the timing run reports it
+        return None
+
+
+def prebuild(sources: list[str], device: Any, jobs: int) -> None:
+    """Translate the sources' modules to PTX in `jobs` processes and let tinytc's translation
+    take them from there (the same SPIR-V, hence the same PTX): variant sweeps build hundreds
+    of kernels, each about a second of llvm-spirv and LLVM."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tinytc.runtime import ptx
+
+    core, arch = ptx_opencl.nvidia_core_info(device), ptx_opencl.arch_of(device)
+    spawn = multiprocessing.get_context("spawn")  # no child inherits the CUDA driver's state
+    with ProcessPoolExecutor(jobs, mp_context=spawn) as pool:
+        built = dict(r for r in pool.map(_build, [(s, core, arch) for s in sources]) if r)
+    translate = ptx.to_ptx
+
+    def cached(binary: bytes, arch: str = ptx.DEFAULT_ARCH, *rest: Any) -> Any:
+        found = built.get(binary)
+        return found if found is not None else translate(binary, arch, *rest)
+
+    ptx.to_ptx = cached  # type: ignore[assignment]
+
+
+def variants_of(shape: str, spec: str) -> tuple[str, ...]:
+    """The variants to try for a shape: a comma-separated list, or @FILE's lines whose first
+    word matches the shape (fnmatch), with "0" always first."""
+    if not spec.startswith("@"):
+        return tuple(spec.split(","))
+    found = ["0"]
+    for line in Path(spec[1:]).read_text().splitlines():
+        words = line.split("#")[0].split()
+        if words and fnmatch.fnmatch(shape, words[0]):
+            found += [w for w in words[1:] if w not in found]
+    return tuple(found)
 
 
 def main(argv: list[str]) -> int:
@@ -217,11 +357,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--working-set", type=float, default=8e8)
     parser.add_argument(
-        "--subgroups",
+        "--variants",
         default="0",
-        help="comma-separated subgroups per work-group to try (0: default)",
+        help="comma-separated variants of each gemm shape to try, the best reported "
+        "(variant_source; 0: the compiler's choice), or @FILE with lines 'SHAPE VARIANT...'",
     )
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--jobs", type=int, default=1, help="processes that build the PTX first")
     args = parser.parse_args(argv)
     cl = _pyopencl()
     ptx_opencl.Staging = KeptStaging  # type: ignore[misc]
@@ -232,14 +374,21 @@ def main(argv: list[str]) -> int:
     roof["cl_copy_bandwidth"] = cl_copy_bandwidth(queue, args.repeat)
     print(json.dumps({k: f"{v:.4g}" for k, v in roof.items()}), flush=True)
     shapes = [s for s in SHAPES if any(fnmatch.fnmatch(s, p) for p in args.shapes)]
+    if args.jobs > 1:
+        sources = [
+            variant_source(gemm_source_of(s), v)
+            for s in shapes if not s.startswith("chain") for v in variants_of(s, args.variants)
+        ]  # fmt: skip
+        prebuild(sources, default_device(), args.jobs)
     rows = []
     header = "shape        batch    GFLOP/s  roofline  fraction  torch GFLOP/s  vs torch  error"
     print(header, flush=True)
     for name in shapes:
         if name.startswith("chain"):
-            r = chain_shape(name, queue, args.working_set, args.repeat)
+            tries = variants_of(name, args.variants)
+            r = chain_shape(name, queue, args.working_set, args.repeat, tries)
         else:
-            tries = tuple(args.subgroups.split(","))
+            tries = variants_of(name, args.variants)
             r = gemm_shape(name, queue, args.working_set, args.repeat, tries)
         ty = name.split("-")[1] if name.startswith("chain") else name.split("-")[0]
         r["gflops"] = r["flops"] / (r["ms"] * 1e6)

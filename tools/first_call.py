@@ -1,24 +1,35 @@
 """The first call in a new process, with an empty and with a warm cache directory.
 
-    python tools/first_call.py [--runs 5] [--case tutorial] [--case conv2d] [--vs PATH]
+    python tools/first_call.py [--runs 5] [--case tutorial|conv2d|bare] [--together] [--vs PATH]
 
 Each run is a fresh Python process whose cache directory (XDG_CACHE_HOME, which tinytc,
 rply and pytools all follow) is either new and empty ("cold") or one that an earlier run of
-the same case filled ("warm"). The process times, with its own clock:
+the same case filled ("warm"). Every figure is counted from the process's start (the
+parent's clock just before it spawns the process: CLOCK_MONOTONIC, which both read), in
+these phases:
 
-- ``import``: `import tinytc` (numpy is imported before, and not counted);
-- ``opencl``: OpenCL's start, which any pyopencl program pays (import pyopencl, find the
-  platforms, create the context and queue: `tinytc.runtime.default_queue()`);
-- ``first call``: after that, from before `tinytc.jit` (or `tinytc.recipes.conv2d`) to the
-  return of the first kernel call, whose result is checked against numpy; ``its cpu`` is
-  the CPU time the process spent in it (all threads: on a busy machine closer to the idle
-  wall time);
+- ``python``: the interpreter's own start, up to the script's first line;
+- ``numpy``: `import numpy` and the arguments' data (random arrays);
+- ``import``: `import tinytc` (and `tinytc.recipes` for conv2d);
+- ``platforms``: OpenCL's platform start, which any pyopencl program pays: import pyopencl
+  and `pyopencl.get_platforms()` (after `tinytc.runtime.ensure_icd()`);
+- ``queue``: `tinytc.runtime.default_queue()`: the device, its context and queue;
+- ``build``: `tinytc.jit(...)` (or `tinytc.recipes.conv2d(...)`): cache look-up, or parsing,
+  passes, lowering and the OpenCL build;
+- ``launch``: the first kernel call, to its return;
+- ``total``: from the process's start to the end of the launch (the goal's figure), and
+  ``exit``: to the process's end.
 
-and this script adds ``process``, the wall time of the whole process from its start to its
-exit. Cases: the tutorial (tests/programs/tutorial.ir, 100 batch entries) and a small conv2d
-(2x3x8x8 input, 4x3x3x3 filter). Medians over the runs; min and max in brackets. With
-``--vs PATH`` another checkout (say, an older commit unpacked with ``git archive``) runs in
-turn with this one, under the same load.
+Each phase shows wall time, then the CPU time the process spent in it (all its threads;
+on a busy machine closer to what idle cores would take) in parentheses. With
+``--together`` the script does not start OpenCL itself, so ``platforms`` and ``queue`` are
+part of ``build``, as in a user's script. The result is checked against numpy (after the
+figures). Cases: the tutorial (tests/programs/tutorial.ir, 100 batch entries), a small
+conv2d (2x3x8x8 input, 4x3x3x3 filter), and ``bare``: a process without tinytc that only
+imports numpy and pyopencl and lists the platforms (the floor that the runtime sets).
+Medians over the runs;
+min and max of the total in brackets. With ``--vs PATH`` another checkout (say, an older
+commit unpacked with ``git archive``) runs in turn with this one, under the same load.
 This is a tool, not a test: the figures depend on the machine and its load.
 """
 
@@ -35,63 +46,97 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PHASES = ("python", "numpy", "import", "platforms", "queue", "build", "launch")
+
+# Marks (wall, cpu) after each phase; the parent's spawn time T0 comes in the environment.
+PRELUDE = """
+import os, time, json
+marks = [("python", time.perf_counter(), time.process_time())]
+def mark(name):
+    marks.append((name, time.perf_counter(), time.process_time()))
+def opencl():
+    if TOGETHER:
+        return
+    import tinytc.runtime
+    tinytc.runtime.ensure_icd()
+    import pyopencl
+    pyopencl.get_platforms()
+    mark("platforms")
+    tinytc.runtime.default_queue()
+    mark("queue")
+def report():
+    t0, out, last = float(os.environ["FIRST_CALL_T0"]), {}, (None, None, 0.0)
+    out["python"] = (marks[0][1] - t0, marks[0][2])
+    for (_, w0, c0), (name, w1, c1) in zip(marks, marks[1:]):
+        out[name] = (w1 - w0, c1 - c0)
+    out["total"] = (marks[-1][1] - t0, marks[-1][2])
+    print(json.dumps(out))
+import numpy as np
+"""
 
 TUTORIAL = """
-import time, json
-import numpy as np
-t0 = time.perf_counter()
-import tinytc
-t1 = time.perf_counter()
-source = open(SOURCE).read()
-from tinytc.runtime import default_queue
-default_queue()
-c2, t2 = time.process_time(), time.perf_counter()
-kernels = tinytc.jit(source)
 rng = np.random.default_rng(0)
 K = np.asfortranarray(rng.standard_normal((56, 56), dtype=np.float32))
 P = np.asfortranarray(rng.standard_normal((56, 9, 100), dtype=np.float32))
 A = [np.asfortranarray(rng.standard_normal((9, 9), dtype=np.float32)) for _ in range(100)]
 Q = np.zeros((56, 9, 100), np.float32, order="F")
+mark("numpy")
+import tinytc
+mark("import")
+opencl()
+kernels = tinytc.jit(SOURCE)
+mark("build")
 kernels.fused_kernel(K, P, A, Q, howmany=100)
-t3, c3 = time.perf_counter(), time.process_time()
+mark("launch")
+report()
 assert np.allclose(Q, np.einsum("ij,jke,ekl->ile", K, P, np.stack(A)), atol=1e-3)
-times = {"import": t1 - t0, "opencl": t2 - t1, "first call": t3 - t2, "its cpu": c3 - c2}
-print(json.dumps(times))
 """
 
 CONV2D = """
-import time, json
-import numpy as np
-t0 = time.perf_counter()
-import tinytc, tinytc.recipes
-t1 = time.perf_counter()
 rng = np.random.default_rng(0)
 x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
 w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
-from tinytc.runtime import default_queue
-default_queue()
-c2, t2 = time.process_time(), time.perf_counter()
-y = tinytc.recipes.conv2d(x.shape, w.shape)(x, w)
-t3, c3 = time.perf_counter(), time.process_time()
+mark("numpy")
+import tinytc, tinytc.recipes
+mark("import")
+opencl()
+conv = tinytc.recipes.conv2d(x.shape, w.shape)
+mark("build")
+y = conv(x, w)
+mark("launch")
+report()
 expected = np.zeros((2, 4, 6, 6), np.float32)
 for a in range(3):
     for b in range(3):
         expected += np.einsum("nchw,kc->nkhw", x[:, :, a : a + 6, b : b + 6], w[:, :, a, b])
 assert np.allclose(y, expected, atol=1e-4)
-times = {"import": t1 - t0, "opencl": t2 - t1, "first call": t3 - t2, "its cpu": c3 - c2}
-print(json.dumps(times))
 """
 
-CASES = {"tutorial": TUTORIAL, "conv2d": CONV2D}
+BARE = """
+mark("numpy")
+import pyopencl  # the parent set OCL_ICD_VENDORS, as tinytc.runtime.ensure_icd() would
+pyopencl.get_platforms()
+mark("platforms")
+report()
+"""
+
+CASES = {"tutorial": TUTORIAL, "conv2d": CONV2D, "bare": BARE}
 
 
-def run_once(case: str, cache: Path, root: Path = ROOT) -> dict[str, float]:
+def run_once(case: str, cache: Path, root: Path = ROOT, together: bool = False) -> dict:
     """One fresh process of ``case`` with ``cache`` as its cache directory, importing the
-    tinytc of the checkout at ``root``."""
-    code = f"SOURCE = {str(root / 'tests' / 'programs' / 'tutorial.ir')!r}\n" + CASES[case]
+    tinytc of the checkout at ``root``: {phase: (wall, cpu)} in seconds."""
+    source = str(root / "tests" / "programs" / "tutorial.ir")
+    code = f"SOURCE = {source!r}\nTOGETHER = {together}\n" + PRELUDE + CASES[case]
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), PYTHONPATH=str(root))
+    if case == "bare":  # no tinytc in the process: the vendor directory that ensure_icd makes
+        from tinytc.runtime.device import ICD_ENV, find_intel_cpu_runtime, make_vendor_dir
+
+        library = find_intel_cpu_runtime()
+        if library is not None and ICD_ENV not in env:
+            env[ICD_ENV] = str(make_vendor_dir(library, cache))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from bytecode
-    start = time.perf_counter()
+    env["FIRST_CALL_T0"] = repr(time.perf_counter())
     done = subprocess.run(
         [sys.executable, "-c", code],
         env=env,
@@ -100,28 +145,41 @@ def run_once(case: str, cache: Path, root: Path = ROOT) -> dict[str, float]:
         text=True,
         timeout=600,
     )
-    wall = time.perf_counter() - start
+    end = time.perf_counter()
     if done.returncode != 0:
         raise SystemExit(f"{case} failed:\n{done.stderr[-3000:]}")
-    times: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    times["process"] = wall
+    times: dict = json.loads(done.stdout.strip().splitlines()[-1])
+    times["exit"] = (end - float(env["FIRST_CALL_T0"]), None)
     return times
 
 
-def measure(case: str, runs: int, warm: bool, roots: list[Path]) -> list[dict[str, list[float]]]:
-    """Seconds of each figure over ``runs`` processes, per checkout (run in turn, so that
-    all see the same load)."""
-    figures: list[dict[str, list[float]]] = [{} for _ in roots]
+def measure(
+    case: str, runs: int, warm: bool, roots: list[Path], together: bool
+) -> list[dict[str, list]]:
+    """The figures of ``runs`` processes, per checkout (run in turn, so that all see the
+    same load)."""
+    figures: list[dict[str, list]] = [{} for _ in roots]
     with tempfile.TemporaryDirectory(prefix="tinytc-first-call-") as scratch:
         if warm:
             for r, root in enumerate(roots):
-                run_once(case, Path(scratch, f"warm-{r}"), root)
+                run_once(case, Path(scratch, f"warm-{r}"), root, together)
         for i in range(runs):
             for r, root in enumerate(roots):
                 cache = Path(scratch, f"warm-{r}" if warm else f"cold-{r}-{i}")
-                for name, value in run_once(case, cache, root).items():
+                for name, value in run_once(case, cache, root, together).items():
                     figures[r].setdefault(name, []).append(value)
     return figures
+
+
+def cell(name: str, values: list) -> str:
+    wall = sorted(1000 * w for w, _ in values)
+    cpus = [1000 * c for _, c in values if c is not None]
+    text = f"{name} {statistics.median(wall):.0f}"
+    if cpus:
+        text += f" ({statistics.median(cpus):.0f})"
+    if name == "total":
+        text += f" [{wall[0]:.0f}-{wall[-1]:.0f}]"
+    return text
 
 
 def main() -> None:
@@ -129,23 +187,27 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="processes per figure (default 5)")
     parser.add_argument("--case", action="append", choices=sorted(CASES), help="default: all")
     parser.add_argument(
+        "--together", action="store_true",
+        help="no OpenCL start of the script's own: platforms and queue count in build",
+    )  # fmt: skip
+    parser.add_argument(
         "--vs", type=Path, action="append", default=[],
         help="also measure the checkout at this path (e.g. an older commit), in turn",
     )  # fmt: skip
     args = parser.parse_args()
     roots = [ROOT, *args.vs]
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores, {args.runs} runs")
+    print(
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores, {args.runs} runs;"
+        " ms from the process's start: wall (cpu) per phase"
+    )
     for case in args.case or list(CASES):
-        for warm in (False, True):
-            for root, figures in zip(roots, measure(case, args.runs, warm, roots)):
-                cells = []
-                for name in ("import", "opencl", "first call", "its cpu", "process"):
-                    v = sorted(figures[name])
-                    ms = [1000 * x for x in (statistics.median(v), v[0], v[-1])]
-                    cells.append(f"{name} {ms[0]:5.0f} ms [{ms[1]:.0f}-{ms[2]:.0f}]")
+        for warm in (False, True) if case != "bare" else (False,):
+            for root, figures in zip(roots, measure(case, args.runs, warm, roots, args.together)):
+                names = [p for p in PHASES if p in figures] + ["total", "exit"]
                 where = "" if len(roots) == 1 else f" {root}"
-                state = "warm" if warm else "cold"
-                print(f"{case} {state}{where}: " + ", ".join(cells), flush=True)
+                state = "" if case == "bare" else " warm" if warm else " cold"
+                cells = ", ".join(cell(name, figures[name]) for name in names)
+                print(f"{case}{state}{where}: {cells}", flush=True)
 
 
 if __name__ == "__main__":

@@ -62,11 +62,11 @@ INSTRUCTIONS = [
         "<input>:5.37-39",
     ),
     # where cooperative matrices and spmd instructions may appear
-    case(
-        "coopmatrix-outside-parallel",
-        func(construct("c").strip().join(["  ", ""])),
-        "cooperative_matrix_construct on cooperative matrices must be in a parallel region",
-        "<input>:2.8-73",
+    case(  # a constant matrix may be made outside (v0.4's mixed instructions), not loaded
+        "coopmatrix-load-outside-parallel",
+        func(f"  %a = cooperative_matrix_load %M[0, 0] : {MEMREF} -> {MA}", f"%M: {MEMREF}"),
+        "cooperative_matrix_load on cooperative matrices must be in a parallel region",
+        "<input>:2.8-92",
     ),
     case(
         "coopmatrix-in-foreach",
@@ -120,14 +120,15 @@ INSTRUCTIONS = [
         "a coopmatrix cannot be a kernel parameter",
         "<input>:1.32-33",
     ),
-    case(
-        "if-coopmatrix-outside-parallel",
+    case(  # if may carry a matrix outside parallel; what it runs must be allowed there
+        "if-coopmatrix-scale-outside-parallel",
         func(
-            f"  %r = if true -> ({ACC}) {{\n  {construct('a')}\n      yield %a : {ACC}\n"
+            f"  %r = if true -> ({ACC}) {{\n  {construct('a')}\n"
+            f"      %s = cooperative_matrix_scale 2.0, %a : f32, {ACC}\n      yield %s : {ACC}\n"
             f"  }} else {{\n  {construct('b')}\n      yield %b : {ACC}\n  }}"
         ),
-        "on cooperative matrices must be in a parallel region",
-        "<input>:2.8-51",
+        "cooperative_matrix_scale on cooperative matrices must be in a parallel region",
+        "<input>:4.12-82",
     ),
     # apply
     case(

@@ -115,6 +115,21 @@ def test_math_functions_translate(op: str) -> None:
             assert "approx" in module.text
 
 
+def test_complex_abs_translates() -> None:
+    """The abs of a complex number is OpenCL's hypot (libdevice's); the GPU fuzz campaign of
+    seed 12 found it missing from the library."""
+    for t in ("c32", "c64"):
+        source = f"""func @k(%x: memref<{t}x64>, %y: memref<{t}x64>) {{
+  foreach %i = 0, 64 {{
+    %v = load %x[%i] : memref<{t}x64>
+    %r = arith.abs %v : {t}
+    %c = cast %r : {"f32" if t == "c32" else "f64"} -> {t}
+    store %c, %y[%i] : memref<{t}x64>
+  }}
+}}"""
+        check_ptx(*translated(source))
+
+
 def test_subgroup_segments_shuffle_within_their_lanes() -> None:
     """A subgroup of 16 lanes is half a warp: shuffles carry the segment mask of 16 lanes
     (c = 16 << 8 | 31), those of the whole warp 31, and the member mask is the segment's."""

@@ -130,3 +130,26 @@ def test_run_lists_the_kernels_for_an_unknown_one(capsys: pytest.CaptureFixture[
     path = str(ROOT / "tests" / "programs" / "tutorial.ir")
     assert run_main([path, "--howmany", "2", "--kernel", "nope"]) == 1
     assert capsys.readouterr().err == "tinytc-run: no kernel @nope; the program has @fused_kernel\n"
+
+
+LIGHT_IMPORT = """
+import sys, tinytc
+heavy = ("tinytc.compiler", "tinytc.parser", "tinytc.passes", "tinytc.spirv", "tinytc.arguments",
+         "importlib.metadata", "pyopencl")
+print(*(name for name in heavy if name in sys.modules))
+from tinytc import parse, Group
+print(tinytc.__version__, callable(tinytc.compile), callable(parse), Group.__name__,
+      issubclass(tinytc.ArgumentValueError, tinytc.ArgumentError), tinytc.Program.__name__)
+"""
+
+
+def test_import_loads_no_compiler_and_the_names_load_on_first_use() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", LIGHT_IMPORT], cwd=ROOT, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded, names = done.stdout.splitlines()
+    assert loaded == ""  # import tinytc costs a few ms (tools/first_call.py)
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert names == f"{version} True True Group True Program"

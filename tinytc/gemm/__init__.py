@@ -38,9 +38,12 @@ class Tiling:
     # blocks of 8 rows, cols_per_item blocks of N columns, K steps of k_unroll instruction K
     # blocks. The target must have the unit for the gemm's types (CoreInfo.matrix_unit_for).
     dpas: bool = False
-    # op(A), a transposed static A, is first copied into local memory (docs/performance-cpu.md
-    # lessons 1 and 13).
+    # A static A is first copied into local memory: transposed (op(A) of gemm.t, gemv.t;
+    # docs/performance-cpu.md lessons 1 and 13), or, on targets of warps, as it is (docs/gpu.md).
     stage_a: bool = False
+    # A gemm's static B is first copied into local memory as it is (targets of warps:
+    # docs/gpu.md); the product reads op(B) there.
+    stage_b: bool = False
     # This gemm's output, an alloca temporary that only the next gemm reads (as its A), stays
     # in registers and the pair runs as one (lesson 9): in row tiles of rows_per_item blocks
     # by all the temporary's columns (cols_per_item), K steps of k_unroll, prefetching the
@@ -339,7 +342,7 @@ def fused_form(tiling: Tiling, rows_per_item: int, depth: int) -> Tiling:
     and no flag."""
     return dataclasses.replace(
         tiling, rows_per_item=rows_per_item, k_unroll=depth, prefetch=0, prefetch_ahead=1,
-        dpas=False, stage_a=False, fuse=False,
+        dpas=False, stage_a=False, stage_b=False, fuse=False,
     )  # fmt: skip
 
 

@@ -127,8 +127,22 @@ def _for(inst: ir.ForInst, p: Printer) -> None:
 
 @prints(ir.ForeachInst)
 def _foreach(inst: ir.ForeachInst, p: Printer) -> None:
-    start, stop = (p.name(v) for v in inst.operands)
-    p.open(f"foreach ({p.name(inst.var)})=({start}),({stop})")
+    names, starts, stops = ([p.name(v) for v in vs] for vs in (inst.vars, inst.starts, inst.stops))
+    p.open(f"foreach ({','.join(names)})=({','.join(starts)}),({','.join(stops)})")
+    p.region(inst.body)
+    p.close("}")
+
+
+@prints(ir.ForeachTileInst)
+def _foreach_tile(inst: ir.ForeachTileInst, p: Printer) -> None:
+    def group(values: list[Any]) -> str:
+        return "(" + ",".join(p.name(v) for v in values) + ")"
+
+    shape = ",".join(map(str, inst.tile_shape))
+    p.open(
+        f"foreach_tile {group(inst.offsets)}={group(inst.starts)},{group(inst.stops)}"
+        f" as {group(inst.sizes)}<=({shape})"
+    )
     p.region(inst.body)
     p.close("}")
 

@@ -55,6 +55,11 @@ class ParseContext(Span):
         self.last_if: Inst | None = None
         self.groups_without_offset: set[Location] = set()  # group types written that way
 
+    def integer(self, token: Token) -> int:
+        """An integer literal's value (parse_int, for the actions of the instruction modules,
+        which do not import the parser: tinytc/ir/syntax.py)."""
+        return parse_int(token)
+
     # Scopes follow regions: a region sees the names of the regions around it.
 
     def open_region(self, region: Region) -> None:

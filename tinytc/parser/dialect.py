@@ -24,6 +24,7 @@ _SCALAR = r"(?:bool|i1|i8|i16|i32|i64|index|bf16|f16|f32|f64|c32|c64)\b"
 _MARKERS: list[tuple[str, str]] = [
     (V04, r"constant\b"),
     (V04, r"yield\s*\("),
+    (REV2, r"foreach(?:_tile)?\s*\([^{;:]*\)\s*:"),  # a loop type after the bounds
     (V04, r"foreach\s*\("),
     (V04, rf"{_BUILTIN}\.[xyz]\s*:"),
     (V04, r"(?:subgroup_linear_id|subgroup_local_id|subgroup_size)\s*:"),
@@ -46,9 +47,10 @@ _MARKERS: list[tuple[str, str]] = [
 # The scan stops only at a comment, at the words markers start with (a short alternation,
 # fast) and at v0.4's 'attributes' after a function's ')'; the markers are tried there.
 _WORDS = (
-    "constant yield foreach group_id num_groups num_subgroups subgroup_id subgroup_linear_id "
-    "subgroup_local_id subgroup_size alloca group store size load cooperative_matrix_load "
-    "arith cmp group_size hadamard_product work_group_size batch_per_group cast"
+    "constant yield foreach foreach_tile group_id num_groups num_subgroups subgroup_id "
+    "subgroup_linear_id subgroup_local_id subgroup_size alloca group store size load "
+    "cooperative_matrix_load arith cmp group_size hadamard_product work_group_size "
+    "batch_per_group cast"
 ).split() + _CMP[3:-1].split("|")
 _COMPILED = [(d, re.compile(p, re.MULTILINE)) for d, p in _MARKERS]
 _SCAN = re.compile(

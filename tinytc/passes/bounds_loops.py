@@ -81,6 +81,8 @@ class LoopChecks(IndexBuilder):
         its whole range; the loop runs only if they all pass, and without their checks."""
         if isinstance(loop, ForInst) and loop.num_bounds == 3 and self.known(loop.bounds[2]) != 1:
             return loop
+        if isinstance(loop, ForeachInst) and loop.dim > 1:
+            return loop  # over several modes each access keeps its own check
         if self.in_spmd and any(_needs_all_items(i) for i in [loop, *loop.body.walk()]):
             return loop  # the guard could differ between work-items that must run together
         accesses = [a for a in loop.body.insts if self.hoistable(a, loop)]

@@ -5,14 +5,19 @@ from __future__ import annotations
 from ..errors import CompilationError
 from ..ir import (
     COOPMATRIX_INSTS,
+    ArithInst,
+    ArithUnaryInst,
     BarrierInst,
+    CastInst,
     CoopMatrixApplyInst,
+    CoopMatrixConstructInst,
     CoopMatrixType,
     ForeachInst,
     ForInst,
     Function,
     IfInst,
     Inst,
+    MathInst,
     ParallelInst,
     Program,
     Region,
@@ -102,6 +107,15 @@ def uses_coopmatrix(inst: Inst) -> bool:
     )
 
 
+# The instructions that v0.4 calls mixed (any region) and that may carry cooperative matrices:
+# in a collective region every work-item runs them, so each holds its part of the value (a
+# coopmatrix constant is a construct of a literal; control flow carries values as in parallel).
+MIXED_COOPMATRIX = (
+    ArithInst, ArithUnaryInst, CastInst, MathInst, CoopMatrixConstructInst, IfInst, ForInst,
+    YieldInst,
+)  # fmt: skip
+
+
 def check_inst(inst: Inst, kind: str) -> None:
     types = inst.infer()
     if types != [r.type for r in inst.results]:
@@ -118,7 +132,8 @@ def check_inst(inst: Inst, kind: str) -> None:
         raise inst.error(f"barrier cannot appear inside {where}: work-items would diverge")
     if isinstance(inst, SubgroupBuiltinInst) and inst.spmd_only and not spmd:
         raise inst.error(f"{inst.mnemonic} differs between work-items: use it in an spmd region")
-    if uses_coopmatrix(inst) and kind != PARALLEL:
+    mixed = kind == COLLECTIVE and isinstance(inst, MIXED_COOPMATRIX)
+    if uses_coopmatrix(inst) and kind != PARALLEL and not mixed:
         raise inst.error(
             f"{inst.mnemonic} on cooperative matrices must be in a parallel region"
             + (f", not in {where}" if where else "")

@@ -6,7 +6,10 @@ write, write after read, write after write) needs a barrier in between. Memory i
 by its root: the kernel parameter or the alloca a memref is a view of; distinct parameters are
 assumed not to overlap, allocas overlap where the stack pass placed them on the same bytes
 (so it runs first). Loops are analysed until the accesses carried into the next iteration are
-stable.
+stable. A kernel whose work-groups run several batch entries in turn (batch_per_group) runs its
+body in a loop too; where the work-group has several subgroups, that loop is analysed like the
+others, so that a subgroup's next entry waits until the others are done with local memory
+(one subgroup runs its entries in order).
 """
 
 from __future__ import annotations
@@ -160,7 +163,12 @@ class InsertBarrierPass:
 
     def run(self, program: Program) -> None:
         for func in program.functions:
-            self.region(func.body, Pending(), insert=True)
+            wgs, sgs = func.work_group_size, func.subgroup_size
+            subgroups = wgs[0] * wgs[1] // sgs if wgs and sgs else 1
+            if func.batch_per_group > 1 and subgroups > 1:  # the entries' loop (convert.py)
+                self.loop(func.body, Pending(), insert=True)
+            else:
+                self.region(func.body, Pending(), insert=True)
 
     def region(self, region: Region, pending: Pending, insert: bool) -> Pending:
         """Walk a mixed region from the state ``pending``; returns the state at its end.

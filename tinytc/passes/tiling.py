@@ -20,6 +20,7 @@ from ..gemm import (
     fused_k_unroll,
     fused_rows_per_item,
     prefetch_next,
+    warps,
 )
 from ..gemm.dpas import dpas_tiling
 from ..ir import Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program, Region
@@ -80,7 +81,14 @@ class TilingPass:
         after = self.default(second, func)  # its prefetch: that of the whole pair
         prefetch = len(pair_operands(inst, second)) if after.prefetch else 0  # type: ignore[arg-type]
         unroll = fused_k_unroll(tiling.k_unroll, mb)
-        fused = Tiling(tiling.work_group, mb, k2, unroll, prefetch, after.prefetch_ahead, fuse=True)
+        warp = bool(self.target.warp_size)
+        stage_b = warp and warps.fused_stage_b(inst, self.target, self.staging)  # type: ignore[arg-type]
+        if stage_b:
+            unroll = min(warps.FUSED_K_UNROLL, self.max_k_unroll)
+        fused = Tiling(
+            tiling.work_group, mb, k2, unroll, prefetch, after.prefetch_ahead, stage_b=stage_b,
+            fuse=True,
+        )  # fmt: skip
         given = second.tiling  # written in the program: fused only where it agrees
         if given is not None and given != fused_form(given, mb, k2):
             return tiling
@@ -108,9 +116,11 @@ def stage_pays(a: MemrefType, target: CoreInfo) -> bool:
     1 / STAGED_SHARE of local memory (the rest for the kernel's own allocas). Every size: on
     this machine's CPU (AMD EPYC) gathers in the K loop cost 2-6x, and even at n = 8 the copy
     pays (f32 1.56-1.71x, f64 2.1-2.3x the gathering kernel); the copy scatters its stores,
-    which beat gathered loads there (1.6x at n = 8)."""
+    which beat gathered loads there (1.6x at n = 8). Targets of warps: warps.stage_pays."""
     if why_not_staged(a, target):
         return False
+    if target.warp_size:
+        return warps.stage_pays(a, target)
     budget = target.local_memory_size
     return budget is None or math.prod(a.shape) * a.element.size <= budget // STAGED_SHARE  # type: ignore[arg-type]
 
@@ -135,6 +145,15 @@ def default_tiling(
     transposed_b = isinstance(inst, GemmInst) and inst.trans_b
     transposed_a = isinstance(inst, GemmInst | GemvInst) and inst.trans_a
     staged_a = staging and transposed_a and stage_pays(inst.operands[1].memref_type, target)
+    linalg = [i for i in func.walk() if isinstance(i, LinalgInst)]
+    if target.warp_size and warps.sized_gemm(linalg) is inst:
+        assert isinstance(rows, int) and isinstance(cols, int) and func.subgroup_size
+        wg = func.work_group_size
+        subgroups = wg[0] * wg[1] // func.subgroup_size
+        lanes = func.subgroup_size
+        mb, nb, ku = warps.block(rows, cols, lanes, subgroups, max(summed.size, 4), target)
+        stage_a, stage_b = warps.operand_staging(inst, target, staging)
+        return Tiling(wg, mb, nb, min(ku, max_k_unroll), stage_a=stage_a, stage_b=stage_b)
     tiling = choose_tiling(
         rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes,
         max(summed.size, 4),  # narrower integers are blocked as 32-bit values too

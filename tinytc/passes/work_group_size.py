@@ -7,6 +7,7 @@ import math
 
 from .. import gemm
 from ..errors import CompilationError
+from ..gemm import warps
 from ..ir import ForeachInst, Function, GemmInst, LinalgInst, MemrefType, Program
 from ..target import CoreInfo
 from .matrix_unit import matrix_unit_of
@@ -36,6 +37,9 @@ class WorkGroupSizePass:
 
     def choose(self, func: Function) -> None:
         linalg = [i for i in func.walk() if isinstance(i, LinalgInst)]
+        if self.warp_sizes(func, linalg):
+            self.check(func)
+            return
         if func.subgroup_size is None:
             func.subgroup_size = self.subgroup_size(linalg)
             if func.work_group_size is not None:  # the first mode must be a multiple of it
@@ -60,6 +64,20 @@ class WorkGroupSizePass:
                 total = None if None in work else sum(work)  # type: ignore[arg-type]
                 func.batch_per_group = gemm.entries_per_group(total, self.target)
         self.check(func)
+
+    def warp_sizes(self, func: Function, linalg: list[LinalgInst]) -> bool:
+        """On a target of warps, a kernel whose one gemm warps.sized_gemm finds, with no sizes
+        given, takes those of warps.work_group; False where the general rule decides."""
+        found = warps.sized_gemm(linalg) if self.target.warp_size else None
+        given = ("subgroup_size", "work_group_size", "batch_per_group")
+        if found is None or any(name in func.attribute_locs for name in given):
+            return False
+        if func.subgroup_size is not None or func.work_group_size is not None:
+            return False
+        foreach = any(isinstance(i, ForeachInst) for i in func.walk())
+        sgs, wgs, batch = warps.work_group(found, self.target, self.batching and not foreach)
+        func.subgroup_size, func.work_group_size, func.batch_per_group = sgs, wgs, batch
+        return True
 
     def subgroup_size(self, linalg: list[LinalgInst]) -> int:
         if not linalg:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyopencl import CommandQueue
+
+    from ..runtime.jit import Kernels
+    from ..target import CoreInfo
 
 COMPILE_RECURSION_LIMIT = 20_000
 
 
-def compile_kernels(source: str, queue: Any, target: Any = None) -> Any:
+def compile_kernels(
+    source: str, queue: CommandQueue | None, target: str | CoreInfo | None = None
+) -> Kernels:
     """tinytc.jit of a generated program. The compiler copies the IR with copy.deepcopy,
     which recurses along def-use chains; the unrolled gathers are chains of a few hundred
     instructions, deeper than Python's default limit of 1000 frames allows."""

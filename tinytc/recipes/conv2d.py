@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypeGuard
 
 import numpy as np
 
 from ..arguments import ArgumentError, host_view
+from ..runtime.arrays import Array, HostOrDevice
 from ..target import CoreInfo, DpasForm, configure, get_target
 from .build import compile_kernels
 from .column_gemm import column_launches, generate_columns
@@ -20,7 +21,15 @@ from .conv2d_gemms import (
     zero_fill,
     zero_fill_needed,
 )
-from .conv2d_problem import DTYPES, LAYOUTS, Conv2dProblem, make_problem
+from .conv2d_problem import (
+    DTYPES,
+    LAYOUTS,
+    Conv2dProblem,
+    DTypeLike,
+    IntPair,
+    Padding,
+    make_problem,
+)
 from .implicit_gemm import generate, tile_counts
 from .segment_gemm import generate_segment, segment_launches
 from .tiling import (
@@ -32,6 +41,12 @@ from .tiling import (
     fits_dpas,
 )
 from .weight_gemm import generate_weight, weight_launches
+
+if TYPE_CHECKING:
+    import pyopencl.array as cla
+    from pyopencl import CommandQueue
+
+    from ..runtime.jit import Kernels
 
 
 def default_tiling(p: Conv2dProblem, target: CoreInfo) -> ConvTiling:
@@ -68,7 +83,7 @@ class Conv2d:
         self,
         problem: Conv2dProblem,
         tiling: ConvTiling,
-        queue: Any = None,
+        queue: CommandQueue | None = None,
         target: CoreInfo | None = None,
     ) -> None:
         self.problem = problem
@@ -113,13 +128,13 @@ class Conv2d:
             "backward_weight": (p.input_shape, p.output_shape, p.filter_shape),
         }
         self.argument_shape, self.second_shape, self.result_shape = shapes[p.direction]
-        self._kernels: Any = None
+        self._kernels: Kernels | None = None
 
     @property
     def dtype(self) -> np.dtype:
         return DTYPES[self.problem.dtype][0]
 
-    def _check(self, what: str, array: Any, shape: tuple[int, ...], names: str) -> Any:
+    def _check(self, what: str, array: Array, shape: tuple[int, ...], names: str) -> HostOrDevice:
         """The array, C-contiguous, if it has the shape and dtype (numpy arrays are copied
         when they are not contiguous; pyopencl arrays must be). A DLPack tensor on the CPU
         (a torch tensor) is taken as the numpy array that views its memory."""
@@ -140,7 +155,9 @@ class Conv2d:
             raise ArgumentError(f"{what} must be C-contiguous")
         return array
 
-    def __call__(self, a: Any, b: Any, bias: Any = None, *, out: Any = None) -> Any:
+    def __call__(
+        self, a: Array, b: Array, bias: Array | None = None, *, out: Array | None = None
+    ) -> Array:
         p = self.problem
         filter_names, output_names = LAYOUTS[p.layout]
         names = {
@@ -173,7 +190,9 @@ class Conv2d:
             getattr(self._kernels, name)(*args, howmany=howmany)
         return out
 
-    def _arguments(self, a: Any, w: Any, bias: Any, out: Any) -> list[tuple[str, int, tuple]]:
+    def _arguments(
+        self, a: HostOrDevice, w: HostOrDevice, bias: HostOrDevice | None, out: HostOrDevice
+    ) -> list[tuple[str, int, tuple[HostOrDevice | None, ...]]]:
         """(kernel, work-groups, arguments) of every launch, in order."""
         p = self.problem
         forward = p.direction == "forward"
@@ -194,7 +213,7 @@ class Conv2d:
                 w = _filter_as(w, (0, 2, 3, 1))
         main = (src, w if p.direction == "backward_weight" else w.T, dst)
         fused = (bias,) if p.bias and self.tiling.kernel != "rows" else ()
-        launches = []
+        launches: list[tuple[str, int, tuple[HostOrDevice | None, ...]]] = []
         for name, howmany in self.launches:
             if name == "conv2d_zero":
                 launches.append((name, howmany, (flat_out,)))
@@ -205,16 +224,18 @@ class Conv2d:
         return launches
 
 
-def _filter_as(w: Any, axes: tuple[int, ...]) -> Any:
+def _filter_as(w: HostOrDevice, axes: tuple[int, ...]) -> HostOrDevice:
     """The filter transposed by ``axes``, C order (for kernels that want another order)."""
     if _is_pyopencl(w):
         import pyopencl.array as cla
 
-        return cla.to_device(w.queue, np.ascontiguousarray(w.get().transpose(axes)))
+        queue = w.queue
+        assert queue is not None, "a pyopencl array made for a queue (as conv2d's arrays are)"
+        return cla.to_device(queue, np.ascontiguousarray(w.get().transpose(axes)))
     return np.ascontiguousarray(w.transpose(axes))
 
 
-def _is_pyopencl(array: Any) -> bool:
+def _is_pyopencl(array: object) -> TypeGuard[cla.Array]:
     return type(array).__module__.startswith("pyopencl")
 
 
@@ -223,15 +244,15 @@ def conv2d(
     filter_shape: Sequence[int],
     *,
     layout: str = "NCHW",
-    stride: int | Sequence[int] = 1,
-    dilation: int | Sequence[int] = 1,
-    padding: str | int | Sequence[int] | Sequence[Sequence[int]] = 0,
+    stride: IntPair = 1,
+    dilation: IntPair = 1,
+    padding: Padding = 0,
     groups: int = 1,
     bias: bool = False,
-    dtype: str | np.dtype | type = "f32",
+    dtype: DTypeLike = "f32",
     direction: str = "forward",
-    tiling: ConvTiling | dict | None = None,
-    queue: Any = None,
+    tiling: ConvTiling | dict[str, object] | None = None,
+    queue: CommandQueue | None = None,
     target: str | CoreInfo | None = None,
     dpas: DpasForm | None = None,
 ) -> Conv2d:
@@ -275,7 +296,7 @@ def conv2d(
     return Conv2d(problem, chosen, queue, chosen_target)
 
 
-def _device_core(queue: Any) -> CoreInfo:
+def _device_core(queue: CommandQueue | None) -> CoreInfo:
     """What the queue's device offers (without a queue: the CPU, compiling needs no device)."""
     if queue is None:
         return get_target("cpu")
@@ -284,7 +305,7 @@ def _device_core(queue: Any) -> CoreInfo:
     return core_info_from_device(queue.device)
 
 
-def _stored_tiling(problem: Conv2dProblem, queue: Any) -> ConvTiling | None:
+def _stored_tiling(problem: Conv2dProblem, queue: CommandQueue | None) -> ConvTiling | None:
     """The tiling tinytc.tune stored for the problem on the queue's device (default: the
     default device), or None."""
     from ..runtime.device import RuntimeUnavailableError, default_device

@@ -4,8 +4,9 @@ checked, with the argument forms PyTorch's ``torch.nn.functional.conv2d`` takes.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias, TypeGuard
 
 import numpy as np
 
@@ -96,11 +97,17 @@ class Conv2dProblem:
         return 2 * self.n * self.k * self.ho * self.wo * self.cg * self.y * self.x
 
 
-def _is_int(v: Any) -> bool:
+# What conv2d takes, as PyTorch's conv2d does (checked by make_problem).
+IntPair: TypeAlias = int | Sequence[int]
+Padding: TypeAlias = str | int | Sequence[int] | Sequence[Sequence[int]]
+DTypeLike: TypeAlias = str | np.dtype | type
+
+
+def _is_int(v: object) -> TypeGuard[int | np.integer]:
     return isinstance(v, int | np.integer) and not isinstance(v, bool)
 
 
-def _pair(value: Any, what: str, least: int) -> tuple[int, int]:
+def _pair(value: object, what: str, least: int) -> tuple[int, int]:
     """An int or a sequence of one or two ints (as PyTorch expands them), each >= least."""
     if _is_int(value):
         value = (value,)
@@ -118,7 +125,7 @@ def _pair(value: Any, what: str, least: int) -> tuple[int, int]:
 
 
 def _padding(
-    padding: Any, stride: tuple[int, int], dilation: tuple[int, int], yx: tuple[int, int]
+    padding: object, stride: tuple[int, int], dilation: tuple[int, int], yx: tuple[int, int]
 ) -> tuple[tuple[int, int], tuple[int, int]]:
     """((top, bottom), (left, right)) from PyTorch's forms (an int, (ph, pw), "valid",
     "same"), four ints (top, bottom, left, right) or the pairs themselves."""
@@ -153,13 +160,13 @@ def _padding(
     )
 
 
-def dtype_name(dtype: Any) -> str:
+def dtype_name(dtype: object) -> str:
     """The tinytc name of a dtype given as a tinytc name, a numpy dtype or type, a string
     numpy or PyTorch understands ("float32", "bfloat16"), or a torch dtype."""
     name = dtype if isinstance(dtype, str) else None
     if name is None and type(dtype).__module__.startswith("torch"):
         name = str(dtype)
-    if name is None and dtype is not None:  # np.dtype(None) would be float64
+    if name is None and isinstance(dtype, np.dtype | type):  # not None: that is float64
         try:
             name = np.dtype(dtype).name
         except TypeError:
@@ -173,7 +180,7 @@ def dtype_name(dtype: Any) -> str:
     raise ArgumentError(f"dtype must be one of {known} (or their numpy dtypes), got {dtype!r}")
 
 
-def _shapes(input_shape: Any, filter_shape: Any, layout: str) -> tuple[dict, dict]:
+def _shapes(input_shape: object, filter_shape: object, layout: str) -> tuple[dict, dict]:
     shapes = []
     for what, shape, names in (
         ("input_shape", input_shape, layout),
@@ -190,15 +197,15 @@ def _shapes(input_shape: Any, filter_shape: Any, layout: str) -> tuple[dict, dic
 
 
 def make_problem(
-    input_shape: Any,
-    filter_shape: Any,
+    input_shape: Sequence[int],
+    filter_shape: Sequence[int],
     layout: str,
-    stride: Any,
-    dilation: Any,
-    padding: Any,
-    dtype: Any,
+    stride: IntPair,
+    dilation: IntPair,
+    padding: Padding,
+    dtype: DTypeLike,
     direction: str,
-    groups: Any = 1,
+    groups: int = 1,
     bias: bool = False,
 ) -> Conv2dProblem:
     """The problem, or an ArgumentError naming the first argument that does not fit."""

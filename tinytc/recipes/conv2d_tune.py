@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,11 +17,17 @@ from ..target import CoreInfo
 from .conv2d_problem import Conv2dProblem
 from .tiling import MAX_ROWS_PER_ITEM, ConvTiling, check_conv_tiling
 
+if TYPE_CHECKING:
+    from pyopencl import CommandQueue, Device
+
+    from ..tune.result import Trial, TuneResult
+    from .conv2d import Conv2d
+
 CONV_K_CHUNKS = (1, 2, 4, 8, 16)
 MAX_CONV_COLS = 32
 
 
-def stored_conv_tiling(problem: Conv2dProblem, device: Any) -> ConvTiling | None:
+def stored_conv_tiling(problem: Conv2dProblem, device: Device) -> ConvTiling | None:
     """The stored ConvTiling of a conv2d problem on a device, or None."""
     from ..runtime.device import core_info_from_device
     from ..tune import store
@@ -33,11 +39,11 @@ def stored_conv_tiling(problem: Conv2dProblem, device: Any) -> ConvTiling | None
     return None if found is None else found[1]
 
 
-def _decoder(problem: Conv2dProblem, target: CoreInfo) -> Any:
+def _decoder(problem: Conv2dProblem, target: CoreInfo) -> Callable[[object], ConvTiling]:
     """Reads a stored 'best' as a ConvTiling that runs the problem on the target."""
     from ..tune.store import DamagedRecord
 
-    def decode(data: Any) -> ConvTiling:
+    def decode(data: object) -> ConvTiling:
         if not isinstance(data, dict):
             raise DamagedRecord(f"best is {data!r}")
         try:
@@ -51,7 +57,9 @@ def _decoder(problem: Conv2dProblem, target: CoreInfo) -> Any:
     return decode
 
 
-def conv_candidates(problem: Conv2dProblem, default: ConvTiling, target: Any) -> list[ConvTiling]:
+def conv_candidates(
+    problem: Conv2dProblem, default: ConvTiling, target: CoreInfo
+) -> list[ConvTiling]:
     """Valid ConvTilings of a conv2d problem (check_conv_tiling accepts each), nearest the
     default first: every kernel ('rows' only with stride_w 1), the subgroup sizes around
     the default's, row blocks, column tiles (divisors of the output channels, powers of two
@@ -86,7 +94,7 @@ def conv_candidates(problem: Conv2dProblem, default: ConvTiling, target: Any) ->
     return nearest_first(default, space, distance)
 
 
-def _conv_arrays(conv: Any) -> tuple[np.ndarray, ...]:
+def _conv_arrays(conv: Conv2d) -> tuple[np.ndarray, ...]:
     """Random arguments of the recipe's call (with the bias vector where it takes one)."""
     rng = np.random.default_rng(0)
     arrays = []
@@ -101,16 +109,16 @@ def _conv_arrays(conv: Any) -> tuple[np.ndarray, ...]:
 
 
 def tune_conv2d(
-    recipe: Any,
+    recipe: Conv2d | Conv2dProblem,
     *,
     budget: float = 30.0,
-    queue: Any = None,
+    queue: CommandQueue | None = None,
     repeat: int = 5,
     limit: int | None = None,
-    candidates: Sequence[Any] | None = None,
+    candidates: Sequence[ConvTiling | dict[str, object]] | None = None,
     force: bool = False,
     progress: bool = False,
-) -> Any:
+) -> TuneResult:
     """Tune the ConvTiling of a conv2d recipe (or its Conv2dProblem); see ``tune``."""
     from ..runtime.device import core_info_from_device, default_queue
     from ..tune import measure, store
@@ -118,8 +126,10 @@ def tune_conv2d(
     from ..tune.show import Progress
     from .conv2d import Conv2d, check_kernel, default_tiling
 
-    problem = getattr(recipe, "problem", recipe)
-    queue = queue if queue is not None else getattr(recipe, "queue", None) or default_queue()
+    problem = recipe if isinstance(recipe, Conv2dProblem) else recipe.problem
+    if queue is None:
+        own = None if isinstance(recipe, Conv2dProblem) else recipe.queue
+        queue = own if own is not None else default_queue()
     target = core_info_from_device(queue.device)
     path = store.tuning_path("conv2d", repr(problem), queue.device)
     default = default_tiling(problem, target)
@@ -137,17 +147,17 @@ def tune_conv2d(
     base = Conv2d(problem, default, queue)
     args = _conv_arrays(base)
     element = problem.dtype
-    expected = [(base(*args), element)]
+    expected = [(np.asarray(base(*args)), element)]  # numpy in, numpy out
     out = np.empty_like(expected[0][0])
     default_seconds = best_seconds = measure.median_seconds(lambda: base(*args, out=out), repeat)
-    trials: list[Any] = []
-    fastest: list[tuple[float, int, Any]] = []  # (seconds, trial number, the compiled recipe)
+    trials: list[Trial] = []
+    fastest: list[tuple[float, int, Conv2d]] = []  # (seconds, trial number, the compiled recipe)
     for tiling in space[1:]:
         if clock.elapsed() >= budget:
             break
         try:
             conv = Conv2d(problem, tiling, queue)
-            got = [(conv(*args), element)]
+            got = [(np.asarray(conv(*args)), element)]
         except (CompilationError, ArgumentError) as err:
             trials.append(Trial(tiling, None, f"error: {err}"))
             continue

@@ -13,7 +13,7 @@ cooperative-matrix tiles by the compiler's lower-linalg pass.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,7 +22,12 @@ from ..gemm import lanes_per_register
 from ..target import get_target
 from .build import compile_kernels
 
-DTYPES = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+if TYPE_CHECKING:
+    from pyopencl import CommandQueue
+
+    from ..runtime.jit import Kernels
+
+DTYPES: dict[str, np.dtype] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
 TRANSPOSES = ("n", "t")
 
 
@@ -32,13 +37,13 @@ def _dtype(dtype: str) -> np.dtype:
     return DTYPES[dtype]
 
 
-def _positive(value: Any, what: str) -> int:
+def _positive(value: object, what: str) -> int:
     if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
         raise ArgumentError(f"{what} must be a positive integer, got {value!r}")
     return int(value)
 
 
-def _memref(ty: str, shape: tuple[Any, ...], stride: tuple[Any, ...]) -> str:
+def _memref(ty: str, shape: tuple[int | None, ...], stride: tuple[int | None, ...]) -> str:
     dims = "x".join("?" if d is None else str(d) for d in shape)
     strides = ",".join("?" if s is None else str(s) for s in stride)
     return f"memref<{ty}x{dims},strided<{strides}>>"
@@ -55,7 +60,7 @@ class SmallGemmBatched:
         mnk: tuple[int, int, int],
         ld: tuple[int, int, int],
         strides: tuple[int, int, int],
-        queue: Any,
+        queue: CommandQueue | None,
     ) -> None:
         (ta, tb), (m, n, k) = trans, mnk
         self.dtype, self.queue = _dtype(ty), queue
@@ -74,9 +79,9 @@ class SmallGemmBatched:
             f"{views[2]}\n"
             "}\n"
         )
-        self._kernels: Any = None
+        self._kernels: Kernels | None = None
 
-    def _batch(self, what: str, buffer: Any, i: int, howmany: int) -> np.ndarray:
+    def _batch(self, what: str, buffer: object, i: int, howmany: int) -> np.ndarray:
         """The buffer seen as (rows, cols, howmany) with the recipe's strides."""
         if not isinstance(buffer, np.ndarray) or buffer.ndim != 1:
             raise ArgumentError(f"{what} must be a 1-D numpy array (a buffer)")
@@ -96,7 +101,9 @@ class SmallGemmBatched:
             buffer, (rows, cols, howmany), (item, ld * item, stride * item)
         )
 
-    def __call__(self, howmany: int, alpha: float, A: Any, B: Any, beta: float, C: Any) -> None:
+    def __call__(
+        self, howmany: int, alpha: float, A: np.ndarray, B: np.ndarray, beta: float, C: np.ndarray
+    ) -> None:
         howmany = check_howmany(howmany)
         a, b, c = (self._batch(w, x, i, howmany) for i, (w, x) in enumerate(zip("ABC", (A, B, C))))
         if howmany == 0:
@@ -120,7 +127,7 @@ def small_gemm_batched(
     ldC: int | None = None,
     strideC: int | None = None,
     dtype: str = "f32",
-    queue: Any = None,
+    queue: CommandQueue | None = None,
 ) -> SmallGemmBatched:
     """Batched C_i = alpha op(A_i) op(B_i) + beta C_i (column-major, op = n or t) with
     sizes, leading dimensions and batch strides fixed at creation. Leading dimensions
@@ -149,9 +156,9 @@ def small_gemm_batched(
         dtype,
         (transA, transB),
         (m, n, k),
-        tuple(ld),
-        tuple(strides),
-        queue,  # type: ignore[arg-type]
+        (ld[0], ld[1], ld[2]),
+        (strides[0], strides[1], strides[2]),
+        queue,
     )
 
 
@@ -159,7 +166,7 @@ class TallAndSkinny:
     """``recipe(alpha, A, B, beta, C)`` on column-major 2-D arrays (views with any column
     stride): A is M x K, B is K x N, C is M x N and is updated."""
 
-    def __init__(self, ty: str, n: int, k: int, block: int, queue: Any) -> None:
+    def __init__(self, ty: str, n: int, k: int, block: int, queue: CommandQueue | None) -> None:
         self.dtype, self.n, self.k, self.block, self.queue = _dtype(ty), n, k, block, queue
         a_t = _memref(ty, (None, k), (1, None))
         b_t = _memref(ty, (k, n), (1, None))
@@ -185,9 +192,9 @@ class TallAndSkinny:
                 "}\n"
             )
         self.source = "\n".join(kernels)
-        self._kernels: Any = None
+        self._kernels: Kernels | None = None
 
-    def _matrix(self, what: str, x: Any, rows: int | None, cols: int) -> np.ndarray:
+    def _matrix(self, what: str, x: object, rows: int | None, cols: int) -> np.ndarray:
         if not isinstance(x, np.ndarray) or x.ndim != 2:
             raise ArgumentError(f"{what} must be a 2-D numpy array")
         if x.dtype != self.dtype:
@@ -197,7 +204,9 @@ class TallAndSkinny:
             raise ArgumentError(f"{what} must have shape {want}, got {x.shape}")
         return x
 
-    def __call__(self, alpha: float, A: Any, B: Any, beta: float, C: Any) -> None:
+    def __call__(
+        self, alpha: float, A: np.ndarray, B: np.ndarray, beta: float, C: np.ndarray
+    ) -> None:
         a = self._matrix("A", A, None, self.k)
         m = a.shape[0]
         b = self._matrix("B", B, self.k, self.n)
@@ -214,7 +223,12 @@ class TallAndSkinny:
 
 
 def tall_and_skinny(
-    N: int, K: int, *, M_block_size: int | None = None, dtype: str = "f32", queue: Any = None
+    N: int,
+    K: int,
+    *,
+    M_block_size: int | None = None,
+    dtype: str = "f32",
+    queue: CommandQueue | None = None,
 ) -> TallAndSkinny:
     """C = alpha A B + beta C for A of M x K (M given at each call) and B of K x N. The
     default block holds 4 register-filling subgroups of rows (64 f32 or 32 f64 rows on the

@@ -14,9 +14,11 @@ numpy, which is what the tests compare against.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import TypeAlias, Union
+
+import numpy as np
 
 Atom = Union["Sym", "Div", "Mod"]
 
@@ -158,16 +160,20 @@ def mod(a: Expr | int, d: int) -> Expr:
     return Expr(((Mod(rest, d), 1),))
 
 
-def evaluate(e: Expr | int, env: Mapping[str, Any]) -> Any:
+# What an expression evaluates to: an int, or an integer numpy array for many points at once.
+Value: TypeAlias = int | np.ndarray
+
+
+def evaluate(e: Expr | int, env: Mapping[str, Value]) -> Value:
     """The value of an expression with numpy semantics (symbols looked up in env)."""
     e = as_expr(e)
-    total: Any = e.const
+    total: Value = e.const
     for atom, c in e.terms:
         total = total + c * _atom_value(atom, env)
     return total
 
 
-def _atom_value(atom: Atom, env: Mapping[str, Any]) -> Any:
+def _atom_value(atom: Atom, env: Mapping[str, Value]) -> Value:
     if isinstance(atom, Sym):
         return env[atom.name]
     v = evaluate(atom.arg, env)
@@ -193,8 +199,8 @@ def in_range(e: Expr, lo: int, hi: int) -> list[InRange] | None:
     return [InRange(e, lo, hi)]
 
 
-def holds(preds: Iterable[InRange], env: Mapping[str, Any]) -> Any:
-    ok: Any = True
+def holds(preds: Iterable[InRange], env: Mapping[str, Value]) -> bool | np.ndarray:
+    ok: bool | np.ndarray = True
     for p in preds:
         v = evaluate(p.expr, env)
         ok = ok & (v >= p.lo) & (v < p.hi)
@@ -378,7 +384,7 @@ class Emitter:
         self.line = line
         self.prefix = prefix
         self.count = 0
-        self.scopes: list[dict[Any, str]] = [{}]
+        self.scopes: list[dict[Hashable, str]] = [{}]
 
     def fresh(self, hint: str = "") -> str:
         self.count += 1
@@ -394,13 +400,13 @@ class Emitter:
     def pop(self) -> None:
         self.scopes.pop()
 
-    def _lookup(self, key: Any) -> str | None:
+    def _lookup(self, key: Hashable) -> str | None:
         for scope in reversed(self.scopes):
             if key in scope:
                 return scope[key]
         return None
 
-    def _remember(self, key: Any, value: str) -> str:
+    def _remember(self, key: Hashable, value: str) -> str:
         self.scopes[-1][key] = value
         return value
 
@@ -455,7 +461,7 @@ class Emitter:
                 acc = name if acc is None else self._emit(("and", acc, name), "ok")
         return acc or "true"
 
-    def _emit(self, key: tuple[Any, ...], hint: str) -> str:
+    def _emit(self, key: tuple[Hashable, ...], hint: str) -> str:
         known = self._lookup(key)
         if known:
             return known

@@ -3,7 +3,8 @@ filled for each call and read back after it (docs/bounds-checking.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,6 +12,9 @@ from ..arguments import ArgumentError, bind_memref
 from ..errors import BoundsError
 from ..ir import MemrefType
 from ..passes.bounds_record import BoundsCheck, Site
+
+if TYPE_CHECKING:
+    import pyopencl as cl
 
 
 class CheckedKernel:
@@ -25,11 +29,11 @@ class CheckedKernel:
         self,
         *args: Any,
         howmany: int | None = None,
-        queue: Any = None,
-        wait_for: Any = None,
+        queue: cl.CommandQueue | None = None,
+        wait_for: Sequence[cl.Event] | None = None,
         blocking: bool = True,
         **named: Any,
-    ) -> Any:
+    ) -> cl.Event:
         """Always blocking: the record is read back after the launch."""
         func = self.kernel.func
         if not blocking:

@@ -37,6 +37,7 @@ BUILD_OPTIONS: tuple[str, ...] = ()  # never -cl-opt-disable: subgroups would be
 _memory: dict[tuple[str, int], Any] = {}
 _warned: list[str] = []  # the unusable directory already warned about, at most one
 _kernel_lock = threading.Lock()
+NO_CACHE = "_PYOPENCL_NO_CACHE"  # pyopencl's module flag (make_kernel)
 
 
 def program_key(binary: bytes, device: Any, options: Sequence[str]) -> str:
@@ -87,12 +88,12 @@ def make_kernel(cl_program: Any, name: str) -> Any:
     ``pyopencl/invoker.py`` opens the store at import unless the flag is set)."""
     cl = _pyopencl()
     with _kernel_lock:
-        saved = getattr(cl, "_PYOPENCL_NO_CACHE", False)
-        cl._PYOPENCL_NO_CACHE = True
+        saved = getattr(cl, NO_CACHE, False)
+        setattr(cl, NO_CACHE, True)
         try:
             return cl.Kernel(cl_program, name)
         finally:
-            cl._PYOPENCL_NO_CACHE = saved
+            setattr(cl, NO_CACHE, saved)
             invoker = sys.modules.get("pyopencl.invoker")
             if not saved and invoker is not None and not hasattr(invoker, "invoker_cache"):
                 # first imported just now, without its store: the user's own kernels import

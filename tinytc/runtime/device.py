@@ -16,13 +16,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import importlib.metadata
 import os
 import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -61,17 +60,20 @@ def find_intel_cpu_runtime() -> Path | None:
     return None
 
 
-def _runtime_candidates() -> list[Path]:
-    candidates = []
+def _runtime_candidates() -> Iterator[Path]:
+    """The environment's own lib/ first (where pip puts intel-opencl-rt's library in a venv),
+    then the files the distribution lists (reading its metadata costs 20-30 ms)."""
+    for prefix in dict.fromkeys([sys.prefix, sys.exec_prefix]):
+        yield Path(prefix, "lib", RUNTIME_LIBRARY)
+    import importlib.metadata
+
     try:
         distribution = importlib.metadata.distribution("intel-opencl-rt")
-        for record in distribution.files or []:
-            if record.name == RUNTIME_LIBRARY:
-                candidates.append(Path(str(distribution.locate_file(record))))
     except importlib.metadata.PackageNotFoundError:
-        pass
-    prefixes = dict.fromkeys([sys.prefix, sys.exec_prefix])
-    return candidates + [Path(prefix, "lib", RUNTIME_LIBRARY) for prefix in prefixes]
+        return
+    for record in distribution.files or []:
+        if record.name == RUNTIME_LIBRARY:
+            yield Path(str(distribution.locate_file(record)))
 
 
 def cache_dir() -> Path:
@@ -150,9 +152,17 @@ def _pyopencl() -> ModuleType:
 
 def runs_tinytc(device: cl.Device) -> bool:
     """Whether tinytc can build for `device`: from SPIR-V, or from PTX on NVIDIA's OpenCL."""
+    return accepts_spirv(device) or uses_ptx(device)
+
+
+def uses_ptx(device: cl.Device) -> bool:
+    """ptx_opencl.uses_ptx, without importing ptx_opencl (and the SPIR-V tools it imports)
+    for a device that is not NVIDIA's."""
+    if "NVIDIA" not in str(device.vendor).upper():
+        return False
     from .ptx_opencl import uses_ptx
 
-    return accepts_spirv(device) or uses_ptx(device)
+    return uses_ptx(device)
 
 
 def accepts_spirv(device: cl.Device) -> bool:
@@ -321,9 +331,9 @@ def core_info_from_device(device: cl.Device) -> CoreInfo:
     subgroup size (8 on DG2, 16 on PVC). What cannot be queried (register budget, batching,
     whether block reads pay, prefetch, cache line) comes from `target.device_template`.
     """
-    from .ptx_opencl import nvidia_core_info, uses_ptx
-
     if uses_ptx(device):
+        from .ptx_opencl import nvidia_core_info
+
         return nvidia_core_info(device)
     extensions = set(device.extensions.split())
     sizes = subgroup_sizes(device)

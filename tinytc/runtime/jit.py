@@ -12,7 +12,7 @@ import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -27,16 +27,9 @@ from ..arguments import (
     check_groups,
     dtype_of,
 )
-from ..compiler import compile_to_module, run_pipeline
 from ..gemm import Tiling
-from ..ir import BF16, Function, GroupType, MemrefType, Program, ScalarType, Type
-from ..param_access import Requirement, batch_requirements, tested_params, written_params
-from ..passes import DEFAULT_PIPELINE
-from ..passes.check_bounds import BoundsCheck, bounds_check_of, with_bounds_checks
-from ..spirv.convert import argument_count
-from ..spirv.tools import validate
+from ..ir import BF16, GroupType, MemrefType, Program, ScalarType, Type
 from ..target import CoreInfo, DpasForm, configure
-from .bounds import CheckedKernel
 from .cache import (
     compiled_key,
     discard_compiled,
@@ -45,7 +38,18 @@ from .cache import (
     make_kernel,
     store_compiled,
 )
-from .device import _pyopencl, core_info_from_device, default_queue
+from .device import _pyopencl, core_info_from_device, default_queue, uses_ptx
+from .device_groups import refuse_other_context, stage, where
+
+if TYPE_CHECKING:
+    import pyopencl as cl
+
+    from ..ir import Function
+    from ..param_access import Requirement
+    from ..passes.check_bounds import BoundsCheck
+
+# A kernel loaded from the persistent cache needs neither the parser, the passes nor the
+# SPIR-V tables: those are imported where a program is compiled (tools/first_call.py).
 
 NATIVE_DPAS_FORMS = ("extension", "builtin")  # need a device with DPAS
 
@@ -80,8 +84,17 @@ def jit(
                 f"{device.name} cannot run DPAS in the {target.dpas_form} form of "
                 f"{target.name}: ask for the emulate form (dpas='emulate', --dpas emulate) or off"
             )
-    passes = with_bounds_checks(DEFAULT_PIPELINE) if check_bounds else DEFAULT_PIPELINE
-    return _bounds_checked(_kernels(source_or_program, queue, target, opt_level, passes, tilings))
+    return _bounds_checked(
+        _kernels(source_or_program, queue, target, opt_level, check_bounds, tilings)
+    )
+
+
+def pipeline(check_bounds: bool) -> tuple[str, ...]:
+    """The passes of jit: the default pipeline, with check-bounds if asked."""
+    from ..passes import DEFAULT_PIPELINE
+    from ..passes.check_bounds import with_bounds_checks
+
+    return tuple(with_bounds_checks(DEFAULT_PIPELINE) if check_bounds else DEFAULT_PIPELINE)
 
 
 # -- the persistent cache of compiled programs (tinytc/runtime/cache.py) --------------------
@@ -111,11 +124,14 @@ class Signature:
 
 
 def signature_of(func: Function) -> Signature:
+    from ..param_access import batch_requirements, tested_params, written_params
+    from ..passes.check_bounds import bounds_check_of
+
     wgs = func.work_group_size
     assert wgs is not None, "run_pipeline sets every work-group size"
     return Signature(
         name=func.name,
-        params=tuple(Param(p.name, p.type) for p in func.params),
+        params=tuple(Param(p.name or "", p.type) for p in func.params),
         work_group_size=(int(wgs[0]), int(wgs[1])),
         batch_per_group=int(func.batch_per_group),
         written=written_params(func),
@@ -131,25 +147,48 @@ def _kernels(
     queue: Any,
     target: CoreInfo,
     opt_level: int,
-    passes: Sequence[str],
+    check_bounds: bool,
     tilings: Mapping[str, Sequence[Tiling]] | None,
 ) -> Kernels:
     """The kernels of a program, from the persistent cache when its text was compiled before
-    with the same target, options, tilings and tinytc code (a Program is not looked up)."""
-    compile_ = functools.partial(run_pipeline, source, target, opt_level, passes, tilings)
+    with the same target, options, tilings and tinytc code (a Program is not looked up).
+    The key names check-bounds rather than the passes: tinytc's code, which decides them,
+    is part of every key (cache.compiled_key)."""
     if not isinstance(source, str):
+        from ..compiler import compile_to_module
+
+        passes = pipeline(check_bounds)
         return Kernels(*compile_to_module(source, target, opt_level, passes, tilings), queue)
     frozen = {k: tuple(v) for k, v in sorted(tilings.items())} if tilings else None
-    key = compiled_key(source, target, opt_level, tuple(passes), frozen)
+    key = compiled_key(source, target, opt_level, check_bounds, frozen)
     stored = load_compiled(key)
     if _well_formed(stored):
         binary, signatures = stored
+        compile_ = functools.partial(
+            _compile_again, source, target, opt_level, check_bounds, tilings
+        )
         return Kernels(compile_, binary, queue, signatures)
     if stored is not None:
         discard_compiled(key)
+    from ..compiler import compile_to_module
+
+    passes = pipeline(check_bounds)
     kernels = Kernels(*compile_to_module(source, target, opt_level, passes, tilings), queue)
     store_compiled(key, (kernels.build.binary, kernels.build.signatures))
     return kernels
+
+
+def _compile_again(
+    source: str,
+    target: CoreInfo,
+    opt_level: int,
+    check_bounds: bool,
+    tilings: Mapping[str, Sequence[Tiling]] | None,
+) -> Program:
+    """The lowered Program of kernels loaded from the cache, when ``kernels.program`` is read."""
+    from ..compiler import run_pipeline
+
+    return run_pipeline(source, target, opt_level, pipeline(check_bounds), tilings)
 
 
 def _well_formed(stored: Any) -> bool:
@@ -173,9 +212,11 @@ class Kernels:
     through ``kernels.build``."""
 
     def __new__(cls, program: Any, binary: bytes, queue: Any, *rest: Any) -> Kernels:
-        from .ptx_opencl import PtxKernels, uses_ptx  # NVIDIA GPUs: PTX (docs/gpu.md)
+        if cls is Kernels and uses_ptx(queue.device):
+            from .ptx_opencl import PtxKernels  # NVIDIA GPUs: PTX (docs/gpu.md)
 
-        return super().__new__(PtxKernels if cls is Kernels and uses_ptx(queue.device) else cls)
+            return super().__new__(PtxKernels)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -200,7 +241,7 @@ class Kernels:
     @staticmethod
     def load(binary: bytes, queue: Any) -> Any:
         """The built OpenCL program of a SPIR-V module on the queue's device."""
-        return load_program(binary, queue.context, queue.device, validate)
+        return load_program(binary, queue.context, queue.device, _validate)
 
     def kernel(self, signature: Signature) -> Kernel:
         return Kernel(self, signature)
@@ -252,11 +293,11 @@ class Kernel:
         self,
         *args: Any,
         howmany: int | Sequence[int] | None = None,
-        queue: Any = None,
-        wait_for: Sequence[Any] | None = None,
+        queue: cl.CommandQueue | None = None,
+        wait_for: Sequence[cl.Event] | None = None,
         blocking: bool = True,
         **named: Any,
-    ) -> Any:
+    ) -> cl.Event:
         """Launch on ``queue`` (default: the one given to jit) after the events ``wait_for``;
         arguments by position, then by parameter name. Returns the launch's pyopencl event,
         complete unless ``blocking`` is False; the arrays stay referenced until it completes
@@ -266,13 +307,16 @@ class Kernel:
                 f"@{self.func.name}: howmany (the number of work-groups) is missing"
             )
         groups = check_groups(howmany)
-        args = self.arranged(args, named, len(self.func.params))
+        given = self.arranged(args, named, len(self.func.params))
         queue = self.queue_for(queue)
-        bound = bind(self.func, args, self.written)
+        given, staged = stage(self.func.params, given, queue)  # pyopencl group members
+        bound = bind(self.func, given, self.written)
         self.check_batch(bound, groups)
         for i, arg in enumerate(bound):
             if isinstance(arg, BoundMemref) and type(arg.array) is not np.ndarray:
-                self.check_context(i, arg.array, queue)
+                refuse_other_context(
+                    f"argument {i} (%{self.func.params[i].name})", arg.array, queue
+                )
         keep: list[Any] = []  # host objects that must outlive the launch
         cl_args: list[Any] = []
         for param, arg in zip(self.func.params, bound):
@@ -284,6 +328,9 @@ class Kernel:
             _prune()
         cl = _pyopencl()
         waits = list(wait_for) if wait_for else None
+        if staged is not None:
+            waits = staged.copy_in(waits, self.written)
+            keep += staged.hosts()
         if 0 in groups:
             event = cl.enqueue_marker(queue, wait_for=waits)
         else:
@@ -298,10 +345,12 @@ class Kernel:
                 event = cl.enqueue_nd_range_kernel(
                     queue, self.cl_kernel, size, (wgs0, wgs1, 1), wait_for=waits
                 )
+        if staged is not None:
+            event = staged.copy_back(event)
         if blocking:
             event.wait()
         else:
-            _in_flight(event, (keep, bound, args))
+            _in_flight(event, (keep, bound, given))
         return event
 
     def arranged(self, args: Sequence[Any], named: Mapping[str, Any], count: int) -> list[Any]:
@@ -329,20 +378,7 @@ class Kernel:
             )
         return [*args, *(named[n] for n in params[len(args) :])]
 
-    def check_context(self, i: int, array: Any, queue: Any) -> None:
-        """A pyopencl array's buffer belongs to one context: the kernel's, or it is refused
-        (OpenCL would refuse it with INVALID_MEM_OBJECT)."""
-        if array.context != queue.context:
-            p = self.func.params[i]
-            q = array.queue
-            mine = _where(q) if q is not None else f"context {array.context.int_ptr:#x}"
-            raise ArgumentValueError(
-                f"argument {i} (%{p.name}): a pyopencl array of {mine}, but the kernel runs on"
-                f" {_where(queue)}; create the array with that queue, or jit with the array's"
-                " (tinytc.jit(text, queue=array.queue))"
-            )
-
-    def queue_for(self, queue: Any) -> Any:
+    def queue_for(self, queue: cl.CommandQueue | None) -> cl.CommandQueue:
         """The queue of a call: the program's unless given; one of another context or device
         cannot run the program (built for the program's)."""
         own = self.owner.build.queue
@@ -350,8 +386,8 @@ class Kernel:
             return own
         if queue.context != own.context or queue.device != own.device:
             raise ArgumentValueError(
-                f"@{self.func.name}: queue= is on {_where(queue)}, but the kernels were built"
-                f" for {_where(own)}; pass a queue of that context and device (jit's queue=)"
+                f"@{self.func.name}: queue= is on {where(queue)}, but the kernels were built"
+                f" for {where(own)}; pass a queue of that context and device (jit's queue=)"
             )
         return queue
 
@@ -385,10 +421,6 @@ def _prune() -> None:
         _pending[:] = [(e, h) for e, h in _pending if e.command_execution_status > complete]
 
 
-def _where(queue: Any) -> str:
-    return f"device {queue.device.name!r} of context {queue.context.int_ptr:#x}"
-
-
 def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
     """The OpenCL arguments of one parameter, following the dope-vector convention."""
     if isinstance(t, ScalarType):
@@ -396,6 +428,8 @@ def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
             return [bf16.to_bits(arg)[()]]
         return [np.uint8(arg) if t.is_bool else arg]
     if arg is None:  # not associated (arguments.bind): a null pointer, no elements
+        from ..spirv.convert import argument_count  # only then: SPIR-V tables stay unloaded
+
         return [None] + [np.int64(0)] * (argument_count(t) - 1)
     if isinstance(t, MemrefType):
         assert isinstance(arg, BoundMemref)
@@ -424,7 +458,7 @@ def _pointer(array: Any, keep: list[Any]) -> Any:
     if isinstance(array, np.ndarray):
         return _svm(array, keep)
     data = getattr(array, "base_data", None)  # a pyopencl array
-    if data is None or getattr(array, "offset", 0):
+    if data is None or int(getattr(array, "offset", 0)):
         raise ArgumentValueError("pyopencl arrays with an offset are not supported; pass .copy()")
     return data
 
@@ -446,11 +480,19 @@ def _svm(array: np.ndarray, keep: list[Any]) -> Any:
     return cl.SVM(flat)
 
 
+def _validate(binary: bytes) -> None:
+    from ..spirv.tools import validate  # only for SPIR-V that the runtime has not built
+
+    validate(binary)
+
+
 def _bounds_checked(kernels: Kernels) -> Kernels:
     """Kernels compiled with check-bounds are called through CheckedKernel, which passes and
     reads back their hidden record parameter."""
     for signature in kernels.build.signatures:
         if signature.check is not None:
+            from .bounds import CheckedKernel
+
             kernel = getattr(kernels, signature.name)
             setattr(kernels, signature.name, CheckedKernel(kernel, signature.check))
     return kernels

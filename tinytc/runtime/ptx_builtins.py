@@ -35,6 +35,7 @@ INTEGERS = ("c", "a", "h", "s", "t", "i", "j", "l", "m")
 # Accurate math: CUDA's libdevice (ptx.py links it where a kernel uses one); the name of the
 # f32 form ends in f.
 LIBDEVICE_MATH = ("cos", "sin", "exp", "exp2", "log", "log2")
+LIBDEVICE_MATH2 = ("hypot",)  # of two arguments: hypot is the abs of a complex number
 ATTRS = "alwaysinline nounwind"
 CONVERGENT = "alwaysinline nounwind convergent"
 
@@ -375,6 +376,10 @@ def math() -> str:
         for code, ty, nv in (("f", "float", f"__nv_{name}f"), ("d", "double", f"__nv_{name}")):
             out.append(_define(ty, mangled(name, code), f"{ty} %a", [
                 f"%r = call {ty} @{nv}({ty} %a)", f"ret {ty} %r"]))  # fmt: skip
+    for name in LIBDEVICE_MATH2:
+        for code, ty, nv in (("f", "float", f"__nv_{name}f"), ("d", "double", f"__nv_{name}")):
+            out.append(_define(ty, mangled(name, code, code), f"{ty} %a, {ty} %b", [
+                f"%r = call {ty} @{nv}({ty} %a, {ty} %b)", f"ret {ty} %r"]))  # fmt: skip
     # native_ (OpenCL: implementation-defined accuracy): PTX's approximate instructions for
     # exp and log (through base 2); sin and cos take libdevice's, since sin.approx and
     # cos.approx bound their error only in [-pi, pi] (PTX ISA) and gave 19811 ulps at |x| < 100

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import ir
 from ._grammar import BuiltIn, Op, SelectionControl
 from .convert import Lowering, converts
+from .convert_foreach import foreach_modes
 from .convert_scalar import convert
 from .coopmatrix import flatten, rebuild
 from .instruction import Id
@@ -109,6 +110,9 @@ def _foreach(lo: Lowering, inst: ir.ForeachInst) -> None:
     enters only when its first iteration lies in the range, so from + local id never wraps
     around the loop type; a step the type cannot hold becomes its largest unsigned value,
     which leaves one iteration per work-item (the loop goes on while step < stop - var)."""
+    if inst.dim > 1:
+        foreach_modes(lo, inst)
+        return
     t, boolean = inst.loop_type, lo.m.type_bool()
     rt = lo.scalar_type(t)
     assert lo.func is not None and lo.func.work_group_size is not None

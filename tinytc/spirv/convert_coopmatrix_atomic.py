@@ -14,7 +14,7 @@ from ._grammar import Op, Scope
 from .convert import Lowering, converts
 from .convert_atomic import SCOPES, atomic_load, atomic_store, atomic_update, cas_update
 from .convert_scalar import binary
-from .coopmatrix import CoopMatrix, check_supported, implementation
+from .coopmatrix import CoopMatrix, implementation
 from .coopmatrix.plain import Access
 from .instruction import Id
 
@@ -26,7 +26,6 @@ def _sgs(lo: Lowering) -> int:
 
 @converts(ir.CoopMatrixAtomicLoadInst)
 def _load(lo: Lowering, inst: ir.CoopMatrixAtomicLoadInst) -> None:
-    check_supported(lo, inst)
     t = inst.type
     access = Access(lo, *inst.operands, inst)
     rt, zero = lo.scalar_type(t.element), lo.const(t.element, 0)
@@ -44,7 +43,6 @@ def _each_entry(
 ) -> list[Id]:
     """write(access, pointer, component) for every entry this work-item writes; returns what
     each gives (0 where it does not run), from the writing lane for replicated entries."""
-    check_supported(lo, inst)
     value: CoopMatrix = lo.get(inst.operands[0])
     t = value.type
     impl = implementation(lo, inst)

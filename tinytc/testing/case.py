@@ -226,6 +226,8 @@ def instruction_kinds(program: Program) -> Counter[str]:
                 kinds["load.group"] += 1
             if isinstance(inst, ForInst | ForeachInst) and inst.loop_type != INDEX:
                 kinds[f"{name}.{inst.loop_type}"] += 1
+            if isinstance(inst, ForeachInst) and inst.dim > 1:
+                kinds["foreach.modes"] += 1
     return kinds
 
 

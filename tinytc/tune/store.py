@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..compiler import as_program
 from ..gemm import Tiling, check_tiling
 from ..ir import Program
 from .result import Trial, TuneResult
@@ -230,6 +229,8 @@ def stored_program_tilings(
     ``tinytc.jit`` passes them to the runtime's jit."""
     if not tunings_dir().is_dir():
         return None
+    from ..compiler import as_program  # not on the way of jit when nothing is stored
+
     text = str(as_program(source_or_program))
     found = load_record(tuning_path("program", text, device, opt_level), decode_tilings)
     return None if found is None else found[1]

@@ -12,18 +12,10 @@ from .control import (
     YieldInst,
 )
 from .coopmatrix import (
-    COOPMATRIX_INSTS,
     SUBGROUP_BUILTINS,
-    CoopMatrixApplyInst,
-    CoopMatrixConstructInst,
-    CoopMatrixExtractInst,
-    CoopMatrixInsertInst,
     CoopMatrixInst,
     CoopMatrixLoadInst,
-    CoopMatrixMulAddInst,
     CoopMatrixPrefetchInst,
-    CoopMatrixReduceInst,
-    CoopMatrixScaleInst,
     CoopMatrixStoreInst,
     NumSubgroupsInst,
     ParallelInst,
@@ -38,6 +30,16 @@ from .coopmatrix_atomic import (
     CoopMatrixAtomicUpdateInst,
 )
 from .coopmatrix_blend import CoopMatrixAtomicBlendInst
+from .coopmatrix_compute import (
+    CoopMatrixApplyInst,
+    CoopMatrixConstructInst,
+    CoopMatrixExtractInst,
+    CoopMatrixInsertInst,
+    CoopMatrixMulAddInst,
+    CoopMatrixReduceInst,
+    CoopMatrixScaleInst,
+)
+from .foreach_tile import ForeachTileInst
 from .linalg import (
     AxpbyInst,
     GemmInst,
@@ -48,22 +50,27 @@ from .linalg import (
     SumInst,
 )
 from .math import MATH_UNARY, MathInst
-from .memref import (
-    AllocaInst,
-    AssociatedInst,
-    ExpandInst,
-    FuseInst,
-    LifetimeStopInst,
-    LoadInst,
-    SizeInst,
-    StoreInst,
-    SubviewInst,
-)
+from .memory import AllocaInst, LifetimeStopInst, LoadInst, StoreInst
+from .memref import AssociatedInst, ExpandInst, FuseInst, SizeInst, SubviewInst
 from .subgroup import (
     SUBGROUP_OPERATIONS,
     SubgroupBroadcastInst,
     SubgroupInst,
     SubgroupOperationInst,
+)
+
+# the cooperative_matrix_* instructions (check-ir keeps them in parallel regions)
+COOPMATRIX_INSTS = (
+    CoopMatrixLoadInst,
+    CoopMatrixStoreInst,
+    CoopMatrixMulAddInst,
+    CoopMatrixScaleInst,
+    CoopMatrixConstructInst,
+    CoopMatrixApplyInst,
+    CoopMatrixExtractInst,
+    CoopMatrixInsertInst,
+    CoopMatrixReduceInst,
+    CoopMatrixPrefetchInst,
 )
 
 __all__ = [
@@ -101,6 +108,7 @@ __all__ = [
     "ExpandInst",
     "ForInst",
     "ForeachInst",
+    "ForeachTileInst",
     "FuseInst",
     "GemmInst",
     "GemvInst",

@@ -1,10 +1,17 @@
-"""Replicated scalar instructions: arith, cast, cmp."""
+"""Replicated scalar instructions: the whole definition of ``ArithInst``, ``ArithUnaryInst``,
+``CastInst`` and ``CompareInst``: operands, verification, printing and syntax in both dialects.
+Their reference semantics are tinytc/reference.py (``arith_value``, ``unary_value``,
+``cast_value``, shared with the coopmatrix reference and constant-fold), their lowering
+tinytc/spirv/convert_scalar.py."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...errors import CompilationError
 from ..core import Inst, Value
+from ..definition import syntax
+from ..syntax import V04, Ctx, P, operand_locs, written_result
 from ..types import I1, CoopMatrixType, ScalarType, Type
 
 if TYPE_CHECKING:
@@ -156,3 +163,123 @@ class CompareInst(Inst):
     def print(self, p: Printer) -> None:
         a, b = self.operands
         p.line(f"{p.lhs(self)}cmp.{self.cond} {p.name(a)}, {p.name(b)} : {a.type}")
+
+
+# Syntax: rev2's ``arith.OP`` (a modifier of ``arith``) and ``cmp.COND``; v0.4 writes the
+# result's type and spells comparisons as words.
+
+
+@syntax(
+    "value_instruction : ARITH MODIFIER operand COMMA operand COLON value_type",
+    "value_instruction : REV1_ARITH operand COMMA operand COLON value_type",
+    dialect="rev2",
+    builds=(ArithInst,),
+)
+def _parse_arith(ctx: Ctx, p: P) -> Inst:
+    op, (a, b, t) = _arith_op(p, ARITH_BINARY), p[-5::2]
+    values = [ctx.value(a, t), ctx.value(b, t)]
+    return ArithInst(op, *values, loc=ctx.loc, operand_locs=operand_locs(a, b))
+
+
+@syntax(
+    "value_instruction : ARITH MODIFIER operand COLON value_type",
+    "value_instruction : REV1_ARITH operand COLON value_type",
+    dialect="rev2",
+    builds=(ArithUnaryInst,),
+)
+def _parse_arith_unary(ctx: Ctx, p: P) -> Inst:
+    op, a, t = _arith_op(p, ARITH_UNARY), p[-3], p[-1]
+    return ArithUnaryInst(op, ctx.value(a, t), loc=ctx.loc, operand_locs=[a.loc])
+
+
+def _arith_op(p: P, allowed: tuple[str, ...]) -> str:
+    token = p[1] if p[0].type == "ARITH" else p[0]
+    op = token.value.lstrip(".")
+    if op not in allowed:
+        kind = "binary" if allowed is ARITH_BINARY else "unary"
+        raise CompilationError(
+            token.loc, f"unknown {kind} arithmetic '{op}', expected one of {', '.join(allowed)}"
+        )
+    return op
+
+
+@syntax(
+    "value_instruction : CAST operand COLON value_type ARROW value_type",
+    dialect="rev2",
+    builds=(CastInst,),
+)
+def _parse_cast(ctx: Ctx, p: P) -> Inst:
+    return CastInst(ctx.value(p[1], p[3]), p[5], loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+@syntax(
+    "value_instruction : CMP MODIFIER operand COMMA operand COLON value_type",
+    dialect="rev2",
+    builds=(CompareInst,),
+)
+def _parse_cmp(ctx: Ctx, p: P) -> Inst:
+    cond = p[1].value[1:]
+    if cond not in COMPARISONS:
+        raise CompilationError(
+            p[1].loc, f"unknown comparison '{cond}', expected one of {', '.join(COMPARISONS)}"
+        )
+    a, b, t = p[2], p[4], p[6]
+    values = [ctx.value(a, t), ctx.value(b, t)]
+    return CompareInst(cond, *values, loc=ctx.loc, operand_locs=operand_locs(a, b))
+
+
+V04_COMPARISONS = {
+    "equal": "eq",
+    "not_equal": "ne",
+    "greater_than": "gt",
+    "greater_than_equal": "ge",
+    "less_than": "lt",
+    "less_than_equal": "le",
+}
+
+
+@syntax(
+    "value_instruction : REV1_ARITH operand COMMA operand COLON value_type",
+    builds=(ArithInst,),
+    dialect=V04,
+)
+def _parse_v04_arith(ctx: Ctx, p: P) -> Inst:
+    op, a, b, t = _arith_op(p, ARITH_BINARY), p[1], p[3], p[5]
+    values = [ctx.value(a, t), ctx.value(b, t)]
+    divisor = values[1].constant
+    if op in ("div", "rem") and divisor == 0 and not (isinstance(divisor, float) and t.is_float):
+        # v0.4 refuses an integer division by a constant zero (docs/language.md, "Dialects")
+        raise CompilationError(b.loc, f"{op} by the constant zero")
+    return ArithInst(op, *values, loc=ctx.loc, operand_locs=operand_locs(a, b))
+
+
+@syntax("value_instruction : REV1_ARITH operand COLON value_type", dialect=V04)
+def _parse_v04_arith_unary(ctx: Ctx, p: P) -> Inst:
+    op, a, t = _arith_op(p, ARITH_UNARY), p[1], p[3]
+    # v0.4 writes the result's type: the part's for abs, re and im of a complex value
+    inst = ArithUnaryInst(op, ctx.typed(a, t), loc=ctx.loc, operand_locs=[a.loc])
+    return written_result(ctx, inst, t)
+
+
+@syntax(
+    *(
+        f"value_instruction : {w.upper()} operand COMMA operand COLON value_type"
+        for w in V04_COMPARISONS
+    ),
+    builds=(CompareInst,),
+    dialect=V04,
+)
+def _parse_v04_compare(ctx: Ctx, p: P) -> Inst:
+    a, b = p[1], p[3]
+    first = ctx.typed(a) if a.kind == "local" or b.kind != "local" else None
+    other = ctx.typed(b, first.type if first is not None else None)
+    first = first or ctx.typed(a, other.type)
+    inst = CompareInst(
+        V04_COMPARISONS[p[0].value], first, other, loc=ctx.loc, operand_locs=[a.loc, b.loc]
+    )
+    return written_result(ctx, inst, p[5])
+
+
+@syntax("value_instruction : CAST operand COLON value_type", builds=(CastInst,), dialect=V04)
+def _parse_v04_cast(ctx: Ctx, p: P) -> Inst:
+    return CastInst(ctx.typed(p[1]), p[3], loc=ctx.loc, operand_locs=[p[1].loc])

@@ -111,8 +111,8 @@ class AtomicLoadInst(AtomicInst):
         return [self.check_access().element]
 
     def print(self, p: Printer) -> None:
-        t = self.operands[0].type
-        written = t.element if p.dialect == "v0.4" else t  # type: ignore[union-attr]
+        t = self.operands[0].memref_type
+        written = t.element if p.dialect == "v0.4" else t
         p.line(f"{p.lhs(self)}{self.mnemonic}{self.flags()} {self.at(p)} : {written}")
 
 

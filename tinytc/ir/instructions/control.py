@@ -246,10 +246,79 @@ def unroll_attribute(inst: ForInst) -> str:
 
 
 class ForeachInst(_LoopInst):
-    """``foreach %i = from, to [: T] { ... }``: iterations spread over the work-items (spmd)."""
+    """``foreach %i = from, to [: T] { ... }``, or over N modes ``foreach (%i, %j) = (from_i,
+    from_j), (to_i, to_j) { ... }``: the iterations of the cartesian product of the ranges
+    spread over the work-items (spmd). Each mode has its own integer type (v0.4: that of its
+    bounds); the operands are the N starts, then the N stops."""
 
     mnemonic = "foreach"
     collective = True
 
-    def __init__(self, start: Value, stop: Value, **kw: Any) -> None:
-        super().__init__([start, stop], **kw)
+    def __init__(
+        self,
+        start: Value | Sequence[Value],
+        stop: Value | Sequence[Value],
+        loop_type: ScalarType | Sequence[ScalarType] = INDEX,
+        var_name: str | Sequence[str | None] | None = None,
+        var_loc: Location | Sequence[Location] = UNKNOWN,
+        **kw: Any,
+    ) -> None:
+        starts = [start] if isinstance(start, Value) else list(start)
+        stops = [stop] if isinstance(stop, Value) else list(stop)
+        n = len(starts)
+        self.loop_types = _per_mode(loop_type, ScalarType, n)
+        self.loop_type = self.loop_types[0]  # of the first mode (the only one in 1-d)
+        names = _per_mode(var_name, str, n, none=True)
+        locs = _per_mode(var_loc, Location, n)
+        params = [Value(t, name, loc) for t, name, loc in zip(self.loop_types, names, locs)]
+        Inst.__init__(self, [*starts, *stops], [Region(params, spmd=True)], **kw)
+
+    @property
+    def dim(self) -> int:
+        return len(self.body.params)
+
+    @property
+    def vars(self) -> list[Value]:
+        return list(self.body.params)
+
+    @property
+    def starts(self) -> list[Value]:
+        return self.operands[: self.dim]
+
+    @property
+    def stops(self) -> list[Value]:
+        return self.operands[self.dim :]
+
+    def infer(self) -> list[Type]:
+        if len(self.operands) != 2 * self.dim or not self.dim:
+            raise self.error(f"foreach has {self.dim} variables and {len(self.operands)} bounds")
+        for m, t in enumerate(self.loop_types):
+            if not t.is_integer or t.is_bool:
+                raise self.error(f"loop type must be an integer type, got {t}")
+            self.expect_type(m, t, "loop bound")
+            self.expect_type(self.dim + m, t, "loop bound")
+        return []
+
+    def print(self, p: Printer) -> None:
+        if self.dim == 1:
+            super().print(p)
+            return
+        names = ", ".join(p.name(v) for v in self.vars)
+        header = f"foreach ({names}) = ({p.names(self.starts)}), ({p.names(self.stops)})"
+        # one type for all modes, or one each; always written, as it tells this spelling from
+        # v0.4's (tinytc/parser/dialect.py)
+        same = len(set(self.loop_types)) == 1
+        header += " : " + (str(self.loop_type) if same else ", ".join(map(str, self.loop_types)))
+        p.open(header)
+        p.region(self.body)
+        p.close("}")
+
+
+def _per_mode(x: Any, cls: type, n: int, none: bool = False) -> list[Any]:
+    """A value given once for every mode, or one per mode."""
+    if isinstance(x, cls) or (none and x is None):
+        return [x] * n
+    values = list(x)
+    if len(values) != n:
+        raise ValueError(f"{len(values)} values for {n} modes")
+    return values

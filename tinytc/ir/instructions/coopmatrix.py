@@ -1,6 +1,8 @@
-"""SPMD regions and cooperative matrices: parallel, the subgroup builtins and the
-cooperative_matrix_* instructions (names and semantics of Intel's tinytc v0.4, written in this
-dialect: operand types after the colon, a result type that cannot be inferred after '->').
+"""SPMD regions and cooperative matrices in memory: parallel, the subgroup builtins and
+cooperative_matrix_load, _store and _prefetch (names and semantics of Intel's tinytc v0.4,
+written in this dialect: operand types after the colon, a result type that cannot be inferred
+after '->'); prefetch's syntax is here, the others' in tinytc/parser/grammar. The instructions
+that compute with coopmatrix values: coopmatrix_compute.py.
 
 A coopmatrix value lives in a ``parallel`` region and is held by one subgroup; every operand of
 a cooperative_matrix instruction must be the same across the subgroup's work-items.
@@ -8,20 +10,17 @@ a cooperative_matrix instruction must be the same across the subgroup's work-ite
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...errors import UNKNOWN, Location
 from ..core import Inst, Region, Value, static_dim
-from ..types import I32, INDEX, CoopMatrixType, MemrefType, ScalarType, Type, promotable, promote
-from .linalg import MIXED_PRECISION
+from ..definition import syntax
+from ..syntax import V04, Ctx, P, literal_int, operand_locs, position
+from ..types import I32, INDEX, CoopMatrixType, MemrefType, ScalarType, Type
 
 if TYPE_CHECKING:
     from ..printer import Printer
 
 CHECKED = ("", "rows", "cols", "both")  # which modes a load or store checks against the memref
-REDUCE_OPS = ("add", "max", "min")
-REDUCE_MODES = ("row", "column")
 
 
 class ParallelInst(Inst):
@@ -129,7 +128,7 @@ class CoopMatrixInst(Inst):
     def check_tile_fits(self, first: int, reach: tuple[int | None, int | None]) -> None:
         """A constant position in a mode that is not checked keeps the tile inside a static
         extent (a mode the memref lacks has size 1)."""
-        m: MemrefType = self.operands[first].type  # type: ignore[assignment]
+        m = self.operands[first].memref_type
         extents = (*m.shape, 1, 1)[:2]
         for mode, (cover, extent) in enumerate(zip(reach, extents)):
             at = static_dim(self.operands[first + 1 + mode])
@@ -245,188 +244,6 @@ class CoopMatrixStoreInst(CoopMatrixInst):
         )
 
 
-class CoopMatrixMulAddInst(CoopMatrixInst):
-    """``%d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<T x M x K, matrix_a>,
-    coopmatrix<T x K x N, matrix_b>, coopmatrix<U x M x N, matrix_acc>``: D = A B + C, summed
-    in U; T is U or, as in gemm, f16/bf16 with U = f32 or i8 with U = i32."""
-
-    mnemonic = "cooperative_matrix_mul_add"
-
-    def __init__(self, a: Value, b: Value, c: Value, **kw: Any) -> None:
-        super().__init__([a, b, c], **kw)
-
-    def infer(self) -> list[Type]:
-        a = self.expect_coopmatrix(0, "A", "matrix_a")
-        b = self.expect_coopmatrix(1, "B", "matrix_b")
-        c = self.expect_coopmatrix(2, "C", "matrix_acc")
-        if a.cols != b.rows or a.rows != c.rows or b.cols != c.cols:
-            raise self.error(
-                f"{self.mnemonic}: shapes {a.rows}x{a.cols} times {b.rows}x{b.cols} "
-                f"do not give {c.rows}x{c.cols}"
-            )
-        mixed = c.element in MIXED_PRECISION.get(a.element, ())
-        if c.element.is_complex:  # promote(A, B) must exist and promote to C
-            ab = promote(a.element, b.element)
-            mixed = ab is not None and promotable(ab, c.element)
-            if mixed:
-                return [c]
-        if a.element != b.element or (a.element != c.element and not mixed):
-            raise self.error(
-                f"{self.mnemonic}: element types {a.element}, {b.element}, {c.element} "
-                "are not compatible"
-            )
-        return [c]
-
-    def print(self, p: Printer) -> None:
-        types = ", ".join(str(v.type) for v in self.operands)
-        p.line(f"{p.lhs(self)}{self.mnemonic} {p.names(self.operands)} : {types}")
-
-
-class CoopMatrixScaleInst(CoopMatrixInst):
-    """``%r = cooperative_matrix_scale %alpha, %c : T, coopmatrix<T x ...>``: alpha * C."""
-
-    mnemonic = "cooperative_matrix_scale"
-
-    def __init__(self, alpha: Value, matrix: Value, **kw: Any) -> None:
-        super().__init__([alpha, matrix], **kw)
-
-    def infer(self) -> list[Type]:
-        t = self.expect_coopmatrix(1, "scaled matrix")
-        self.expect_type(0, t.element, "scale factor")
-        return [t]
-
-    def print(self, p: Printer) -> None:
-        a, m = self.operands
-        p.line(f"{p.lhs(self)}{self.mnemonic} {p.name(a)}, {p.name(m)} : {a.type}, {m.type}")
-
-
-class CoopMatrixConstructInst(CoopMatrixInst):
-    """``%c = cooperative_matrix_construct %v : coopmatrix<T x ...>``: every entry is v."""
-
-    mnemonic = "cooperative_matrix_construct"
-
-    def __init__(self, type: CoopMatrixType, value: Value, **kw: Any) -> None:
-        self.type = type
-        super().__init__([value], **kw)
-
-    def infer(self) -> list[Type]:
-        self.expect_type(0, self.type.element, "initial value")
-        return [self.type]
-
-    def print(self, p: Printer) -> None:
-        p.line(f"{p.lhs(self)}{self.mnemonic} {p.name(self.operands[0])} : {self.type}")
-
-
-class CoopMatrixApplyInst(CoopMatrixInst):
-    """``%r = cooperative_matrix_apply (%i, %j, %v) = %c : coopmatrix<...> { ... yield %w : T }``:
-    the region runs for every entry (row %i and column %j as i32, value %v) and yields the new
-    entry."""
-
-    mnemonic = "cooperative_matrix_apply"
-
-    def __init__(
-        self,
-        matrix: Value,
-        names: Sequence[str | None] = (None, None, None),
-        locs: Sequence[Location] = (),
-        **kw: Any,
-    ) -> None:
-        t = matrix.type
-        element = t.element if isinstance(t, CoopMatrixType) else I32
-        locs = list(locs) + [UNKNOWN] * (3 - len(locs))
-        params = [Value(ty, n, lc) for ty, n, lc in zip((I32, I32, element), names, locs)]
-        super().__init__([matrix], [Region(params, spmd=True)], **kw)
-
-    @property
-    def body(self) -> Region:
-        return self.regions[0]
-
-    def infer(self) -> list[Type]:
-        return [self.expect_coopmatrix(0, "applied matrix")]
-
-    def verify_regions(self) -> None:
-        from .control import check_yield
-
-        t = self.expect_coopmatrix(0, "applied matrix")
-        if not self.body.insts:
-            raise self.error(f"the {self.mnemonic} region must end with yield")
-        check_yield(self, self.body, "apply region", [t.element])
-
-    def print(self, p: Printer) -> None:
-        m = self.operands[0]
-        p.open(
-            f"{p.lhs(self)}{self.mnemonic} ({p.names(self.body.params)}) = {p.name(m)} : {m.type}"
-        )
-        p.region(self.body)
-        p.close("}")
-
-
-class CoopMatrixExtractInst(CoopMatrixInst):
-    """``%x = cooperative_matrix_extract %c[k] : coopmatrix<...>``: this work-item's component
-    k (see the layout of CoopMatrixType)."""
-
-    mnemonic = "cooperative_matrix_extract"
-
-    def __init__(self, matrix: Value, index: int, **kw: Any) -> None:
-        self.index = index
-        super().__init__([matrix], **kw)
-
-    def infer(self) -> list[Type]:
-        t = self.expect_coopmatrix(0, "matrix")
-        if self.index < 0:
-            raise self.error(f"component index must be non-negative, got {self.index}")
-        return [t.element]
-
-    def print(self, p: Printer) -> None:
-        m = self.operands[0]
-        p.line(f"{p.lhs(self)}{self.mnemonic} {p.name(m)}[{self.index}] : {m.type}")
-
-
-class CoopMatrixInsertInst(CoopMatrixInst):
-    """``%r = cooperative_matrix_insert %x, %c[k] : coopmatrix<...>``: a copy of C whose
-    component k of this work-item is x."""
-
-    mnemonic = "cooperative_matrix_insert"
-
-    def __init__(self, value: Value, matrix: Value, index: int, **kw: Any) -> None:
-        self.index = index
-        super().__init__([value, matrix], **kw)
-
-    def infer(self) -> list[Type]:
-        t = self.expect_coopmatrix(1, "matrix")
-        self.expect_type(0, t.element, "inserted value")
-        if self.index < 0:
-            raise self.error(f"component index must be non-negative, got {self.index}")
-        return [t]
-
-    def print(self, p: Printer) -> None:
-        v, m = self.operands
-        p.line(f"{p.lhs(self)}{self.mnemonic} {p.name(v)}, {p.name(m)}[{self.index}] : {m.type}")
-
-
-class CoopMatrixReduceInst(CoopMatrixInst):
-    """``%r = cooperative_matrix_reduce_OP.row|.column %c : coopmatrix<T x M x N, use>``: the
-    sum, maximum or minimum of each row (giving M x 1) or of each column (giving 1 x N)."""
-
-    mnemonic = "cooperative_matrix_reduce"
-
-    def __init__(self, op: str, mode: str, matrix: Value, **kw: Any) -> None:
-        if op not in REDUCE_OPS or mode not in REDUCE_MODES:
-            raise ValueError(f"unknown reduction {op}.{mode}")
-        self.op, self.mode = op, mode
-        super().__init__([matrix], **kw)
-
-    def infer(self) -> list[Type]:
-        t = self.expect_coopmatrix(0, "reduced matrix")
-        if t.element.is_complex and self.op != "add":
-            raise self.error(f"{self.mnemonic}_{self.op} is not defined on complex {t.element}", 0)
-        return [t.with_shape(t.rows, 1) if self.mode == "row" else t.with_shape(1, t.cols)]
-
-    def print(self, p: Printer) -> None:
-        m = self.operands[0]
-        p.line(f"{p.lhs(self)}{self.mnemonic}_{self.op}.{self.mode} {p.name(m)} : {m.type}")
-
-
 class CoopMatrixPrefetchInst(CoopMatrixInst):
     """``cooperative_matrix_prefetch L, %M[%x, %y], R, C : memref<...>``: a hint that the
     R x C block at (x, y) will be read soon, into cache level L (0 is the closest)."""
@@ -464,15 +281,34 @@ class CoopMatrixPrefetchInst(CoopMatrixInst):
         )
 
 
-COOPMATRIX_INSTS = (
-    CoopMatrixLoadInst,
-    CoopMatrixStoreInst,
-    CoopMatrixMulAddInst,
-    CoopMatrixScaleInst,
-    CoopMatrixConstructInst,
-    CoopMatrixApplyInst,
-    CoopMatrixExtractInst,
-    CoopMatrixInsertInst,
-    CoopMatrixReduceInst,
-    CoopMatrixPrefetchInst,
+# Syntax (load and store: tinytc/parser/grammar/coopmatrix.py)
+
+
+@syntax(
+    "statement : COOPERATIVE_MATRIX_PREFETCH INTEGER COMMA position COMMA INTEGER COMMA INTEGER"
+    " COLON type",
+    dialect="rev2",
+    builds=(CoopMatrixPrefetchInst,),
 )
+def _parse_prefetch(ctx: Ctx, p: P) -> Inst:
+    level = literal_int(ctx, p[1], "the cache level")
+    rows = literal_int(ctx, p[5], "the number of rows", 1)
+    cols = literal_int(ctx, p[7], "the number of columns", 1)
+    values = position(ctx, p[3], p[9])
+    return CoopMatrixPrefetchInst(
+        level, *values, rows, cols, loc=ctx.loc, operand_locs=operand_locs(*p[3])
+    )
+
+
+@syntax(
+    "statement : COOPERATIVE_MATRIX_PREFETCH INTEGER COMMA position COMMA INTEGER COMMA INTEGER",
+    builds=(CoopMatrixPrefetchInst,),
+    dialect=V04,
+)
+def _parse_v04_prefetch(ctx: Ctx, p: P) -> Inst:
+    level = literal_int(ctx, p[1], "the cache level")
+    rows = literal_int(ctx, p[5], "the number of rows", 1)
+    cols = literal_int(ctx, p[7], "the number of columns", 1)
+    return CoopMatrixPrefetchInst(
+        level, *position(ctx, p[3]), rows, cols, loc=ctx.loc, operand_locs=operand_locs(*p[3])
+    )

@@ -1,5 +1,9 @@
-"""Memory instructions: alloca, lifetime_stop, load, store, and the views subview, expand, fuse,
-size; associated."""
+"""Views of memrefs: the whole definition of ``SubviewInst``, ``ExpandInst``, ``FuseInst``,
+``SizeInst`` and ``AssociatedInst`` (operands, verification, printing, syntax in both
+dialects), and the index checks
+that every access shares. Their reference semantics are tinytc/reference.py, their lowering
+tinytc/spirv/convert_memory.py. (alloca, lifetime_stop, load and store:
+tinytc/ir/instructions/memory.py.)"""
 
 from __future__ import annotations
 
@@ -7,7 +11,10 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ...errors import Location
 from ..core import Inst, Value, static_dim
+from ..definition import syntax
+from ..syntax import V04, Ctx, P, written_result
 from ..types import DYNAMIC, I1, INDEX, Dim, GroupType, MemrefType, Type
 
 if TYPE_CHECKING:
@@ -25,7 +32,7 @@ def _check_indices(inst: Inst, first: int, t: MemrefType | None = None) -> None:
 
 
 def _check_in_bounds(inst: Inst, i: int, index: Dim, extent: Dim, mode: int) -> None:
-    if None not in (index, extent) and index >= extent:  # type: ignore[operator]
+    if index is not None and extent is not None and index >= extent:
         raise inst.error(f"index {index} is out of bounds of mode {mode}, of size {extent}", i)
 
 
@@ -35,93 +42,6 @@ def _view(inst: Inst, t: MemrefType, shape: Sequence[Dim], stride: Sequence[Dim]
         return MemrefType(t.element, tuple(shape), tuple(stride))
     except ValueError as e:
         raise inst.error(f"{inst.mnemonic} gives an invalid memref type: {e}") from None
-
-
-class AllocaInst(Inst):
-    """``alloca -> memref<...>``: work-group local memory with a static layout."""
-
-    mnemonic = "alloca"
-    collective = True
-
-    def __init__(self, type: MemrefType, **kw: Any) -> None:
-        self.type = type
-        self.stack_offset: int | None = None  # bytes into local memory, set by the stack pass
-        super().__init__([], **kw)
-
-    def infer(self) -> list[Type]:
-        if not self.type.is_static:
-            raise self.error(f"alloca needs a static shape and stride, got {self.type}")
-        return [self.type]
-
-    def print(self, p: Printer) -> None:
-        p.line(f"{p.lhs(self)}alloca -> {self.type}")
-
-
-class LifetimeStopInst(Inst):
-    """``lifetime_stop %a``: the memory of an alloca may be reused after this point."""
-
-    mnemonic = "lifetime_stop"
-
-    def __init__(self, memref: Value, **kw: Any) -> None:
-        super().__init__([memref], **kw)
-
-    def infer(self) -> list[Type]:
-        if not isinstance(self.operands[0].owner, AllocaInst):
-            raise self.error("lifetime_stop needs a value defined by alloca", 0)
-        return []
-
-    def print(self, p: Printer) -> None:
-        p.line(f"lifetime_stop {p.name(self.operands[0])}")
-
-
-class LoadInst(Inst):
-    """``load %m[i, ...]`` reads an element; ``load %g[i]`` gives a group member's memref."""
-
-    mnemonic = "load"
-
-    def __init__(self, source: Value, indices: Sequence[Value], **kw: Any) -> None:
-        super().__init__([source, *indices], **kw)
-
-    def infer(self) -> list[Type]:
-        t = self.operands[0].type
-        count = len(self.operands) - 1
-        if isinstance(t, GroupType):
-            if count != 1:
-                raise self.error(f"load from a group takes 1 index, got {count}")
-            _check_indices(self, 1)
-            return [t.memref]
-        if not isinstance(t, MemrefType):
-            raise self.error(f"load needs a memref or group, got {t}", 0)
-        if count != t.order:
-            raise self.error(f"load from {t} takes {t.order} indices, got {count}")
-        _check_indices(self, 1, t)
-        return [t.element]
-
-    def print(self, p: Printer) -> None:
-        src, *idx = self.operands
-        p.line(f"{p.lhs(self)}load {p.name(src)}[{p.names(idx)}] : {src.type}")
-
-
-class StoreInst(Inst):
-    """``store %v, %m[i, ...]`` writes one element."""
-
-    mnemonic = "store"
-
-    def __init__(self, value: Value, memref: Value, indices: Sequence[Value], **kw: Any) -> None:
-        super().__init__([value, memref, *indices], **kw)
-
-    def infer(self) -> list[Type]:
-        t = self.expect_memref(1, "store target")
-        self.expect_type(0, t.element, "stored value")
-        count = len(self.operands) - 2
-        if count != t.order:
-            raise self.error(f"store to {t} takes {t.order} indices, got {count}")
-        _check_indices(self, 2, t)
-        return []
-
-    def print(self, p: Printer) -> None:
-        v, m, *idx = self.operands
-        p.line(f"store {p.name(v)}, {p.name(m)}[{p.names(idx)}] : {m.type}")
 
 
 SliceKind = Literal["index", "slice", "rest"]  # i  |  offset:size  |  offset:?
@@ -170,8 +90,7 @@ class SubviewInst(Inst):
                 _check_in_bounds(self, off, offset, extent, mode)
                 length: Dim = 1
             elif kind == "rest":
-                known = None not in (extent, offset)
-                length = extent - offset if known else DYNAMIC  # type: ignore[operator]
+                length = extent - offset if extent is not None and offset is not None else DYNAMIC
                 if length is not None and length <= 0:
                     raise self.error(
                         f"slice {offset}:? of mode {mode} is empty: the mode has size {extent}",
@@ -182,7 +101,12 @@ class SubviewInst(Inst):
                 self.expect_type(size, INDEX, "size")
                 self.expect_positive(size, "size")
                 length = static_dim(self.operands[size])
-            if None not in (extent, offset, length) and offset + length > extent:  # type: ignore
+            if (
+                extent is not None
+                and offset is not None
+                and length is not None
+                and (offset + length > extent)
+            ):
                 raise self.error(
                     f"slice {offset}:{length} of mode {mode} exceeds its size {extent}",
                     size if size is not None else off,
@@ -198,8 +122,8 @@ class SubviewInst(Inst):
             text = p.name(self.operands[off])
             if kind == "rest" and self.operands[off].constant == 0:
                 text = ":"
-            elif kind == "slice":
-                text += ":" + p.name(self.operands[size])  # type: ignore[index]
+            elif kind == "slice" and size is not None:
+                text += ":" + p.name(self.operands[size])
             elif kind == "rest":
                 text += ":?"
             parts.append(text)
@@ -282,13 +206,14 @@ class FuseInst(Inst):
             raise self.error(f"fuse needs 0 <= from < to < {t.order}, got [{i},{j}]")
         for k in range(i, j):
             s, size, nxt = t.stride[k], t.shape[k], t.stride[k + 1]
-            if None not in (s, size, nxt) and s * size != nxt:  # type: ignore[operator]
+            if s is not None and size is not None and nxt is not None and s * size != nxt:
                 raise self.error(
                     f"modes {k} and {k + 1} of {t} cannot be fused: stride {s} times size "
                     f"{size} is not the next stride {nxt}"
                 )
         fused = t.shape[i : j + 1]
-        size = None if None in fused else math.prod(fused)  # type: ignore[arg-type]
+        known = [d for d in fused if d is not None]
+        size = math.prod(known) if len(known) == len(fused) else None
         shape = t.shape[:i] + (size,) + t.shape[j + 1 :]
         stride = t.stride[: i + 1] + t.stride[j + 1 :]
         return [_view(self, t, shape, stride)]
@@ -345,3 +270,125 @@ class AssociatedInst(Inst):
     def print(self, p: Printer) -> None:
         src = self.operands[0]
         p.line(f"{p.lhs(self)}associated {p.name(src)} : {src.type}")
+
+
+# Syntax: rev2 writes the operand's type, v0.4 the result's (slices and expand shapes are
+# the parser's non-terminals, tinytc/parser/grammar/memory.py)
+
+
+@syntax(
+    "value_instruction : EXPAND operand LBRACKET INTEGER ARROW expand_shape RBRACKET COLON type",
+    dialect="rev2",
+    builds=(ExpandInst,),
+)
+def _parse_expand(ctx: Ctx, p: P) -> Inst:
+    shape = [None if r is None else ctx.value(r, INDEX, check=False) for r in p[5]]
+    locs = [p[1].loc] + [r.loc for r in p[5] if r is not None]
+    src = ctx.value(p[1], p[8])
+    return ExpandInst(src, ctx.integer(p[3]), shape, loc=ctx.loc, operand_locs=locs)
+
+
+@syntax(
+    "value_instruction : EXPAND operand LBRACKET INTEGER ARROW expand_shape RBRACKET COLON type",
+    builds=(ExpandInst,),
+    dialect=V04,
+)
+def _parse_v04_expand(ctx: Ctx, p: P) -> Inst:
+    shape = [None if r is None else ctx.value(r, INDEX, check=False) for r in p[5]]
+    locs = [p[1].loc] + [r.loc for r in p[5] if r is not None]
+    inst = ExpandInst(ctx.typed(p[1]), ctx.integer(p[3]), shape, loc=ctx.loc, operand_locs=locs)
+    return written_result(ctx, inst, p[8])
+
+
+@syntax(
+    "value_instruction : FUSE operand LBRACKET INTEGER COMMA INTEGER RBRACKET COLON type",
+    dialect="rev2",
+    builds=(FuseInst,),
+)
+def _parse_fuse(ctx: Ctx, p: P) -> Inst:
+    src = ctx.value(p[1], p[8])
+    first, last = ctx.integer(p[3]), ctx.integer(p[5])
+    return FuseInst(src, first, last, loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+@syntax(
+    "value_instruction : FUSE operand LBRACKET INTEGER COMMA INTEGER RBRACKET COLON type",
+    builds=(FuseInst,),
+    dialect=V04,
+)
+def _parse_v04_fuse(ctx: Ctx, p: P) -> Inst:
+    src = ctx.typed(p[1])
+    first, last = ctx.integer(p[3]), ctx.integer(p[5])
+    inst = FuseInst(src, first, last, loc=ctx.loc, operand_locs=[p[1].loc])
+    return written_result(ctx, inst, p[8])
+
+
+def _slices(ctx: Ctx, written: P, locs: list[Location]) -> list[tuple[Value, Any]]:
+    """The (offset, size) of each slice as written (size: an operand, '?' or None for a
+    single index), appending the operands' locations to ``locs``."""
+    slices: list[tuple[Value, Any]] = []
+    for offset, size in written:
+        slices.append((ctx.value(offset, INDEX, check=False), size))
+        locs.append(offset.loc)
+        if size is not None and size != "?":  # an operand
+            slices[-1] = (slices[-1][0], ctx.value(size, INDEX, check=False))
+            locs.append(size.loc)
+    return slices
+
+
+@syntax(
+    "value_instruction : SUBVIEW operand LBRACKET slices RBRACKET COLON type",
+    dialect="rev2",
+    builds=(SubviewInst,),
+)
+def _parse_subview(ctx: Ctx, p: P) -> Inst:
+    locs = [p[1].loc]
+    slices = _slices(ctx, p[3], locs)
+    src = ctx.value(p[1], p[6])
+    return SubviewInst(src, slices, loc=ctx.loc, operand_locs=locs)
+
+
+@syntax(
+    "value_instruction : SUBVIEW operand LBRACKET slices RBRACKET COLON type",
+    builds=(SubviewInst,),
+    dialect=V04,
+)
+def _parse_v04_subview(ctx: Ctx, p: P) -> Inst:
+    locs = [p[1].loc]
+    slices = _slices(ctx, p[3], locs)
+    inst = SubviewInst(ctx.typed(p[1]), slices, loc=ctx.loc, operand_locs=locs)
+    return written_result(ctx, inst, p[6])
+
+
+@syntax(
+    "value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type",
+    dialect="rev2",
+    builds=(SizeInst,),
+)
+def _parse_size(ctx: Ctx, p: P) -> Inst:
+    src = ctx.value(p[1], p[6])
+    return SizeInst(src, ctx.integer(p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+@syntax(
+    "value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type",
+    builds=(SizeInst,),
+    dialect=V04,
+)
+def _parse_v04_size(ctx: Ctx, p: P) -> Inst:
+    inst = SizeInst(ctx.typed(p[1]), ctx.integer(p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
+    return written_result(ctx, inst, p[6])
+
+
+@syntax(
+    "value_instruction : ASSOCIATED operand COLON type", dialect="rev2", builds=(AssociatedInst,)
+)
+def _parse_associated(ctx: Ctx, p: P) -> Inst:
+    """v0.4's associated, in rev2's spelling: the annotation is the operand's type."""
+    return AssociatedInst(ctx.value(p[1], p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+@syntax("value_instruction : ASSOCIATED operand COLON type", builds=(AssociatedInst,), dialect=V04)
+def _parse_v04_associated(ctx: Ctx, p: P) -> Inst:
+    inst = AssociatedInst(ctx.typed(p[1]), loc=ctx.loc, operand_locs=[p[1].loc])
+    return written_result(ctx, inst, p[3])

@@ -33,7 +33,8 @@ def require_parallel(inst: Inst) -> None:
     """The instruction sits in a parallel region (not in foreach or cooperative_matrix_apply,
     whose iterations are not the subgroup's work-items), at any depth of if and for."""
     from .control import ForeachInst
-    from .coopmatrix import CoopMatrixApplyInst, ParallelInst
+    from .coopmatrix import ParallelInst
+    from .coopmatrix_compute import CoopMatrixApplyInst
 
     region = inst.parent
     while region is not None and region.parent is not None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...errors import Location
 from ...gemm import Tiling
+from ...ir.syntax import operand_locs
 from ..context import ParseContext
 
 Ctx = ParseContext
 P = list[Any]
+__all__ = ["ATTRIBUTE_KEYS", "Ctx", "P", "operand_locs"]
 # names an attribute dictionary takes unquoted (any other is written as a string)
 ATTRIBUTE_KEYS = (
     "TILING",
@@ -23,7 +24,3 @@ ATTRIBUTE_KEYS = (
     "BATCH_PER_GROUP",
     "UNROLL",
 )
-
-
-def operand_locs(*refs: Any) -> list[Location]:
-    return [r.loc for r in refs]

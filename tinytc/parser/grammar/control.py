@@ -9,6 +9,7 @@ from ...ir import (
     INDEX,
     CoopMatrixType,
     ForeachInst,
+    ForeachTileInst,
     ForInst,
     IfInst,
     Inst,
@@ -17,7 +18,7 @@ from ...ir import (
     YieldInst,
 )
 from ...ir.types import SCALAR_TYPES
-from ..context import Ref
+from ..context import Ref, parse_int
 from ..driver import rule
 from ..lexer import Token
 from .base import Ctx, P, operand_locs
@@ -79,6 +80,115 @@ def _foreach_header(ctx: Ctx, p: P) -> Inst:
     inst = ForeachInst(*bounds, **_loop_parts(ctx, p[1], loop_type, p[3]))
     ctx.open_region(inst.regions[0])
     return inst
+
+
+@rule(
+    "foreach_header : FOREACH LPAREN results RPAREN EQUALS LPAREN operands RPAREN COMMA"
+    " LPAREN operands RPAREN foreach_types",
+    builds=(ForeachInst,),
+    dialect="rev2",
+)
+def _foreach_modes_header(ctx: Ctx, p: P) -> Inst:
+    """rev2's foreach over N modes: v0.4's lists, with one loop type for every mode or one per
+    mode after the colon (index where none is written)."""
+    return foreach_header(ctx, p[2], p[6], p[10], p[12] or [INDEX])
+
+
+@rule("foreach_types : ", "foreach_types : COLON foreach_type_list")
+def _foreach_types(ctx: Ctx, p: P) -> list[Type] | None:
+    return p[1] if p else None
+
+
+@rule("foreach_type_list : value_type", "foreach_type_list : foreach_type_list COMMA value_type")
+def _foreach_type_list(ctx: Ctx, p: P) -> list[Type]:
+    return [p[0]] if len(p) == 1 else p[0] + [p[2]]
+
+
+def foreach_header(
+    ctx: Ctx, names: list[Token], starts: list[Ref], stops: list[Ref], types: list[Type] | None
+) -> Inst:
+    """A foreach over len(names) modes (both dialects): ``types`` gives one loop type for all
+    modes or one per mode; None takes each mode's type from its bounds (v0.4)."""
+    n = len(names)
+    if not n == len(starts) == len(stops):
+        raise CompilationError(
+            ctx.loc, f"foreach has {n} variables, {len(starts)} and {len(stops)} bounds"
+        )
+    types = _loop_types(ctx, starts, stops, types, "foreach")
+    bounds = [ctx.value(r, t, check=False) for r, t in zip([*starts, *stops], types * 2)]
+    inst = ForeachInst(
+        bounds[:n],
+        bounds[n:],
+        loop_type=types,
+        var_name=[v.value[1:] for v in names],
+        var_loc=[v.loc for v in names],
+        loc=ctx.loc,
+        operand_locs=operand_locs(*starts, *stops),
+    )
+    ctx.open_region(inst.regions[0])
+    return inst
+
+
+@rule("statement : foreach_tile_header body")
+def _foreach_tile(ctx: Ctx, p: P) -> Inst:
+    ctx.close_region()
+    return p[0]
+
+
+@rule(
+    "foreach_tile_header : FOREACH_TILE LPAREN results RPAREN EQUALS LPAREN operands RPAREN"
+    " COMMA LPAREN operands RPAREN AS LPAREN results RPAREN LANGLE EQUALS LPAREN tile_shape"
+    " RPAREN foreach_types",
+    builds=(ForeachTileInst,),
+)
+def _foreach_tile_header(ctx: Ctx, p: P) -> Inst:
+    """Both dialects: rev2 may give the loop types after a colon (index where none is
+    written), v0.4 takes each mode's type from its bounds."""
+    names, starts, stops, sizes, shape = p[2], p[6], p[10], p[14], p[19]
+    n = len(names)
+    if not n == len(starts) == len(stops) == len(sizes) == len(shape):
+        raise CompilationError(
+            ctx.loc,
+            f"foreach_tile has {n} variables, {len(starts)} and {len(stops)} bounds, "
+            f"{len(sizes)} sizes and a tile shape of {len(shape)} modes",
+        )
+    types = _loop_types(ctx, starts, stops, p[21], "foreach_tile")
+    bounds = [ctx.value(r, t, check=False) for r, t in zip([*starts, *stops], types * 2)]
+    inst = ForeachTileInst(
+        bounds[:n],
+        bounds[n:],
+        shape,
+        types,
+        [v.value[1:] for v in [*names, *sizes]],
+        [v.loc for v in [*names, *sizes]],
+        loc=ctx.loc,
+        operand_locs=operand_locs(*starts, *stops),
+    )
+    ctx.open_region(inst.regions[0])
+    return inst
+
+
+@rule("tile_shape : INTEGER", "tile_shape : tile_shape COMMA INTEGER")
+def _tile_shape(ctx: Ctx, p: P) -> list[int]:
+    return [parse_int(p[0])] if len(p) == 1 else p[0] + [parse_int(p[2])]
+
+
+def _loop_types(
+    ctx: Ctx, starts: list[Ref], stops: list[Ref], types: list[Type] | None, word: str
+) -> list[Type]:
+    """One loop type per mode: as written (one for all modes, or one each), else index in
+    rev2 and the type of the bounds in v0.4."""
+    n = len(starts)
+    if types is None:
+        types = [_bound_type(ctx, [a, b]) for a, b in zip(starts, stops)]
+    elif len(types) == 1:
+        types = types * n
+    elif len(types) != n:
+        raise CompilationError(ctx.loc, f"{word} has {n} variables and {len(types)} loop types")
+    for t in types:
+        if not isinstance(t, ScalarType) or not t.is_integer or t.is_bool:
+            raise CompilationError(ctx.loc, f"loop type must be an integer type, got {t}")
+    return types
 
 
 def _bound_type(ctx: Ctx, refs: list[Ref]) -> Type:

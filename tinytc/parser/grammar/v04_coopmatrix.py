@@ -6,35 +6,18 @@ from __future__ import annotations
 
 from ...errors import CompilationError
 from ...ir import (
-    CastInst,
-    CoopMatrixApplyInst,
-    CoopMatrixExtractInst,
     CoopMatrixLoadInst,
-    CoopMatrixMulAddInst,
-    CoopMatrixPrefetchInst,
-    CoopMatrixReduceInst,
-    CoopMatrixScaleInst,
     CoopMatrixStoreInst,
-    CoopMatrixType,
     Inst,
     MemrefType,
-    Value,
 )
-from ..context import Ref
+from ...ir.syntax import V04
 from ..driver import rule
 from ..lexer import Token
 from .attributes import tiling_attribute
 from .base import Ctx, P, operand_locs
-from .coopmatrix import CHECKED, REDUCE_MODES, TRANSPOSE, _coopmatrix_of, _flags, _literal_int
+from .coopmatrix import CHECKED, TRANSPOSE, _at, _coopmatrix_of, _flags
 from .linalg import LINALG, _widen
-from .v04 import V04, result
-
-
-def _at(ctx: Ctx, refs: list[Ref]) -> list[Value]:
-    from ...ir import INDEX
-
-    memref, row, col = refs
-    return [ctx.typed(memref), *(ctx.value(r, INDEX, check=False) for r in (row, col))]
 
 
 @rule(
@@ -72,100 +55,6 @@ def _store(ctx: Ctx, p: P) -> Inst:
         atomic_add=bool(atomic),
         loc=ctx.loc,
         operand_locs=operand_locs(p[2], *p[4]),
-    )
-
-
-@rule(
-    "value_instruction : COOPERATIVE_MATRIX_MUL_ADD operand COMMA operand COMMA operand"
-    " COLON located_type",
-    builds=(CoopMatrixMulAddInst,),
-    dialect=V04,
-)
-def _mul_add(ctx: Ctx, p: P) -> Inst:
-    refs = p[1:6:2]
-    t = _coopmatrix_of(p[7], "the result type of cooperative_matrix_mul_add")
-    inst = CoopMatrixMulAddInst(
-        *(ctx.typed(r) for r in refs), loc=ctx.loc, operand_locs=operand_locs(*refs)
-    )
-    if inst.result.type != t and inst.result.type.shape == t.shape and t.use == "matrix_acc":
-        # v0.4's result type may differ from C's in its element: the sum converted to it
-        ctx.builder.add(inst)
-        return CastInst(inst.result, t, loc=ctx.loc, operand_locs=[ctx.loc])
-    return result(ctx, inst, t)
-
-
-@rule(
-    "value_instruction : COOPERATIVE_MATRIX_SCALE operand COMMA operand COLON type",
-    builds=(CoopMatrixScaleInst,),
-    dialect=V04,
-)
-def _scale(ctx: Ctx, p: P) -> Inst:
-    matrix = ctx.typed(p[3])
-    element = matrix.type.element if isinstance(matrix.type, CoopMatrixType) else None
-    scalar = ctx.typed(p[1], element)
-    inst = CoopMatrixScaleInst(scalar, matrix, loc=ctx.loc, operand_locs=operand_locs(p[1], p[3]))
-    return result(ctx, inst, p[5])
-
-
-@rule(
-    "apply_header : COOPERATIVE_MATRIX_APPLY LPAREN LOCAL COMMA LOCAL COMMA LOCAL RPAREN"
-    " EQUALS operand ARROW type",
-    builds=(CoopMatrixApplyInst,),
-    dialect=V04,
-)
-def _apply_header(ctx: Ctx, p: P) -> Inst:
-    names = [p[2], p[4], p[6]]
-    matrix = ctx.typed(p[9])
-    inst = CoopMatrixApplyInst(
-        matrix,
-        [n.value[1:] for n in names],
-        [n.loc for n in names],
-        loc=ctx.loc,
-        operand_locs=[p[9].loc],
-    )
-    result(ctx, inst, p[11])
-    ctx.open_region(inst.body)
-    return inst
-
-
-@rule(
-    "value_instruction : COOPERATIVE_MATRIX_EXTRACT operand LBRACKET INTEGER RBRACKET COLON type",
-    builds=(CoopMatrixExtractInst,),
-    dialect=V04,
-)
-def _extract(ctx: Ctx, p: P) -> Inst:
-    index = _literal_int(p[3], "the component index")
-    inst = CoopMatrixExtractInst(ctx.typed(p[1]), index, loc=ctx.loc, operand_locs=[p[1].loc])
-    return result(ctx, inst, p[6])
-
-
-@rule(
-    *(
-        f"value_instruction : COOPERATIVE_MATRIX_REDUCE_{op.upper()} modifiers operand COLON type"
-        for op in ("add", "max", "min")
-    ),
-    builds=(CoopMatrixReduceInst,),
-    dialect=V04,
-)
-def _reduce(ctx: Ctx, p: P) -> Inst:
-    (mode,) = _flags(p[0], p[1], [REDUCE_MODES], required=True)
-    op = p[0].value.rsplit("_", 1)[1]
-    matrix = ctx.typed(p[2])
-    inst = CoopMatrixReduceInst(op, mode, matrix, loc=ctx.loc, operand_locs=[p[2].loc])
-    return result(ctx, inst, p[4])
-
-
-@rule(
-    "statement : COOPERATIVE_MATRIX_PREFETCH INTEGER COMMA position COMMA INTEGER COMMA INTEGER",
-    builds=(CoopMatrixPrefetchInst,),
-    dialect=V04,
-)
-def _prefetch(ctx: Ctx, p: P) -> Inst:
-    level = _literal_int(p[1], "the cache level")
-    rows = _literal_int(p[5], "the number of rows", 1)
-    cols = _literal_int(p[7], "the number of columns", 1)
-    return CoopMatrixPrefetchInst(
-        level, *_at(ctx, p[3]), rows, cols, loc=ctx.loc, operand_locs=operand_locs(*p[3])
     )
 
 

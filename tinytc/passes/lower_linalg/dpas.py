@@ -41,8 +41,9 @@ def lower_dpas(low: Lowering, inst: LinalgInst) -> None:
     if not isinstance(inst, GemmInst) or shape is None:
         low.refuse(inst, f"dpas: {low.target.name} has no matrix unit for this {inst.mnemonic}")
     problem = check_dpas_tiling(tiling, shape, low.target.max_values_per_item)
-    if tiling.stage_a:
-        problem = "stage_a: a DPAS gemm reads A in place"
+    if tiling.stage_a or tiling.stage_b:
+        which = "stage_a" if tiling.stage_a else "stage_b"
+        problem = f"{which}: a DPAS gemm reads {which[-1].upper()} in place"
     if problem:
         low.refuse(inst, problem)
     e = low.e

@@ -4,6 +4,7 @@ in steps of k_unroll (tinytc/gemm/__init__.py chooses the tiling)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from ...gemm import Tiling
@@ -28,7 +29,7 @@ from ...target import summed_type
 from .emitter import Operand, Size, Tile, Touch, both, checked_rows, col_tiles
 from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
-from .staging import stage, why_not_staged
+from .staging import stage, stage_plain, why_not_staged
 
 
 def lower_fma(low: Lowering, inst: LinalgInst) -> None:
@@ -45,16 +46,14 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         inputs[0].transpose = inst.trans_a and inputs[0].type.order == 2
     if isinstance(inst, GemmInst):
         inputs[1].transpose = inst.trans_b
-    if tiling.stage_a:
-        problem = "it copies the A of gemm.t or gemv.t only"
-        if isinstance(inst, GemmInst | GemvInst) and inputs[0].transpose:
-            problem = why_not_staged(inputs[0].type, low.target)
-        if problem:
-            low.refuse(inst, f"stage_a: {problem}")
+    check_staging(low, inst, tiling, inputs)
     if isinstance(inst, GemmInst | GemvInst):
         depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
         if tiling.stage_a:
-            inputs[0] = stage(low, inputs[0])
+            transposed = inputs[0].transpose
+            inputs[0] = stage(low, inputs[0]) if transposed else stage_plain(low, inputs[0])
+        if tiling.stage_b:
+            inputs[1] = stage_plain(low, inputs[1])
     elif isinstance(inst, SumInst):
         depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
         if inputs[0].type.order == 1:  # a vector's sum: the column's rows are the terms
@@ -90,6 +89,33 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         tiles(low, inst, tiling, rows, cols, lambda t: low.update(inst, out, t, compute(t), acc))
     for staged in low.staged:
         e.add(LifetimeStopInst(staged))
+
+
+def check_staging(low: Lowering, inst: LinalgInst, tiling: Tiling, inputs: list[Operand]) -> None:
+    """Refuse stage_a / stage_b that the lowering cannot execute: a transposed A (gemm.t,
+    gemv.t) is copied anywhere; a non-transposed A and a gemm's B only on targets of warps
+    (staging.stage_plain), and what is copied must fit local memory together."""
+    warps = low.target.warp_size is not None
+    gemm = isinstance(inst, GemmInst | GemvInst)
+    copies: list[Operand] = []
+    for flag, which, index in ((tiling.stage_a, "stage_a", 0), (tiling.stage_b, "stage_b", 1)):
+        if not flag:
+            continue
+        if which == "stage_a":
+            ok = gemm and (inputs[0].transpose or warps)
+            problem = "" if ok else "it copies the A of gemm.t or gemv.t only"
+        else:
+            ok = isinstance(inst, GemmInst) and warps
+            problem = "" if ok else "it copies the B of a gemm on targets of warps only"
+        problem = problem or why_not_staged(inputs[index].type, low.target)
+        if problem:
+            low.refuse(inst, f"{which}: {problem}")
+        copies.append(inputs[index])
+    total = sum(math.prod(d or 0 for d in x.type.shape) * x.type.element.size for x in copies)
+    limit = low.target.local_memory_size
+    if len(copies) > 1 and limit is not None and total > limit:
+        low.refuse(inst, f"stage_a and stage_b: A and B take {total} bytes, more than the "
+                   f"{limit} of local memory")  # fmt: skip
 
 
 def tiles(

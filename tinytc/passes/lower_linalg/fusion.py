@@ -22,6 +22,7 @@ from ...target import summed_type
 from .emitter import Operand, Size, Tile, both, col_tiles
 from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
+from .staging import stage_plain, why_not_staged
 
 
 def fusion_partner(region: Region, position: int, func: Function) -> tuple[GemmInst | None, str]:
@@ -69,6 +70,10 @@ def fused_second(low: Lowering, region: Region, position: int) -> GemmInst:
     if second is None:
         low.refuse(first, f"fuse: {problem}")
     k2 = first.output.memref_type.shape[1]
+    if tiling.stage_b and not low.target.warp_size:
+        low.refuse(first, "stage_b: it copies the B of a gemm on targets of warps only")
+    if tiling.stage_b and why_not_staged(first.operands[2].memref_type, low.target):
+        low.refuse(first, f"stage_b: {why_not_staged(first.operands[2].memref_type, low.target)}")
     if tiling.dpas or tiling.stage_a or tiling.cols_per_item != k2:
         low.refuse(first, (
             "fuse: a fused gemm runs on fma, reads A in place (dpas and stage_a false) and "
@@ -79,7 +84,7 @@ def fused_second(low: Lowering, region: Region, position: int) -> GemmInst:
         low.refuse(second, (
             f"the second gemm of a fused pair takes rows_per_item={tiling.rows_per_item} (the "
             f"first's), k_unroll={k2} (its K in one step), prefetch=0, prefetch_ahead=1, and "
-            "dpas, stage_a and fuse false"
+            "dpas, stage_a, stage_b and fuse false"
         ))  # fmt: skip
     return second
 
@@ -103,6 +108,8 @@ def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
     b2 = Operand(second.operands[2], second.trans_b)
     fetched = pair_operands(first, second)[: tiling1.prefetch]
     nexts = next_entries(low, fetched, tiling1.prefetch_ahead)
+    if tiling1.stage_b:
+        b1 = stage_plain(low, b1)
 
     par = e.add(ParallelInst())
     e.b.enter(par.regions[0])
@@ -131,3 +138,5 @@ def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
 
     low.row_tiles(rows, low.sgs * mb, row_tile)
     e.b.exit()
+    for staged in low.staged:
+        e.add(LifetimeStopInst(staged))

@@ -1,5 +1,6 @@
 """Staging: a transposed static A copied into local memory before the product reads it
-(docs/performance-cpu.md lessons 1 and 13)."""
+(docs/performance-cpu.md lessons 1 and 13), and on targets of warps (docs/gpu.md) operands
+copied as they are, so that the K loop reads local memory instead of waiting on global."""
 
 from __future__ import annotations
 
@@ -79,3 +80,33 @@ def stage(low: Lowering, a: Operand) -> Operand:
 
         e.loop(first, rows, chunk * low.subgroups, [], copy)
     return Operand(local)
+
+
+def stage_plain(low: Lowering, x: Operand) -> Operand:
+    """A static operand (why_not_staged says '') copied as it is, column chunks per subgroup
+    (every lane loads its rows of a chunk's columns before it stores them), into local memory;
+    the result keeps x's transposition. insert-barrier puts the barrier after the copy.
+    tile-linalg decides where (Tiling.stage_a of a non-transposed A, Tiling.stage_b)."""
+    t = x.type
+    rows, cols = t.shape
+    assert isinstance(rows, int) and isinstance(cols, int)
+    e = low.e
+    local = e.add(AllocaInst(MemrefType.make(t.element, (rows, cols)))).result
+    low.staged.append(local)
+    blocks = -(-rows // low.sgs)
+    chunk = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks, cols))
+    with low.parallel():
+        first: Size = 0
+        if low.subgroups > 1:
+            sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
+            first = e.arith("mul", sg, chunk)
+
+        def copy(j0: Size) -> list[Value]:
+            check = "" if cols % chunk == 0 else "cols"
+            ct = CoopMatrixType(t.element, rows, chunk, "matrix_acc")
+            v = e.load(Operand(x.value), 0, j0, ct, check)
+            e.add(CoopMatrixStoreInst(v, local, e.value(0), e.value(j0), False, check))
+            return []
+
+        e.loop(first, cols, chunk * low.subgroups, [], copy)
+    return Operand(local, transpose=x.transpose)

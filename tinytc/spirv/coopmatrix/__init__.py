@@ -4,8 +4,9 @@ A coopmatrix value becomes a ``CoopMatrix``: the SPIR-V values one work-item hol
 values those are is decided by an implementation, chosen per target and per instruction in
 ``implementation``: ``Dpas`` (dpas.py) for the instructions on types a function's DPAS
 mul_adds use, where the target has DPAS and the form is not off, else ``Plain`` (plain
-subgroup code, plain.py). Which layout holds a value follows from its type within a function
-(``holder``), so values carried by for/if keep one layout on every edge.
+subgroup code, plain.py, one per module: ``plain_of``). Which layout holds a value follows
+from its type within a function (``holder``), so values carried by for/if keep one layout on
+every edge.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ... import ir
-from ...errors import CompilationError
 from .._grammar import BuiltIn, Op
 from ..convert import Lowering, converts
 from ..convert_scalar import convert
@@ -33,13 +33,20 @@ def implementation(lo: Lowering, inst: ir.Inst) -> Plain:
     """The implementation of a cooperative-matrix instruction on ``lo.target``."""
     dpas = _dpas(lo)
     types = [v.type for v in (*inst.operands, *inst.results)]
-    return dpas if any(dpas.holds(t) for t in types) else PLAIN
+    return dpas if any(dpas.holds(t) for t in types) else plain_of(lo)
 
 
 def holder(lo: Lowering, t: ir.CoopMatrixType) -> Plain:
     """The implementation whose layout holds values of type t in the current function."""
     dpas = _dpas(lo)
-    return dpas if dpas.holds(t) else PLAIN
+    return dpas if dpas.holds(t) else plain_of(lo)
+
+
+def plain_of(lo: Lowering) -> Plain:
+    """The plain implementation for the module's target (its values per work-item)."""
+    if "plain" not in lo.coopmatrix_state:
+        lo.coopmatrix_state["plain"] = Plain(lo.target.max_values_per_item)
+    return lo.coopmatrix_state["plain"]
 
 
 def _dpas(lo: Lowering) -> Dpas:
@@ -47,20 +54,8 @@ def _dpas(lo: Lowering) -> Dpas:
     assert lo.func is not None
     key = ("dpas", id(lo.func))
     if key not in lo.coopmatrix_state:
-        lo.coopmatrix_state[key] = Dpas(lo.dpas, dpas_types(lo, lo.func))
+        lo.coopmatrix_state[key] = Dpas(lo.dpas, dpas_types(lo, lo.func), plain_of(lo))
     return lo.coopmatrix_state[key]
-
-
-def check_supported(lo: Lowering, inst: ir.Inst) -> None:
-    """A located error for coopmatrix shapes the target's implementation cannot hold."""
-    sgs = lo.func.subgroup_size if lo.func is not None else None
-    assert sgs is not None
-    for value in [*inst.operands, *inst.results]:
-        t = value.type
-        if isinstance(t, ir.CoopMatrixType):
-            problem = implementation(lo, inst).unsupported(t, sgs, lo.target)
-            if problem:
-                raise CompilationError(inst.loc, problem)
 
 
 def component_types(lo: Lowering, t: ir.CoopMatrixType) -> list[Id]:
@@ -129,7 +124,6 @@ def _subgroup_builtin(lo: Lowering, inst: ir.SubgroupBuiltinInst) -> None:
 
 def _handler(method: str):  # type: ignore[no-untyped-def]
     def lower(lo: Lowering, inst: ir.Inst) -> None:
-        check_supported(lo, inst)
         result = getattr(implementation(lo, inst), method)(lo, inst)
         if inst.results:
             lo.values[inst.result] = result
@@ -154,18 +148,17 @@ for _cls, _method in (
 
 def cast_matrix(lo: Lowering, inst: ir.CastInst, value: CoopMatrix) -> CoopMatrix:
     """Component-wise conversion, and a change of use where the layouts differ."""
-    check_supported(lo, inst)
     src: ir.CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
     to: ir.CoopMatrixType = inst.to  # type: ignore[assignment]
-    source, target = holder(lo, src), holder(lo, to)
+    source, target, plain = holder(lo, src), holder(lo, to), plain_of(lo)
     sgs = lo.func.subgroup_size if lo.func is not None else 0
-    if source is target is not PLAIN and src.use == to.use and _same_entries(source, src, to, sgs):
+    if source is target is not plain and src.use == to.use and _same_entries(source, src, to, sgs):
         return CoopMatrix(to, [convert(lo, c, src.element, to.element) for c in value.components])
-    if source is not PLAIN:  # DPAS layouts change use through the plain one (dpas.py)
-        value = relayout(lo, value, source, PLAIN)
-    moved = PLAIN.change_use(lo, value, to.use)
+    if source is not plain:  # DPAS layouts change use through the plain one (dpas.py)
+        value = relayout(lo, value, source, plain)
+    moved = plain.change_use(lo, value, to.use)
     result = CoopMatrix(to, [convert(lo, c, src.element, to.element) for c in moved.components])
-    return result if target is PLAIN else relayout(lo, result, PLAIN, target)
+    return result if target is plain else relayout(lo, result, plain, target)
 
 
 def _same_entries(impl: Dpas, a: ir.CoopMatrixType, b: ir.CoopMatrixType, sgs: int) -> bool:
@@ -173,4 +166,4 @@ def _same_entries(impl: Dpas, a: ir.CoopMatrixType, b: ir.CoopMatrixType, sgs: i
 
 
 from .dpas import Dpas, dpas_types, relayout  # noqa: E402
-from .plain import PLAIN, Plain  # noqa: E402  (plain.py uses CoopMatrix)
+from .plain import Plain  # noqa: E402  (plain.py uses CoopMatrix)

@@ -50,7 +50,7 @@ from . import CoopMatrix, dpas_load
 from .access import Entry
 from .dpas_load import widen_bf16
 from .lanes import subgroup_size
-from .plain import PLAIN, Plain
+from .plain import Plain
 
 OPERANDS = {  # how the extension reads the integer words that carry A and B
     ir.F16: Mma.MatrixAPackedFloat16INTEL | Mma.MatrixBPackedFloat16INTEL,
@@ -107,23 +107,24 @@ class Dpas(Plain):
 
     name = "dpas"
 
-    def __init__(self, form: str, shapes: dict[ir.CoopMatrixType, DpasShape]) -> None:
-        self.form, self.shapes = form, shapes
+    def __init__(self, form: str, shapes: dict[ir.CoopMatrixType, DpasShape], plain: Plain) -> None:
+        super().__init__(plain.max_values)
+        self.form, self.shapes, self.plain = form, shapes, plain
 
     def holds(self, t: ir.Type) -> bool:
         return t in self.shapes
 
     def replicated(self, t: ir.CoopMatrixType) -> bool:  # type: ignore[override]
-        return not self.holds(t) and PLAIN.replicated(t)
+        return not self.holds(t) and self.plain.replicated(t)
 
     def count(self, t: ir.CoopMatrixType, sgs: int) -> int:
-        return t.rows * t.cols // sgs if self.holds(t) else PLAIN.count(t, sgs)
+        return t.rows * t.cols // sgs if self.holds(t) else self.plain.count(t, sgs)
 
     def lane_entries(self, t: ir.CoopMatrixType, sgs: int) -> list[list[tuple[int, int]]]:
         """Entry of each component, per lane (compile time)."""
         if self.holds(t):
             return tile_entries(t.use, t.rows, t.cols, self.shapes[t])
-        return plain_entries(t, sgs)
+        return plain_entries(self.plain, t, sgs)
 
     def holder(
         self, t: ir.CoopMatrixType, sgs: int, entry: tuple[int, int]
@@ -131,14 +132,14 @@ class Dpas(Plain):
         """(lane, component) holding ``entry``; lane None where every lane holds it."""
         if self.holds(t):
             return tile_holder(t.use, t.rows, self.shapes[t], entry)
-        return plain_holder(t, sgs, entry)
+        return plain_holder(self.plain, t, sgs, entry)
 
     def entries(self, lo: Lowering, t: ir.CoopMatrixType, documented: bool = False) -> list[Entry]:
         """Run-time entries. With K = the instruction's K, lane l = K q + w (q = 0 unless
         A's rows are split over lanes, tf32 on pvc): the column moves by a fixed step per w
         (1 for B and C, K / N for A), the row by a fixed step per q."""
         if not self.holds(t):
-            return PLAIN.entries(lo, t, documented)
+            return self.plain.entries(lo, t, documented)
         k = self.shapes[t].k
         table = self.lane_entries(t, subgroup_size(lo))
         lane = lo.lane()
@@ -155,16 +156,16 @@ class Dpas(Plain):
         return found
 
     def block_readable(self, lo, inst, access) -> bool:  # type: ignore[no-untyped-def]
-        return not self.holds(inst.type) and PLAIN.block_readable(lo, inst, access)
+        return not self.holds(inst.type) and self.plain.block_readable(lo, inst, access)
 
     def transposable(self, lo, inst, access) -> bool:  # type: ignore[no-untyped-def]
         """Plain's transpose in registers assumes plain's components: DPAS layouts store
         entry by entry."""
-        return not self.holds(inst.operands[0].type) and PLAIN.transposable(lo, inst, access)
+        return not self.holds(inst.operands[0].type) and self.plain.transposable(lo, inst, access)
 
     def load(self, lo: Lowering, inst: ir.CoopMatrixLoadInst) -> CoopMatrix:
         if not self.holds(inst.type):
-            return PLAIN.load(lo, inst)
+            return self.plain.load(lo, inst)
         return CoopMatrix(inst.type, dpas_load.load(lo, self, inst))
 
     # What has no DPAS form: via the plain layout
@@ -174,13 +175,13 @@ class Dpas(Plain):
         for v in inst.operands:
             if self.holds(v.type) and v not in saved:
                 saved[v] = lo.values[v]
-                lo.values[v] = relayout(lo, saved[v], self, PLAIN)
+                lo.values[v] = relayout(lo, saved[v], self, self.plain)
         try:
-            result = getattr(PLAIN, method)(lo, inst)
+            result = getattr(self.plain, method)(lo, inst)
         finally:
             lo.values.update(saved)
         if isinstance(result, CoopMatrix) and self.holds(result.type):
-            result = relayout(lo, result, PLAIN, self)
+            result = relayout(lo, result, self.plain, self)
         return result
 
     def apply(self, lo: Lowering, inst: ir.CoopMatrixApplyInst) -> CoopMatrix:
@@ -195,13 +196,13 @@ class Dpas(Plain):
     def extract(self, lo: Lowering, inst: ir.CoopMatrixExtractInst) -> Id:
         m: CoopMatrix = lo.get(inst.operands[0])
         if not self.holds(m.type):
-            return PLAIN.extract(lo, inst)
+            return self.plain.extract(lo, inst)
         from .access import check_component_index
 
         check_component_index(lo, inst, m.type)
         sgs = subgroup_size(lo)
         documented = [[m.type.entry(sgs, lane, inst.index)] for lane in range(sgs)]
-        return relayout(lo, m, self, PLAIN, documented).components[0]
+        return relayout(lo, m, self, self.plain, documented).components[0]
 
     # DPAS
 
@@ -427,17 +428,20 @@ def unpack(lo: Lowering, el: ir.ScalarType, word: Id, count: int, index: int) ->
 # Moving values between layouts
 
 
-def plain_entries(t: ir.CoopMatrixType, sgs: int) -> list[list[tuple[int, int]]]:
-    """Plain's entries per lane: matrix_b whole in every lane, else the documented layout."""
-    if PLAIN.replicated(t):
+def plain_entries(plain: Plain, t: ir.CoopMatrixType, sgs: int) -> list[list[tuple[int, int]]]:
+    """Plain's entries per lane: a replicated matrix_b whole in every lane, else the
+    documented layout."""
+    if plain.replicated(t):
         whole = [(v % t.rows, v // t.rows) for v in range(t.rows * t.cols)]
         return [whole] * sgs
     return [[t.entry(sgs, lane, k) for k in range(t.components(sgs))] for lane in range(sgs)]
 
 
-def plain_holder(t: ir.CoopMatrixType, sgs: int, entry: tuple[int, int]) -> tuple[int | None, int]:
+def plain_holder(
+    plain: Plain, t: ir.CoopMatrixType, sgs: int, entry: tuple[int, int]
+) -> tuple[int | None, int]:
     r, c = entry
-    if PLAIN.replicated(t):
+    if plain.replicated(t):
         return None, r + t.rows * c
     return r % sgs, r // sgs + t.row_blocks(sgs) * c
 
@@ -486,9 +490,11 @@ def relayout(lo: Lowering, m: CoopMatrix, src: Plain, dst: Plain,
 
 
 def lanes_of(impl: Plain, t: ir.CoopMatrixType, sgs: int) -> list[list[tuple[int, int]]]:
-    return impl.lane_entries(t, sgs) if isinstance(impl, Dpas) else plain_entries(t, sgs)
+    return impl.lane_entries(t, sgs) if isinstance(impl, Dpas) else plain_entries(impl, t, sgs)
 
 
 def lanes_holder(impl: Plain, t: ir.CoopMatrixType, sgs: int,
                  entry: tuple[int, int]) -> tuple[int | None, int]:  # fmt: skip
-    return impl.holder(t, sgs, entry) if isinstance(impl, Dpas) else plain_holder(t, sgs, entry)
+    if isinstance(impl, Dpas):
+        return impl.holder(t, sgs, entry)
+    return plain_holder(impl, t, sgs, entry)

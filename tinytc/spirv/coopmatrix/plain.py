@@ -3,9 +3,10 @@
 matrix_a and matrix_acc follow the documented layout (ir.CoopMatrixType): lane l holds rows
 l, l + S, ... of every column, so a column's rows are one vector access across the lanes (on
 GPUs, a subgroup block read where the column is contiguous: Plain.block_readable).
-matrix_b is held whole by every work-item (R * C values, column-major): mul_add then reads
-each B entry as one value every lane shares, which the CPU folds into the fma
-(docs/performance-cpu.md lesson 8), and a transposed B costs no gather. extract, insert,
+matrix_b is held whole by every work-item (R * C values, column-major) where that fits the
+target's values per work-item (CoreInfo.max_values_per_item; a larger one is held as
+matrix_a is): mul_add then reads each B entry as one value every lane shares, which the CPU
+folds into the fma (docs/performance-cpu.md lesson 8), and a transposed B costs no gather. extract, insert,
 apply and the change of use acc -> b translate between this and the documented layout;
 apply runs its region where the documented layout puts each entry, matrix_b included.
 """
@@ -17,15 +18,15 @@ from collections.abc import Callable
 from ... import ir
 from ...errors import CompilationError
 from ...gemm import transpose_group
-from ...target import CoreInfo
-from .._grammar import GroupOperation, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
+from .._grammar import GroupOperation, MemorySemantics, Op, Scope, StorageClass
 from ..convert import Lowering, Memref
 from ..convert_memory import load_scalar, store_scalar
-from ..convert_scalar import binary, convert, round_bf16
+from ..convert_scalar import binary, round_bf16
 from ..instruction import Id
 from . import CoopMatrix
 from .access import BLOCK_READ_WIDTHS, Access, Entry, block_reads_pay, check_component_index, clamp
 from .lanes import broadcast, shuffle_xor, subgroup_size
+from .mul_add import plain_mul_add
 
 MAX_PREFETCH_LINES = 64  # calls one prefetch makes at most (a hint, not worth a long build)
 
@@ -40,21 +41,16 @@ UNSIGNED_REDUCE = {"add": Op.GroupIAdd, "max": Op.GroupUMax, "min": Op.GroupUMin
 class Plain:
     name = "plain"
 
-    @staticmethod
-    def replicated(t: ir.CoopMatrixType) -> bool:
-        return t.use == "matrix_b"
+    def __init__(self, max_values: int) -> None:
+        self.max_values = max_values  # the target's values per work-item of one matrix
+
+    def replicated(self, t: ir.CoopMatrixType) -> bool:
+        """A matrix_b is held whole where it fits the target's values per work-item; a
+        larger one in the documented layout, whose entries mul_add broadcasts."""
+        return t.use == "matrix_b" and t.rows * t.cols <= self.max_values
 
     def count(self, t: ir.CoopMatrixType, sgs: int) -> int:
         return t.rows * t.cols if self.replicated(t) else t.components(sgs)
-
-    def unsupported(self, t: ir.CoopMatrixType, sgs: int, target: CoreInfo) -> str:
-        count = self.count(t, sgs)
-        if count > target.max_values_per_item:
-            return (
-                f"{t} needs {count} values per work-item with subgroup size {sgs}; "
-                f"{target.name} holds at most {target.max_values_per_item}"
-            )
-        return ""
 
     def entries(self, lo: Lowering, t: ir.CoopMatrixType, documented: bool = False) -> list[Entry]:
         """The entry of each component, in component order (of the documented layout if
@@ -275,34 +271,7 @@ class Plain:
     # Arithmetic
 
     def mul_add(self, lo: Lowering, inst: ir.CoopMatrixMulAddInst) -> CoopMatrix:
-        a: CoopMatrix = lo.get(inst.operands[0])
-        b: CoopMatrix = lo.get(inst.operands[1])
-        c: CoopMatrix = lo.get(inst.operands[2])
-        acc = c.type.element
-        blocks = c.type.row_blocks(subgroup_size(lo))
-        k_count, n_count = a.type.cols, b.type.cols
-        if acc.is_complex:
-            from ..convert_complex import mul_add
-
-            operands = ((a.type.element, a.components), (b.type.element, b.components))
-            return CoopMatrix(c.type, mul_add(lo, acc, operands, c.components, blocks, k_count))
-        a_values = [convert(lo, x, a.type.element, acc) for x in a.components]
-        b_values = [convert(lo, x, b.type.element, acc) for x in b.components]
-        rt = lo.scalar_type(acc)
-        result = []
-        for n in range(n_count):
-            for blk in range(blocks):
-                total = c.components[blk + blocks * n]
-                for k in range(k_count):
-                    x, y = a_values[blk + blocks * k], b_values[k + k_count * n]
-                    if acc.is_float:  # one fma per product, as BLAS kernels do
-                        total = lo.b.ext_inst(rt, OpenCLStd.fma, x, y, total)
-                    else:
-                        total = lo.op(Op.IAdd, rt, total, lo.op(Op.IMul, rt, x, y))
-                result.append(total)
-        if acc == ir.BF16:
-            result = [round_bf16(lo, x) for x in result]
-        return CoopMatrix(c.type, result)
+        return plain_mul_add(lo, self, inst)
 
     def scale(self, lo: Lowering, inst: ir.CoopMatrixScaleInst) -> CoopMatrix:
         alpha = lo.get(inst.operands[0])
@@ -324,7 +293,7 @@ class Plain:
         if not self.replicated(t):
             return CoopMatrix(t, self._apply(lo, inst, t, m.components))
         held = [self._pick(lo, m, k) for k in range(t.components(subgroup_size(lo)))]
-        return CoopMatrix(t, self._whole(lo, t, self._apply(lo, inst, t, held)))
+        return CoopMatrix(t, self.whole(lo, t, self._apply(lo, inst, t, held)))
 
     def _apply(
         self, lo: Lowering, inst: ir.CoopMatrixApplyInst, t: ir.CoopMatrixType, held: list[Id]
@@ -363,17 +332,20 @@ class Plain:
             value = lo.op(Op.Select, rt, mine, m.components[r + t.rows * col], value)
         return value
 
-    def _whole(self, lo: Lowering, t: ir.CoopMatrixType, held: list[Id]) -> list[Id]:
+    def whole(self, lo: Lowering, t: ir.CoopMatrixType, held: list[Id]) -> list[Id]:
         """A whole matrix (column-major) from components in the documented layout: each entry
         broadcast from the work-item that holds it."""
+        rt = lo.scalar_type(t.element)
+        return [x for c in range(t.cols) for x in self.column(lo, rt, t, held, c)]
+
+    def column(
+        self, lo: Lowering, rt: Id, t: ir.CoopMatrixType, held: list[Id], c: int
+    ) -> list[Id]:
+        """Column c of a matrix held in the documented layout, each entry broadcast from the
+        work-item that holds it (held: the components, of SPIR-V type rt)."""
         sgs = subgroup_size(lo)
         blocks = t.row_blocks(sgs)
-        rt = lo.scalar_type(t.element)
-        return [
-            broadcast(lo, rt, held[r // sgs + blocks * c], r % sgs)
-            for c in range(t.cols)
-            for r in range(t.rows)
-        ]
+        return [broadcast(lo, rt, held[r // sgs + blocks * c], r % sgs) for r in range(t.rows)]
 
     def extract(self, lo: Lowering, inst: ir.CoopMatrixExtractInst) -> Id:
         m: CoopMatrix = lo.get(inst.operands[0])
@@ -413,7 +385,7 @@ class Plain:
         t: ir.CoopMatrixType = inst.result.type  # type: ignore[assignment]
         el = t.element
         combine = _combiner(lo, inst.op, el)
-        if self.replicated(t):
+        if self.replicated(m.type):  # then so is the smaller result
             rows, cols = m.type.rows, m.type.cols
             lines = (
                 [[m.components[r + rows * c] for c in range(cols)] for r in range(rows)]
@@ -426,7 +398,7 @@ class Plain:
         if inst.mode == "row":  # each work-item sums its own rows
             cols = range(m.type.cols)
             rows = [[m.components[b + blocks * c] for c in cols] for b in range(blocks)]
-            return CoopMatrix(t, [_fold(combine, line) for line in rows])
+            return self._held(lo, t, [_fold(combine, line) for line in rows])
         identity = lo.const(el, _identity(inst.op, el))
         rt = lo.scalar_type(el)
         entries = self.entries(lo, m.type)
@@ -461,14 +433,18 @@ class Plain:
             if el == ir.BF16:
                 total = round_bf16(lo, total)
             result.append(total)
-        return CoopMatrix(t, result)
+        return self._held(lo, t, result)
+
+    def _held(self, lo: Lowering, t: ir.CoopMatrixType, documented: list[Id]) -> CoopMatrix:
+        """A matrix made in the documented layout, as this implementation holds type t."""
+        return CoopMatrix(t, self.whole(lo, t, documented) if self.replicated(t) else documented)
 
     def change_use(self, lo: Lowering, m: CoopMatrix, use: str) -> CoopMatrix:
         """The same matrix held as ``use`` requires (only matrix_acc changes its use)."""
         t = ir.CoopMatrixType(m.type.element, m.type.rows, m.type.cols, use)
         if self.replicated(t) == self.replicated(m.type):
             return CoopMatrix(t, m.components)
-        return CoopMatrix(t, self._whole(lo, t, m.components))
+        return CoopMatrix(t, self.whole(lo, t, m.components))
 
 
 def _combiner(lo: Lowering, op: str, el: ir.ScalarType) -> Callable[[Id, Id], Id]:
@@ -490,6 +466,3 @@ def _identity(op: str, el: ir.ScalarType) -> int | float:
         return float("-inf") if op == "max" else float("inf")
     magnitude = el.bits - el.is_signed  # the type's range: signed -2^(b-1) .., unsigned 0 ..
     return (-(2**magnitude) if el.is_signed else 0) if op == "max" else 2**magnitude - 1
-
-
-PLAIN = Plain()

@@ -1,14 +1,29 @@
 """Regions and the statements that nest them: for (with carried values), if (with results),
-foreach, whose iterations write disjoint elements, and parallel (see coopmatrix)."""
+foreach (over one or several modes), whose iterations write disjoint elements, foreach_tile,
+whose tiles do, and parallel (see coopmatrix)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from typing import Any
 
 from ... import ir
-from ...ir import INDEX, BarrierInst, ForeachInst, ForInst, ScalarType, Value, YieldInst
+from ...ir import (
+    INDEX,
+    ArithInst,
+    BarrierInst,
+    Constant,
+    ForeachInst,
+    ForeachTileInst,
+    ForInst,
+    ScalarType,
+    StoreInst,
+    SubgroupLocalIdInst,
+    Value,
+    YieldInst,
+)
 from ..intervals import value_range
 from .base import generates
 from .coopmatrix import CoopMatrixStatements
@@ -61,6 +76,10 @@ class RegionStatements(CoopMatrixStatements):
                 (0.3 if a("barrier") else 0, lambda c: self.emit(BarrierInst())),
                 (w["alloca"] if a("lifetime_stop") else 0, self.lifetime_stop),
                 (w["parallel"] if self.launch else 0, self.parallel_statement),
+                (
+                    w["foreach"] / 3 if self.launch and a("foreach") else 0,
+                    self.foreach_tile_statement,
+                ),
             ]
         options += [
             (w["control"] if a("for") and deeper else 0, self.for_statement),
@@ -95,20 +114,99 @@ class RegionStatements(CoopMatrixStatements):
             return
         start, stop = bounds
         lo, hi = int(start.lo), max(int(stop.hi) - 1, int(start.lo))
-        single = start.lo == start.hi and stop.lo == stop.hi == start.lo + 1
-        inst = self.emit(ForeachInst(start.value, stop.value, loop_type=t))
+        known = t == INDEX and start.lo == start.hi and stop.lo == stop.hi and stop.lo > start.lo
+        extra = self.foreach_modes(hi - lo + 1) if known and self.flag(25) else []
+        hi = lo + (hi - lo + 1) * math.prod(b - a for a, b in extra) - 1
+        single = start.lo == start.hi and stop.lo == stop.hi == start.lo + 1 and lo == hi
+        starts = [start.value, *(Constant(a, t) for a, _ in extra)]
+        inst = self.emit(ForeachInst(starts, [stop.value, *(Constant(b, t) for _, b in extra)], t))
         assert isinstance(inst, ForeachInst)
         ident = next(self.foreach_ids)
-        var = Scalar(inst.var, lo, hi, affine=(ident, 0) if t == INDEX else None)
-        fe = Foreach(ident, lo, hi, bool(single), var, self.serial)
+        fe_var = Scalar(inst.var, lo, hi, affine=(ident, 0) if t == INDEX else None)
+        fe = Foreach(ident, lo, hi, bool(single), fe_var, self.serial)
         inner = Ctx(True, ctx.depth + 1, ctx.trips, fe, ctx.loop)
         with self.b.at(inst.body), self.scope():
-            self.add_scalar(var)
+            if extra:  # the points numbered lo, lo + 1, ... (mode 0 fastest) stand for them
+                fe.var = self.linear_point(inst, lo, int(stop.lo), extra)
+                fe.var.affine = (ident, 0)
+            else:
+                self.add_scalar(fe_var)
             self.region(inner, minimum=1)
             if not fe.stores and self.allows("store"):
                 for _ in range(3):
                     if self.spmd_store(inner):
                         break
+
+    def foreach_modes(self, count: int) -> list[tuple[int, int]]:
+        """Bounds of 1 or 2 more modes of a foreach whose first mode has count iterations,
+        with no more than max_foreach iterations in all."""
+        modes: list[tuple[int, int]] = []
+        for _ in range(self.int(1, 2)):
+            room = self.limits.max_foreach // max(count, 1)
+            if room < 2:
+                break
+            a = self.int(0, 2)
+            modes.append((a, a + self.int(2, min(room, 4))))
+            count *= modes[-1][1] - a
+        return modes
+
+    def linear_point(
+        self, inst: ForeachInst, lo: int, stop: int, extra: list[tuple[int, int]]
+    ) -> Scalar:
+        """The number of the point (i, j, ...): i + (j - a1) n0 + (k - a2) n0 n1, an index
+        that takes every value from lo once, which the disjoint stores of foreach use."""
+        total = self.add_scalar(Scalar(inst.vars[0], lo, stop - 1))
+        scale = stop - lo
+        for var, (a, b) in zip(inst.vars[1:], extra):
+            x = self.add_scalar(Scalar(var, a, b - 1))
+            d = self.binary("sub", x, self.constant(INDEX, a))
+            assert d is not None
+            m = self.binary("mul", d, self.constant(INDEX, scale)) if scale > 1 else d
+            assert m is not None
+            s = self.binary("add", total, m)
+            assert s is not None
+            total, scale = s, scale * (b - a)
+        return total
+
+    @generates(ir.ForeachTileInst)
+    def foreach_tile_statement(self, ctx: Ctx) -> None:
+        """A foreach_tile over the first modes of a view that may be written, each tile
+        stored in full by its subgroup (lanes along the rows, the sizes bounding the loops):
+        tiles hold disjoint elements. The other modes take fixed indices."""
+        if self.launch is None:
+            return
+        sgs = self.launch[2]
+        views = self.views(
+            lambda v: v.root.kind in ("out", "alloca") and 0 not in v.shape and v.order > 0
+        )
+        if not views:
+            return
+        v = self.pick(views)
+        n = self.int(1, min(v.order, 3))
+        tile = [sgs * self.int(1, 2), *(self.int(1, 3) for _ in range(n - 1))]
+        starts = [self.int(0, min(1, e - 1)) for e in v.shape[:n]]
+        stops = [self.int(a + 1, e) for a, e in zip(starts, v.shape[:n])]
+        bounds = [Constant(x, INDEX) for x in (*starts, *stops)]
+        inst = self.emit(ForeachTileInst(bounds[:n], bounds[n:], tile, [INDEX] * n))
+        assert isinstance(inst, ForeachTileInst)
+        with contextlib.ExitStack() as regions, self.scope():
+            regions.enter_context(self.b.at(inst.body))
+            local = self.emit(SubgroupLocalIdInst()).result
+            lane = self.cast(self.add_scalar(Scalar(local, 0, sgs - 1)), INDEX)
+            assert lane is not None
+            indices = []
+            for m, size in enumerate(inst.sizes):
+                first, step = (
+                    (lane.value, Constant(sgs, INDEX)) if m == 0 else (Constant(0, INDEX), None)
+                )
+                loop = self.emit(ForInst(first, size, step))
+                assert isinstance(loop, ForInst)
+                regions.enter_context(self.b.at(loop.body))
+                indices.append(self.emit(ArithInst("add", inst.offsets[m], loop.var)).result)
+            value = self.store_value(v.root)
+            rest = [self.index(0, e - 1).value for e in v.shape[n:]]
+            self.emit(StoreInst(value.value, v.value, [*indices, *rest]))
+        self.observable += v.root.kind != "alloca"
 
     def foreach_bounds(self, t: ScalarType) -> tuple[Scalar, Scalar] | None:
         """Start and stop of a foreach: mostly no more iterations than a mode of a view that

@@ -1,0 +1,127 @@
+"""Warp sizing (tinytc/gemm/warps.py): the sizes sm_90 gives a kernel of one static gemm, and
+that such kernels compute right on the CPU runtime with sm_90's geometry (several subgroups
+sharing C's columns, several entries per work-group, A and B staged in local memory, the
+chain's fused pair with its B staged)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tinytc
+from tinytc.compiler import run_pipeline
+from tinytc.errors import CompilationError
+from tinytc.ir import GemmInst
+from tinytc.target import CPU, SM_90
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from bench_cases import gemm_source
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sized(
+    ty: str, n: int, trans: str
+) -> tuple[int, tuple[int, int], int, tuple[int, int, int, bool, bool]]:
+    program = run_pipeline(
+        gemm_source(ty, n, trans[0], trans[1]), SM_90, 2, ["work-group-size", "tile-linalg"]
+    )
+    func = program.functions[0]
+    gemm = next(i for i in func.walk() if isinstance(i, GemmInst))
+    t = gemm.tiling
+    assert t is not None and func.work_group_size is not None and func.subgroup_size is not None
+    return (
+        func.subgroup_size,
+        func.work_group_size,
+        func.batch_per_group,
+        (t.rows_per_item, t.cols_per_item, t.k_unroll, t.stage_a, t.stage_b),
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "want"),
+    [
+        # one warp of 4 subgroups, 4 entries of 512 multiply-adds per work-group
+        (("f32", 8, "nn"), (8, (8, 4), 4, (1, 2, 4, False, False))),
+        # 256-byte operands are read from global memory, not staged
+        (("f32", 8, "tn"), (8, (8, 4), 4, (1, 2, 4, False, False))),
+        # staged operands: 16 lanes
+        (("f32", 16, "tn"), (16, (16, 2), 1, (1, 8, 4, True, True))),
+        (("f32", 32, "nn"), (16, (16, 4), 1, (2, 8, 4, True, True))),
+        # 64 KB of A and B do not fit the 48 KB: A alone, or a transposed B alone
+        (("f64", 64, "nn"), (16, (16, 8), 1, (4, 8, 4, True, False))),
+        (("f64", 64, "tn"), (16, (16, 8), 1, (4, 8, 4, True, False))),
+        (("f64", 64, "nt"), (16, (16, 8), 1, (4, 8, 4, False, True))),
+    ],
+)
+def test_sizes(shape: tuple[str, int, str], want: tuple) -> None:
+    assert sized(*shape) == want
+
+
+def test_other_targets_keep_one_subgroup() -> None:
+    program = run_pipeline(gemm_source("f32", 32, "n", "n"), CPU, 2, ["work-group-size"])
+    func = program.functions[0]
+    assert func.work_group_size == (func.subgroup_size, 1)
+
+
+@pytest.mark.parametrize(
+    ("ty", "n", "trans"),
+    [("f32", 8, "nt"), ("f64", 16, "tn"), ("f32", 32, "nn"), ("f64", 64, "nt")],
+)
+def test_sized_kernels_compute_right(ty: str, n: int, trans: str) -> None:
+    rng = np.random.default_rng(n)
+    dtype = np.float32 if ty == "f32" else np.float64
+    a, b = (np.asfortranarray(rng.standard_normal((n, n, 7)).astype(dtype)) for _ in "ab")
+    c = np.full((n, n, 7), np.nan, dtype, order="F")
+    tinytc.jit(gemm_source(ty, n, trans[0], trans[1]), target="sm_90").gemm(a, b, c, howmany=7)
+    for e in range(7):
+        x = a[:, :, e].T if trans[0] == "t" else a[:, :, e]
+        y = b[:, :, e].T if trans[1] == "t" else b[:, :, e]
+        np.testing.assert_allclose(c[:, :, e], x.astype(np.float64) @ y, rtol=1e-4, atol=1e-4)
+
+
+def test_the_chain_stages_its_b_and_computes_right() -> None:
+    """The fused pair's first gemm copies P to local memory first (stage_b, K step 4)."""
+    source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text()
+    printed = str(run_pipeline(source, SM_90, 2, ["work-group-size", "tile-linalg"]))
+    assert (
+        "k_unroll=4, prefetch=0, prefetch_ahead=1, dpas=false, stage_a=false, stage_b=true"
+        in printed
+    )
+    rng = np.random.default_rng(5)
+    k, p, a, q = (
+        np.asfortranarray(rng.standard_normal(s).astype(np.float32))
+        for s in ((56, 56), (56, 9, 3), (9, 9, 3), (56, 9, 3))
+    )
+    want = np.stack(
+        [q[:, :, e] + k.astype(np.float64) @ p[:, :, e] @ a[:, :, e] for e in range(3)], axis=2
+    )
+    tinytc.jit(source, target="sm_90").fused_kernel(k, p, tinytc.Group(a), q, howmany=3)
+    np.testing.assert_allclose(q, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("target", "flags", "message"),
+    [
+        (
+            "cpu",
+            "stage_a=false, stage_b=true",
+            "stage_b: it copies the B of a gemm on targets of warps only",
+        ),
+        ("sm_90", "stage_a=true, stage_b=true", "stage_a and stage_b: A and B take 65536 bytes"),
+    ],
+)
+def test_staging_the_lowering_cannot_do_is_refused(target: str, flags: str, message: str) -> None:
+    sizes = "work_group_size(16,8) subgroup_size(16)"
+    tiling = (
+        "tiling={work_group=[16, 8], rows_per_item=4, cols_per_item=8, k_unroll=4, prefetch=0, "
+        f"prefetch_ahead=1, dpas=false, {flags}, fuse=false}}"
+    )
+    source = gemm_source("f64", 64, "n", "n").replace(") {", f") {sizes} {{", 1)
+    line = next(x for x in source.splitlines() if x.strip().startswith("gemm."))
+    source = source.replace(line, f"{line} attributes{{{tiling}}}")
+    with pytest.raises(CompilationError, match=message):
+        tinytc.compile(source, target)

@@ -1,0 +1,154 @@
+"""Sizing for targets whose subgroups are segments of a warp (CoreInfo.warp_size: NVIDIA's
+sm_90): the work-group, subgroup size, batch entries per work-group and register block of a
+kernel whose only collective instruction is a gemm of static shape.
+
+Intel's targets run best with one subgroup per work-group, each lane a column of registers.
+On an NVIDIA GPU a work-group of 8 or 16 lanes still takes a whole warp, an SM keeps at most
+32 blocks resident, and every load is an instruction of the one load/store unit an SM shares
+among its warps, so the work-group here fills at least a warp with subgroups that share the
+columns of C, and the register blocks are square enough to load few values per fma.
+
+Measured on the H100 (tools/bench_gpu.py --variants @tools/gpu_sweep1.txt and
+@tools/gpu_sweep2.txt; docs/gpu.md has the tables), against one subgroup per work-group:
+- 8-lane subgroups, rows_per_item = n / 8: f32-32-nn in 4 x 8 blocks of one warp 0.102 ms
+  against 0.118 (32 lanes, 1 x 8) and 0.110 (16 lanes, 2 x 8); f64-64-nn 8 x 4 blocks in
+  16 subgroups 0.124 ms against 0.464 (one warp of 2 x 4) and 0.175 (16 lanes, 4 x 4).
+- Staged operands prefer 16 lanes: f32-32-tn 0.107 ms against 0.124 in 8 lanes,
+  f32-64-tn 0.117 against 0.128, f64-64-tn 0.103 against 0.111 (A staged alone).
+- Columns per item: as many as make the subgroups fill a warp (n = 8: 2 columns in 4
+  subgroups, 0.163 ms alone and 0.091 with 4 entries per work-group; 8 columns in one
+  subgroup with 4 entries 0.129), at most 8 and as many as the accumulator budget allows
+  (f64-64: 8 x 4 in 16 subgroups 0.124 ms against 8 x 8 in 8, 0.131).
+- K steps of 4, or 2 where 4 steps of A and the accumulators would take the register
+  budget (f64 8 x 4: 2 ran 0.124 ms, 4 0.144; f32 4 x 8 in 16 lanes: 4 ran 0.134, 2 0.156).
+- Entries per work-group up to WORK_PER_GROUP multiply-adds: f32-8-nn 4 entries 0.091 ms,
+  8 0.095, 16 0.098, 1 0.163; f32-16-nn 1 entry 0.091, 2 0.095; f64-16-nn 1 0.078, 2 0.101.
+- Staging a transposed A pays from STAGE_MIN_BYTES on, up to all of local memory: f32-8-tn
+  not staged 0.094 ms against 0.104; f32-16-tn staged 0.105 against 0.143; f32-64-tn (16 KB)
+  staged 0.117 against 0.339; f64-64-tn (32 KB) 0.103 against 0.317.
+- Staging both operands as they are (operand_staging; @tools/gpu_sweep3.txt, working set
+  2e8): the K loop then reads local memory, B's K steps as 16-byte loads, instead of waiting
+  on global memory at every step. In 16 lanes (n / 16 rows, 8 columns, n / 8 subgroups),
+  against the unstaged 8-lane defaults: f32-16-nn 0.072 ms against 0.092, f32-32-nn 0.075
+  against 0.103, f32-64-nn 0.081 against 0.129, f64-32-nn 0.074 against 0.098, f32-32-tn
+  0.080 against 0.113; 8 lanes staged lost to 16 (f32-32-nn 0.083). At n = 8 (256-byte
+  operands) staging gained 2-6% on nn and nt and lost on tn: not staged. Where A and B do
+  not fit together (f64-64, 64 KB): A alone 0.099 ms (nn; B alone 0.115), a transposed B
+  alone 0.099 (nt; A alone 0.139), the transposed A alone for tn 0.104.
+- The chain's fused pair (one warp walks the row tiles: 16 and 8 lanes lost, f32 0.156 and
+  0.220 ms) with its first B staged and K step 4: f32 0.096 ms against 0.134, f64 0.102
+  against 0.128 (staged with K step 2: 0.101, 0.111).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..ir import GemmInst, LinalgInst, MemrefType
+from ..target import CoreInfo
+
+LANES = 8  # subgroup size of a gemm's register blocks
+STAGED_LANES = 16  # ... where an operand is staged in local memory
+MAX_ROW_BLOCKS = 8
+MAX_COLS_PER_ITEM = 8
+WORK_PER_GROUP = 2048  # multiply-adds per work-group below which it runs several entries
+STAGE_MIN_BYTES = 1024  # a smaller operand is read from global memory (L1)
+FUSED_K_UNROLL = 4  # K step of a fused pair's first gemm whose B is staged
+
+
+def sized_gemm(linalg: list[LinalgInst]) -> GemmInst | None:
+    """The kernel's gemm that warp sizing decides for: its only collective instruction, with
+    static shapes; None where the kernel keeps the general sizing."""
+    if len(linalg) != 1 or not isinstance(linalg[0], GemmInst):
+        return None
+    gemm = linalg[0]
+    types = [v.type for v in gemm.operands if isinstance(v.type, MemrefType)]
+    return gemm if all(t.is_static for t in types) else None
+
+
+def stage_pays(a: MemrefType, target: CoreInfo) -> bool:
+    """Whether a transposed static A is staged: from STAGE_MIN_BYTES up to all of local
+    memory (module docstring)."""
+    size = math.prod(a.shape) * a.element.size  # type: ignore[arg-type]
+    return STAGE_MIN_BYTES <= size <= target.local_memory_size
+
+
+def operand_staging(gemm: GemmInst, target: CoreInfo, staging: bool = True) -> tuple[bool, bool]:
+    """(stage_a, stage_b) of a gemm sized here: each operand of at least STAGE_MIN_BYTES, both
+    where they fit local memory together, else one: a transposed B (gathered along its rows
+    in global memory), else A, whichever fits (module docstring)."""
+    if not staging:
+        return False, False
+    a, b = (v.memref_type for v in gemm.operands[1:3])
+    sizes = [math.prod(t.shape) * t.element.size for t in (a, b)]  # type: ignore[arg-type]
+    limit = target.local_memory_size or 0
+    wanted = [STAGE_MIN_BYTES <= size <= limit for size in sizes]
+    if all(wanted) and sum(sizes) > limit:
+        wanted = [False, True] if gemm.trans_b else [True, False]
+    return wanted[0], wanted[1]
+
+
+def fused_stage_b(first: GemmInst, target: CoreInfo, staging: bool = True) -> bool:
+    """Whether the first gemm of a fused pair (one warp walks the row tiles) copies its B to
+    local memory first: where it is static and takes STAGE_MIN_BYTES up to all of local
+    memory; its K loop then steps FUSED_K_UNROLL (module docstring: the chain)."""
+    b = first.operands[2].memref_type
+    if not (staging and b.is_static):
+        return False
+    return STAGE_MIN_BYTES <= math.prod(b.shape) * b.element.size <= (target.local_memory_size or 0)  # type: ignore[arg-type]
+
+
+def staged(gemm: GemmInst, target: CoreInfo, staging: bool = True) -> bool:
+    """Whether tile-linalg stages any of this gemm's operands (operand_staging)."""
+    return any(operand_staging(gemm, target, staging))
+
+
+def lanes(rows: int, is_staged: bool, target: CoreInfo) -> int:
+    """The subgroup size: LANES (STAGED_LANES where operands are staged), fewer for shorter
+    columns."""
+    want = min(rows, STAGED_LANES if is_staged else LANES)
+    fitting = [s for s in target.subgroup_sizes if s >= want]
+    return fitting[0] if fitting else target.subgroup_sizes[-1]
+
+
+def accumulator_budget(element_size: int, target: CoreInfo) -> int:
+    """Accumulator values per lane: half the lane's 32-bit registers."""
+    return max(1, target.lane_registers // 2 * 4 // element_size)
+
+
+def block(
+    rows: int, cols: int, lanes: int, subgroups: int | None, element_size: int, target: CoreInfo
+) -> tuple[int, int, int]:
+    """(rows_per_item, cols_per_item, k_unroll) of an output of rows x cols in subgroups of
+    ``lanes``: all the rows in at most MAX_ROW_BLOCKS blocks; at most MAX_COLS_PER_ITEM
+    columns, within the accumulator budget, a divisor of cols, and few enough that the
+    subgroups (None: as many as warp sizing gives) fill a warp."""
+    assert target.warp_size is not None
+    budget = accumulator_budget(element_size, target)
+    mb = max(1, min(math.ceil(rows / lanes), MAX_ROW_BLOCKS, budget))
+    per_warp = max(1, target.warp_size // lanes)
+    share = cols // per_warp if subgroups is None else math.ceil(cols / subgroups)
+    cap = max(1, min(MAX_COLS_PER_ITEM, budget // mb, share))
+    nb = max(d for d in range(1, min(cap, cols) + 1) if cols % d == 0)
+    per_value = max(1, element_size // 4)
+    k_unroll = 4 if (4 * mb + mb * nb) * per_value < target.lane_registers else 2
+    return mb, nb, k_unroll
+
+
+def work_group(
+    gemm: GemmInst, target: CoreInfo, batching: bool, staging: bool = True
+) -> tuple[int, tuple[int, int], int]:
+    """(subgroup size, work-group size, batch entries per work-group) of a kernel whose gemm
+    sized_gemm found: as many subgroups as the register blocks need to cover C's columns."""
+    rows, cols = gemm.output.memref_type.shape
+    k = gemm.operands[1].memref_type.shape[0 if gemm.trans_a else 1]
+    assert isinstance(rows, int) and isinstance(cols, int) and isinstance(k, int)
+    size = max(gemm.output.memref_type.element.size, 4)
+    sgs = lanes(rows, staged(gemm, target, staging), target)
+    nb = block(rows, cols, sgs, None, size, target)[1]
+    subgroups = max(1, min(math.ceil(cols / nb), target.max_work_group_size // sgs))
+    entries = 1
+    if batching and rows * cols * k:
+        wanted = max(1, WORK_PER_GROUP // (rows * cols * k))
+        entries = 1 << (min(wanted, target.max_entries_per_group).bit_length() - 1)
+    return sgs, (sgs, subgroups), entries
