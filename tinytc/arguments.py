@@ -13,6 +13,7 @@ import numpy as np
 from . import aliasing, bf16
 from .array_table import read_arrays
 from .ir import BF16, Function, GroupType, MemrefType, ScalarType, Type
+from .ir.param_attributes import violation
 
 
 def dtype_of(t: ScalarType) -> np.dtype:
@@ -132,14 +133,59 @@ def bind(func: Function, args: Sequence[Any], written: Collection[int] = ()) -> 
     if len(args) != len(func.params):
         raise ArgumentTypeError(f"@{func.name} takes {len(func.params)} arguments, got {len(args)}")
     bound = []
+    optional = _optional(func) if any(a is None for a in args) else frozenset()
     for i, (p, a) in enumerate(zip(func.params, args)):
         what = f"argument {i} (%{p.name})"
+        if a is None and i in optional:  # not associated: a null pointer, no elements
+            bound.append(None)
+            continue
         bound.append(_bind(p.type, a, what))
+        promised = func.param_attributes.get(i)
+        if promised:
+            _check_promises(promised, bound[-1], what)
         if i in written:
             _check_writeable(bound[-1], what)
     if written:
         _check_not_shared(func, bound, written)
     return bound
+
+
+def _check_promises(attrs: dict[str, Any], arg: Any, what: str) -> None:
+    """v0.4's parameter attributes hold for the array (each member of a group): a false
+    promise would let the kernel read or write the wrong elements. A pyopencl array's
+    address is its buffer's, which the runtime aligns (one with an offset is refused)."""
+    if isinstance(arg, BoundMemref):
+        address = _host_address(arg.array)
+        problem = violation(attrs, address, arg.shape, arg.stride)
+        if problem is not None:
+            raise ArgumentValueError(f"{what}: {problem}, as its attributes promise")
+        return
+    if isinstance(arg, BoundGroup) and arg.count:  # on the members' table, a row per mode
+        bad = arg.addresses % np.uint64(attrs.get("alignment", 1)) != 0
+        for mode, d in enumerate(attrs.get("shape_gcd", ())):
+            bad |= arg.shapes[mode] % d != 0
+        for mode, d in enumerate(attrs.get("stride_gcd", ())):
+            bad |= (arg.shapes[mode] > 1) & (arg.strides[mode] % d != 0)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            m = arg.member(k)
+            problem = violation(attrs, int(arg.addresses[k]), m.shape, m.stride)
+            raise ArgumentValueError(f"{what}[{k}]: {problem}, as its attributes promise")
+
+
+def _host_address(array: Any) -> int:
+    if isinstance(array, np.ndarray):
+        return int(array.__array_interface__["data"][0])
+    return 0  # a pyopencl buffer (see _check_promises)
+
+
+def _optional(func: Any) -> frozenset[int]:
+    """The parameters a call may pass as None: those the kernel tests with ``associated``
+    (a Function, or the jit's Signature, which lists them)."""
+    from .param_access import tested_params
+
+    optional = getattr(func, "optional", None)
+    return tested_params(func) if optional is None else optional
 
 
 def _check_not_shared(func: Function, bound: list[Any], written: Collection[int]) -> None:
@@ -218,6 +264,8 @@ def _bind(t: Type, arg: Any, what: str) -> Any:
                 arrays = [host_view(a, f"{what}[{k}]") for k, a in enumerate(arrays)]
             bound = _bind_list(mt, arrays, offset, what)
         _check_offset_fits(bound, dtype_of(mt.element).itemsize, what)
+        if t.size is not None and bound.count != t.size:
+            raise ArgumentValueError(f"{what}: {t} holds {t.size} members, got {bound.count}")
         if not isinstance(arg, Group):
             return bound
         group.bound[key] = bound

@@ -39,6 +39,17 @@ def root_param(value: Value, func: Function) -> int | None:
     return func.params.index(value) if value in func.params else None
 
 
+def tested_params(func: Function) -> frozenset[int]:
+    """Indices of the memref and group parameters the kernel tests with ``associated``: the
+    ones a call may pass as None (v0.4's null pointer, docs/language.md)."""
+    params = {p: i for i, p in enumerate(func.params)}
+    return frozenset(
+        params[inst.operands[0]]
+        for inst in func.walk()
+        if isinstance(inst, ir.AssociatedInst) and inst.operands[0] in params
+    )
+
+
 def written_params(func: Function) -> frozenset[int]:
     """Indices of the parameters the kernel may write."""
     written = set()
@@ -149,6 +160,8 @@ class Extent:
         if self.static is not None:
             return self.static
         arg = bound[self.param]  # type: ignore[index]
+        if arg is None:  # not associated: no member, no element
+            return 0
         if self.mode is None:
             return arg.count
         if not hasattr(arg, "count"):

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import bf16, ir
-from .arguments import BoundMemref, Groups, bind, check_groups, dtype_of
+from .arguments import BoundGroup, BoundMemref, Groups, bind, check_groups, dtype_of
 from .errors import CompilationError
 from .ir import BF16, Function, Inst, Program, Region, ScalarType, Value, definition
 from .ir.instructions.linalg import summed_type
@@ -113,7 +113,11 @@ class Frame:
     def region(self, region: Region) -> list[Any]:
         """Run a region; returns the values of its yield (if any)."""
         for inst in region.insts:
-            out = handler_of(inst)(self, inst)
+            try:
+                out = handler_of(inst)(self, inst)
+            except (AttributeError, TypeError, IndexError):
+                self.check_associated(inst)
+                raise
             if isinstance(inst, ir.YieldInst):
                 return out
             if inst.results:
@@ -121,6 +125,12 @@ class Frame:
                 for r, val in zip(inst.results, values):
                     self.env[r] = val
         return []
+
+    def check_associated(self, inst: Inst) -> None:
+        """A located error where ``inst`` uses a memref or group passed as None."""
+        for i, v in enumerate(inst.operands):
+            if v in self.env and self.env[v] is None:
+                raise out_of_range(self, inst, i, f"%{v.name} is not associated (passed None)")
 
 
 def scalar(value: Any, t: ScalarType) -> Any:
@@ -388,7 +398,15 @@ def _fuse(f: Frame, inst: ir.FuseInst) -> Any:
 
 @handles(ir.SizeInst)
 def _size(f: Frame, inst: ir.SizeInst) -> Any:
-    return np.int64(f.get(inst.operands[0]).shape[inst.mode])
+    src = f.get(inst.operands[0])
+    if src is None:  # not associated: a static size, else no element (as the call passes)
+        return np.int64(inst.extent or 0)
+    return np.int64(src.count if isinstance(src, BoundGroup) else src.shape[inst.mode])
+
+
+@handles(ir.AssociatedInst)
+def _associated(f: Frame, inst: ir.AssociatedInst) -> Any:
+    return np.bool_(f.env.get(inst.operands[0], True) is not None)  # a view is associated
 
 
 # Control flow

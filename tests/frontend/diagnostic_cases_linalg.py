@@ -206,12 +206,12 @@ LINALG = [
     case(
         "mixed-f16-f64",
         func(
-            "  gemm.n.n 1.0, %a, %a, 0.0, %c : f64, memref<f16x16x16>, memref<f16x16x16>, f64, "
-            "memref<f64x16x16>",
-            "%a: memref<f16x16x16>, %c: memref<f64x16x16>",
+            "  gemm.n.n 1, %a, %a, 0, %c : i64, memref<f16x16x16>, memref<f16x16x16>, i64, "
+            "memref<i64x16x16>",
+            "%a: memref<f16x16x16>, %c: memref<i64x16x16>",
         ),
-        "gemm: element types f16, f16, f64 are not compatible",
-        "<input>:2.17-18",
+        "gemm: element types f16, f16, i64 are not compatible",
+        "<input>:2.15-16",
     ),
     case(
         "mixed-f16-bf16",
@@ -226,11 +226,11 @@ LINALG = [
     case(
         "mixed-i8-f32",
         func(
-            "  gemm.n.n 1.0, %a, %a, 0.0, %c : f32, memref<i8x16x16>, memref<i8x16x16>, f32, "
-            "memref<f32x16x16>",
-            "%a: memref<i8x16x16>, %c: memref<f32x16x16>",
+            "  gemm.n.n 1.0, %a, %a, 0.0, %c : f16, memref<i16x16x16>, memref<i16x16x16>, f16, "
+            "memref<f16x16x16>",
+            "%a: memref<i16x16x16>, %c: memref<f16x16x16>",
         ),
-        "gemm: element types i8, i8, f32 are not compatible",
+        "gemm: element types i16, i16, f16 are not compatible",
         "<input>:2.17-18",
     ),
     case(
@@ -246,20 +246,20 @@ LINALG = [
     case(
         "mixed-hadamard",
         func(
-            "  hadamard_product 1.0, %a, %a, 0.0, %c : f32, memref<f16x16>, memref<f16x16>, f32, "
-            "memref<f32x16>",
-            "%a: memref<f16x16>, %c: memref<f32x16>",
+            "  hadamard_product 1.0, %a, %a, 0.0, %c : f16, memref<f32x16>, memref<f32x16>, f16, "
+            "memref<f16x16>",
+            "%a: memref<f32x16>, %c: memref<f16x16>",
         ),
-        "hadamard_product: element types f16, f16, f32 are not compatible",
+        "hadamard_product: element types f32, f32, f16 are not compatible",
         "<input>:2.25-26",
     ),
     case(
         "mixed-axpby",
         func(
-            "  axpby.n 1.0, %a, 0.0, %c : f32, memref<f16x16>, f32, memref<f32x16>",
-            "%a: memref<f16x16>, %c: memref<f32x16>",
+            "  axpby.n 1.0, %a, 0.0, %c : f32, memref<f64x16>, f32, memref<f32x16>",
+            "%a: memref<f64x16>, %c: memref<f32x16>",
         ),
-        "axpby: element types f16, f32 are not compatible",
+        "axpby: element types f64, f32 are not compatible",
         "<input>:2.16-17",
     ),
 ]

@@ -6,7 +6,7 @@ import contextlib
 import copy
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..errors import UNKNOWN, CompilationError, Location, Source
 from .types import DYNAMIC, CoopMatrixType, Dim, MemrefType, ScalarType, Type
@@ -247,6 +247,8 @@ class Function:
         self.subgroup_size = subgroup_size
         self.loc = loc
         self.attribute_locs: dict[str, Location] = {}  # where each attribute is written
+        # v0.4's parameter attributes by parameter index (tinytc.ir.param_attributes)
+        self.param_attributes: dict[int, dict[str, Any]] = {}
         self.body = Region(self.params)
         self.stack_size = 0  # bytes of local memory for alloca, set by the stack pass
         # Batch entries (the language's work-groups) one OpenCL work-group runs in turn;

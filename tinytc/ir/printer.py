@@ -129,7 +129,13 @@ class Printer:
         # Reserve user names first so that numbering of unnamed values never clashes.
         self.reserved = {v.name for v in _all_values(func) if v.name is not None}
         params = ",\n".join(
-            " " * (len(func.name) + 7) * (i > 0) + f"{self.name(v)}: {self.type(v.type)}"
+            " " * (len(func.name) + 7) * (i > 0)
+            + f"{self.name(v)}: {self.type(v.type)}"
+            + (
+                f" {format_attribute(func.param_attributes[i])}"
+                if i in func.param_attributes
+                else ""
+            )
             for i, v in enumerate(func.params)
         )
         self.open(f"func @{func.name}({params}){self._function_attributes(func)}")

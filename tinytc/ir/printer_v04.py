@@ -39,7 +39,7 @@ def type_v04(t: object) -> str:
         return "bool"
     if isinstance(t, GroupType):
         offset = "" if t.offset == 0 else f", offset: {'?' if t.offset is None else t.offset}"
-        return f"group<{t.memref}x?{offset}>"
+        return f"group<{t.memref}x{'?' if t.size is None else t.size}{offset}>"
     return str(t)
 
 
@@ -189,6 +189,11 @@ def _expand(inst: ir.ExpandInst, p: Printer) -> None:
 @prints(ir.FuseInst)
 def _fuse(inst: ir.FuseInst, p: Printer) -> None:
     _result(p, inst, f"fuse {p.name(inst.operands[0])}[{inst.first},{inst.last}]")
+
+
+@prints(ir.AssociatedInst)
+def _associated(inst: ir.AssociatedInst, p: Printer) -> None:
+    _result(p, inst, f"associated {p.name(inst.operands[0])}")
 
 
 @prints(ir.SizeInst)

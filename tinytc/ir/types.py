@@ -285,12 +285,16 @@ def _size_problem(element: ScalarType, shape: tuple[Dim, ...], stride: tuple[Dim
 
 @dataclass(frozen=True)
 class GroupType:
-    """Pointers to memrefs of one type, each shifted by ``offset`` elements."""
+    """Pointers to memrefs of one type, each shifted by ``offset`` elements; ``size`` is the
+    number of members, None (v0.4's ``x ?``) where the call decides it."""
 
     memref: MemrefType
     offset: Dim = 0
+    size: Dim = None
 
     def __post_init__(self) -> None:
+        if self.size is not None and self.size < 0:
+            raise ValueError("group size must not be negative")
         if self.offset is not None and self.offset < 0:
             raise ValueError("group offset must not be negative")
         if self.offset is not None and self.offset * self.memref.element.size > ADDRESS_LIMIT:
@@ -300,9 +304,10 @@ class GroupType:
             )
 
     def __str__(self) -> str:
+        size = "" if self.size is None else f"x{self.size}"
         if self.offset == 0:
-            return f"group<{self.memref}>"
-        return f"group<{self.memref}, offset: {format_dim(self.offset)}>"
+            return f"group<{self.memref}{size}>"
+        return f"group<{self.memref}{size}, offset: {format_dim(self.offset)}>"
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ class ConstantFoldPass:
 
     def fold(self, inst: Inst) -> Constant | None:
         if isinstance(inst, SizeInst):
-            extent = inst.operands[0].memref_type.shape[inst.mode]
+            extent = inst.extent
             return None if extent is None else Constant(extent, inst.result.scalar_type, inst.loc)
         if not isinstance(inst, ArithInst | ArithUnaryInst | CastInst | CompareInst):
             return None

@@ -73,6 +73,20 @@ class Pending:
             return self.union(Pending(frozenset(reads), frozenset(writes)))
         return self.union(Pending(plain_reads=frozenset(reads), plain_writes=frozenset(writes)))
 
+    def after(self, fences: tuple[str, ...]) -> Pending:
+        """What a barrier leaves pending: nothing where it fences both memories (none named,
+        or both), else the accesses to the memory it does not fence (local: allocas)."""
+        if set(fences) in (set(), {"global", "local"}):
+            return Pending()
+        unfenced_local = fences == ("global",)
+
+        def keep(values: frozenset[Value]) -> frozenset[Value]:
+            return frozenset(v for v in values if isinstance(v.owner, AllocaInst) == unfenced_local)
+
+        return Pending(
+            keep(self.reads), keep(self.writes), keep(self.plain_reads), keep(self.plain_writes)
+        )
+
 
 def overlap(a: set[Value], b: set[Value]) -> bool:
     return any(may_alias(x, y) for x in a for y in b)
@@ -165,7 +179,7 @@ class InsertBarrierPass:
         start, kept = pending, []
         for inst in region.insts:
             if isinstance(inst, BarrierInst):
-                pending = Pending()
+                pending = pending.after(inst.fences)
             elif isinstance(inst, IfInst):
                 pending = self.region(inst.then, pending, insert).union(
                     self.region(inst.otherwise, pending, insert)

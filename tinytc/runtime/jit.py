@@ -117,12 +117,14 @@ class Signature:
     work_group_size: tuple[int, int]
     batch_per_group: int
     written: frozenset[int]  # param_access.written_params
+    optional: frozenset[int]  # param_access.tested_params: may be None (not associated)
+    param_attributes: dict[int, dict[str, Any]]  # v0.4's promises, checked by arguments.bind
     requirements: tuple[Requirement, ...]  # param_access.batch_requirements
     check: BoundsCheck | None  # check-bounds' record layout, if it ran
 
 
 def signature_of(func: Function) -> Signature:
-    from ..param_access import batch_requirements, written_params
+    from ..param_access import batch_requirements, tested_params, written_params
     from ..passes.check_bounds import bounds_check_of
 
     wgs = func.work_group_size
@@ -133,6 +135,8 @@ def signature_of(func: Function) -> Signature:
         work_group_size=(int(wgs[0]), int(wgs[1])),
         batch_per_group=int(func.batch_per_group),
         written=written_params(func),
+        optional=tested_params(func),
+        param_attributes=dict(func.param_attributes),
         requirements=tuple(batch_requirements(func)),
         check=bounds_check_of(func),
     )
@@ -423,6 +427,10 @@ def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
         if t == BF16:
             return [bf16.to_bits(arg)[()]]
         return [np.uint8(arg) if t.is_bool else arg]
+    if arg is None:  # not associated (arguments.bind): a null pointer, no elements
+        from ..spirv.convert import argument_count  # only then: SPIR-V tables stay unloaded
+
+        return [None] + [np.int64(0)] * (argument_count(t) - 1)
     if isinstance(t, MemrefType):
         assert isinstance(arg, BoundMemref)
         out = [_pointer(arg.array, keep)]
@@ -437,6 +445,8 @@ def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
     out += [_svm(_nonempty(arg.strides[i]), keep) for i, w in enumerate(mt.stride) if w is None]
     if t.offset is None:
         out.append(np.int64(arg.offset))
+    if t.size is None:
+        out.append(np.int64(arg.count))
     return out
 
 

@@ -222,7 +222,7 @@ class Staging:
 
     def arguments(self, t: Any, arg: Any, written: bool) -> list[Any]:
         """The OpenCL arguments of one parameter (jit._kernel_args' convention)."""
-        if isinstance(t, ScalarType):
+        if isinstance(t, ScalarType) or arg is None:  # None: not associated
             return _kernel_args(t, arg, self.keep)
         if isinstance(t, MemrefType):
             assert isinstance(arg, BoundMemref)
@@ -239,6 +239,8 @@ class Staging:
         out += [self.copy(_nonempty(arg.strides[i])) for i, w in enumerate(mt.stride) if w is None]
         if t.offset is None:
             out.append(np.int64(arg.offset))
+        if t.size is None:
+            out.append(np.int64(arg.count))
         return out
 
     def array(self, array: Any, written: bool) -> Any:

@@ -83,6 +83,7 @@ class Group:
     pointers: Id
     dynamic: dict[tuple[str, int], Id]  # ('shape' | 'stride', mode) -> pointer to i64 array
     offset: Dim
+    size: Dim  # the number of members
 
 
 class Lowering:
@@ -211,12 +212,16 @@ class Lowering:
         vector = self.op(Op.Load, v3, var)
         return self.op(Op.CompositeExtract, self.i64, vector, index)
 
-    def barrier(self) -> None:
-        semantics = (
-            MemorySemantics.AcquireRelease
-            | MemorySemantics.WorkgroupMemory
-            | MemorySemantics.CrossWorkgroupMemory
-        )
+    def barrier(self, fences: tuple[str, ...] = ()) -> None:
+        """A work-group barrier fencing the memories named (v0.4's barrier.global/.local),
+        or both where none is named (rev2's barrier, and the passes' own)."""
+        memory = {
+            "local": MemorySemantics.WorkgroupMemory,
+            "global": MemorySemantics.CrossWorkgroupMemory,
+        }
+        semantics = MemorySemantics.AcquireRelease
+        for fence in fences or tuple(memory):
+            semantics |= memory[fence]
         wg = self.u32(Scope.Workgroup)
         self.b.emit(Op.ControlBarrier, wg, wg, self.u32(int(semantics)))
 
@@ -238,6 +243,7 @@ class Lowering:
         step: Id,
         body: Callable[[Id, list[Id]], list[Id] | None],
         carried: Sequence[tuple[Id, Id]] = (),
+        unroll: bool | int | None = None,
     ) -> list[Id]:
         """for (var = start; var < stop; var += step) carried = body(var, carried), as a
         structured loop; ``carried`` holds (type, initial value) pairs. Returns the carried
@@ -245,7 +251,7 @@ class Lowering:
 
         The loop goes on while step < stop - var (unsigned), which never overflows: var +
         step is only used when it stays below stop, so ranges reaching the end of the loop
-        type stop where they should.
+        type stop where they should. ``unroll`` is v0.4's hint: true, false or a count.
         """
         rt, boolean = self.scalar_type(t), self.m.type_bool()
         less = Op.ULessThan if t.kind == "uint" else Op.SLessThan
@@ -264,7 +270,7 @@ class Lowering:
         updated = [Id("updated") for _ in carried]
         for (ct, init), value, new in zip(carried, values, updated):
             self.append(Op.Phi, ct, value, init, enter.label, new, latch.label)
-        self.b.emit(Op.LoopMerge, leave.label, latch.label, LoopControl.None_)
+        self.b.emit(Op.LoopMerge, leave.label, latch.label, *self.loop_control(unroll))
         self.b.emit(Op.Branch, inner.label)
         self.start(inner)
         results = body(var, values) or []
@@ -283,6 +289,18 @@ class Lowering:
         for (ct, init), new in zip(carried, updated):
             finals.append(self.op(Op.Phi, ct, init, before, new, leave.label))
         return finals
+
+    def loop_control(self, unroll: bool | int | None) -> tuple[Any, ...]:
+        """OpLoopMerge's loop control for v0.4's unroll hint: Unroll, DontUnroll, or a
+        PartialCount (SPIR-V 1.4, so the module becomes 1.4; a count of 1 is DontUnroll)."""
+        if unroll is None:
+            return (LoopControl.None_,)
+        if unroll is True or unroll is False:
+            return (LoopControl.Unroll if unroll else LoopControl.DontUnroll,)
+        if unroll == 1:
+            return (LoopControl.DontUnroll,)
+        self.m.version = max(self.m.version, (1, 4))
+        return (LoopControl.PartialCount, unroll)
 
     def if_value(self, cond: Id, type_: Id, then: Callable[[], Id], otherwise: Id) -> Id:
         """cond ? then() : otherwise, with then() evaluated only when cond holds (a load
@@ -424,12 +442,14 @@ class Lowering:
         types = [self.m.type_pointer(cw, member)]
         types += [self.m.type_pointer(cw, self.i64)] * len(entries)
         types += [self.i64] if t.offset is None else []
+        types += [self.i64] if t.size is None else []
 
         def bind_group(args: list[Id]) -> None:
             pointers = args.pop(0)
             dynamic = {entry: args.pop(0) for entry in entries}
             offset: Dim = args.pop(0) if t.offset is None else t.offset
-            self.values[p] = Group(t, pointers, dynamic, offset)
+            size: Dim = args.pop(0) if t.size is None else t.size
+            self.values[p] = Group(t, pointers, dynamic, offset, size)
 
         return types, bind_group
 
@@ -443,11 +463,12 @@ def dynamic_entries(t: ir.MemrefType) -> list[tuple[str, int]]:
 def argument_count(t: ir.Type) -> int:
     """The number of SPIR-V kernel arguments of a parameter of type t, as ``Lowering.parameter``
     makes them: one for a scalar; a pointer and the '?' entries of a memref; for a group a
-    pointer to the member pointers, one pointer per '?' entry and the offset if it is '?'."""
+    pointer to the member pointers, one pointer per '?' entry, the offset if it is '?' and
+    the number of members if it is '?'."""
     if isinstance(t, ir.MemrefType):
         return 1 + len(dynamic_entries(t))
     if isinstance(t, ir.GroupType):
-        return 1 + len(dynamic_entries(t.memref)) + int(t.offset is None)
+        return 1 + len(dynamic_entries(t.memref)) + int(t.offset is None) + int(t.size is None)
     return 1
 
 

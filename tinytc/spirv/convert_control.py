@@ -37,8 +37,8 @@ def _group_size(lo: Lowering, inst: ir.GroupSizeInst) -> None:
 
 
 @converts(ir.BarrierInst)
-def _barrier(lo: Lowering, inst: ir.Inst) -> None:
-    lo.barrier()
+def _barrier(lo: Lowering, inst: ir.BarrierInst) -> None:
+    lo.barrier(inst.fences)
 
 
 @converts(ir.IfInst)
@@ -81,7 +81,8 @@ def loop(
         return [x for t, v in zip(types, yielded) for _, x in flatten(lo, t, v)]
 
     stop = lo.get(inst.operands[1]) if stop is None else stop
-    finals = lo.loop(inst.loop_type, start, stop, step, body, carried)
+    unroll = inst.unroll if isinstance(inst, ir.ForInst) else None
+    finals = lo.loop(inst.loop_type, start, stop, step, body, carried, unroll)
     for result, value in zip(inst.results, rebuild(lo, types, finals)):
         lo.values[result] = value
 

@@ -137,8 +137,17 @@ def _fuse(lo: Lowering, inst: ir.FuseInst) -> None:
 
 @converts(ir.SizeInst)
 def _size(lo: Lowering, inst: ir.SizeInst) -> None:
-    m: Memref = lo.get(inst.operands[0])
-    lo.values[inst.result] = lo.as_id(m.shape[inst.mode])
+    m: Memref | Group = lo.get(inst.operands[0])
+    lo.values[inst.result] = lo.as_id(m.size if isinstance(m, Group) else m.shape[inst.mode])
+
+
+@converts(ir.AssociatedInst)
+def _associated(lo: Lowering, inst: ir.AssociatedInst) -> None:
+    """The base pointer (of a group: of its pointer array) is not null (OpPtrNotEqual would
+    need SPIR-V 1.4)."""
+    m: Memref | Group = lo.get(inst.operands[0])
+    address = lo.op(Op.ConvertPtrToU, lo.i64, m.pointers if isinstance(m, Group) else m.pointer)
+    lo.values[inst.result] = lo.op(Op.INotEqual, lo.m.type_bool(), address, lo.as_id(0))
 
 
 @converts(ir.AllocaInst)

@@ -72,9 +72,10 @@ def _argument(t: Any, howmany: int, rng: np.random.Generator, size: int) -> Any:
         return random_memref(t, rng, {}, size)
     assert isinstance(t, GroupType)
     first = random_memref(t.memref, rng, {}, size)
-    if howmany * max(first.nbytes, 64) > MAX_BYTES:  # one member per work-group
-        raise InputTooLarge(f"{howmany} members of {t.memref} would take too much memory")
-    members = [first] + [random_memref(t.memref, rng, {}, size) for _ in range(howmany - 1)]
+    count = howmany if t.size is None else t.size  # one member per work-group, or the type's
+    if count * max(first.nbytes, 64) > MAX_BYTES:
+        raise InputTooLarge(f"{count} members of {t.memref} would take too much memory")
+    members = [first] + [random_memref(t.memref, rng, {}, size) for _ in range(count - 1)]
     return Group(members, 1 if t.offset is None else t.offset)
 
 

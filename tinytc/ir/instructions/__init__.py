@@ -52,7 +52,7 @@ from .linalg import (
 )
 from .math import MATH_UNARY, MathInst
 from .memory import AllocaInst, LifetimeStopInst, LoadInst, StoreInst
-from .memref import ExpandInst, FuseInst, SizeInst, SubviewInst
+from .memref import AssociatedInst, ExpandInst, FuseInst, SizeInst, SubviewInst
 from .subgroup import (
     SUBGROUP_OPERATIONS,
     SubgroupBroadcastInst,
@@ -82,6 +82,7 @@ __all__ = [
     "AllocaInst",
     "ArithInst",
     "ArithUnaryInst",
+    "AssociatedInst",
     "AtomicInst",
     "AtomicLoadInst",
     "AtomicStoreInst",

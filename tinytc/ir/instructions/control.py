@@ -48,7 +48,7 @@ class BarrierInst(Inst):
     mnemonic = "barrier"
 
     def __init__(self, fences: tuple[str, ...] = (), **kw: Any) -> None:
-        # v0.4's .global and .local, as written (the lowering fences both kinds of memory)
+        # v0.4's .global and .local: the memories it fences; none written fences both
         self.fences = fences
         super().__init__([], **kw)
 

@@ -95,7 +95,7 @@ class LinalgInst(Inst):
         out = self.expect_memref(len(self.operands) - 1, "output").element
         last = len(self.operands) - 2
         scalars = [self.expect_scalar(i, what) for i, what in ((0, "alpha"), (last, "beta"))]
-        if any(t.is_complex for t in [*scalars, *elements, out]):
+        if any(t.is_complex for t in [*scalars, *elements, out]) or self.promotes(elements, out):
             self.check_promotion(elements, out)
             return
         for i, what in ((0, "alpha"), (len(self.operands) - 2, "beta")):
@@ -116,6 +116,21 @@ class LinalgInst(Inst):
                 raise self.error(
                     f"{self.mnemonic}: element types {types} are not compatible", i + 1
                 )
+
+    def promotes(self, elements: list[ScalarType], out: ScalarType) -> bool:
+        """Whether v0.4's promotion rule accepts types the rule below refuses: the inputs
+        promote to one type that promotes to the output's, alpha and beta to the output's
+        (docs/language.md, "Mixed element types")."""
+        common: ScalarType | None = elements[0]
+        for el in elements[1:]:
+            common = promote(common, el) if common is not None else None
+        scalars = [self.alpha.scalar_type, self.beta.scalar_type]
+        return (
+            common is not None
+            and promotable(common, out)
+            and all(promotable(t, out) for t in scalars)
+            and not (elements == [out] * len(elements) and scalars == [out, out])
+        )
 
     def check_promotion(self, elements: list[ScalarType], out: ScalarType) -> None:
         """The rule of tinytc v0.4 where complex types take part: alpha and beta promote to

@@ -1,5 +1,6 @@
-"""Views of memrefs: the whole definition of ``SubviewInst``, ``ExpandInst`` and ``FuseInst``
-(operands, verification, printing, syntax in both dialects), ``SizeInst``, and the index checks
+"""Views of memrefs: the whole definition of ``SubviewInst``, ``ExpandInst``, ``FuseInst``,
+``SizeInst`` and ``AssociatedInst`` (operands, verification, printing, syntax in both
+dialects), and the index checks
 that every access shares. Their reference semantics are tinytc/reference.py, their lowering
 tinytc/spirv/convert_memory.py. (alloca, lifetime_stop, load and store:
 tinytc/ir/instructions/memory.py.)"""
@@ -14,7 +15,7 @@ from ...errors import Location
 from ..core import Inst, Value, static_dim
 from ..definition import syntax
 from ..syntax import V04, Ctx, P, written_result
-from ..types import DYNAMIC, INDEX, Dim, MemrefType, Type
+from ..types import DYNAMIC, I1, INDEX, Dim, GroupType, MemrefType, Type
 
 if TYPE_CHECKING:
     from ..printer import Printer
@@ -223,7 +224,8 @@ class FuseInst(Inst):
 
 
 class SizeInst(Inst):
-    """``size %m[mode]`` gives the mode size as an index."""
+    """``size %m[mode]`` gives the mode size as an index; ``size %g[0]``, v0.4's, the number
+    of members of a group."""
 
     mnemonic = "size"
 
@@ -232,14 +234,42 @@ class SizeInst(Inst):
         super().__init__([memref], **kw)
 
     def infer(self) -> list[Type]:
-        t = self.expect_memref(0, "size operand")
-        if not 0 <= self.mode < t.order:
+        t = self.operands[0].type
+        order = 1 if isinstance(t, GroupType) else self.expect_memref(0, "size operand").order
+        if not 0 <= self.mode < order:
             raise self.error(f"size mode {self.mode} is out of range for {t}")
         return [INDEX]
+
+    @property
+    def extent(self) -> Dim:
+        """The size when the type knows it."""
+        t = self.operands[0].type
+        return t.size if isinstance(t, GroupType) else t.shape[self.mode]  # type: ignore[union-attr]
 
     def print(self, p: Printer) -> None:
         src = self.operands[0]
         p.line(f"{p.lhs(self)}size {p.name(src)}[{self.mode}] : {src.type}")
+
+
+class AssociatedInst(Inst):
+    """``associated %m``, v0.4's: whether a memref or group parameter was passed (its base
+    address is not null). A call passes None for one that is not (docs/language.md)."""
+
+    mnemonic = "associated"
+    pure = True  # uniform where its operand is (reference_spmd)
+
+    def __init__(self, memref: Value, **kw: Any) -> None:
+        super().__init__([memref], **kw)
+
+    def infer(self) -> list[Type]:
+        t = self.operands[0].type
+        if not isinstance(t, MemrefType | GroupType):
+            raise self.error(f"associated takes a memref or a group, got {t}", 0)
+        return [I1]
+
+    def print(self, p: Printer) -> None:
+        src = self.operands[0]
+        p.line(f"{p.lhs(self)}associated {p.name(src)} : {src.type}")
 
 
 # Syntax: rev2 writes the operand's type, v0.4 the result's (slices and expand shapes are
@@ -328,3 +358,37 @@ def _parse_v04_subview(ctx: Ctx, p: P) -> Inst:
     slices = _slices(ctx, p[3], locs)
     inst = SubviewInst(ctx.typed(p[1]), slices, loc=ctx.loc, operand_locs=locs)
     return written_result(ctx, inst, p[6])
+
+
+@syntax(
+    "value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type",
+    dialect="rev2",
+    builds=(SizeInst,),
+)
+def _parse_size(ctx: Ctx, p: P) -> Inst:
+    src = ctx.value(p[1], p[6])
+    return SizeInst(src, ctx.integer(p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+@syntax(
+    "value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type",
+    builds=(SizeInst,),
+    dialect=V04,
+)
+def _parse_v04_size(ctx: Ctx, p: P) -> Inst:
+    inst = SizeInst(ctx.typed(p[1]), ctx.integer(p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
+    return written_result(ctx, inst, p[6])
+
+
+@syntax(
+    "value_instruction : ASSOCIATED operand COLON type", dialect="rev2", builds=(AssociatedInst,)
+)
+def _parse_associated(ctx: Ctx, p: P) -> Inst:
+    """v0.4's associated, in rev2's spelling: the annotation is the operand's type."""
+    return AssociatedInst(ctx.value(p[1], p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
+
+
+@syntax("value_instruction : ASSOCIATED operand COLON type", builds=(AssociatedInst,), dialect=V04)
+def _parse_v04_associated(ctx: Ctx, p: P) -> Inst:
+    inst = AssociatedInst(ctx.typed(p[1]), loc=ctx.loc, operand_locs=[p[1].loc])
+    return written_result(ctx, inst, p[3])

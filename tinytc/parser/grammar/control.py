@@ -27,10 +27,12 @@ from .base import Ctx, P, operand_locs
 @rule("for : for_header body", "for : for_header body ATTRIBUTES dictionary")
 def _for(ctx: Ctx, p: P) -> Inst:
     ctx.close_region()
-    if len(p) > 2:  # v0.4's attributes{unroll=true|false|n}: kept and printed, a hint
+    if len(p) > 2:  # v0.4's attributes{unroll=true|false|n}: the lowering's loop control
         attrs, loc = p[3]
         unroll = attrs.get("unroll")
         if set(attrs) - {"unroll"} or not isinstance(unroll, bool | int) or unroll is None:
+            raise CompilationError(loc, "a for loop takes attributes{unroll=true|false|N}")
+        if not isinstance(unroll, bool) and unroll < 1:
             raise CompilationError(loc, "a for loop takes attributes{unroll=true|false|N}")
         p[0].unroll = unroll
     return p[0]

@@ -1,5 +1,5 @@
-"""Memory: size and barrier, and the non-terminals of subview's slices and expand's shape (the
-other memory instructions' productions are defined with their classes,
+"""Memory: barrier, and the non-terminals of subview's slices and expand's shape (the other
+memory instructions' productions are defined with their classes,
 tinytc/ir/instructions/memory.py and memref.py)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import CompilationError
-from ...ir import BarrierInst, Inst, SizeInst
+from ...ir import BarrierInst, Inst
 from ..context import Ref, parse_int
 from ..driver import rule
 from .base import Ctx, P
@@ -22,16 +22,6 @@ def _expand_shape(ctx: Ctx, p: P) -> list[Ref | None]:
 def _expand_entry(ctx: Ctx, p: P) -> Ref | None:
     kind = {"INTEGER": "int", "LOCAL": "local"}.get(p[0].type)
     return Ref(kind, p[0].value, p[0].loc) if kind else None
-
-
-@rule(
-    "value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type",
-    dialect="rev2",
-    builds=(SizeInst,),
-)
-def _size(ctx: Ctx, p: P) -> Inst:
-    src = ctx.value(p[1], p[6])
-    return SizeInst(src, parse_int(p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
 
 
 @rule("slices : ", "slices : slice_list")

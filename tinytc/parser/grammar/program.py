@@ -12,6 +12,7 @@ from ...ir import (
     Type,
     Value,
 )
+from ...ir.param_attributes import check_param_attributes
 from ...ir.types import I1, I8
 from ..context import parse_int
 from ..driver import rule
@@ -40,7 +41,7 @@ def _function(ctx: Ctx, p: P) -> None:
 def _function_header(ctx: Ctx, p: P) -> None:
     # A bool parameter is passed as an 8-bit integer, true when it is not 0 (tinytc v0.3
     # accepts bool parameters; kernels cannot take i1 arguments).
-    params = [Value(I8 if t == I1 else t, tok.value[1:], tok.loc) for tok, t in p[3]]
+    params = [Value(I8 if t == I1 else t, tok.value[1:], tok.loc) for tok, t, _ in p[3]]
     attrs: dict[str, Any] = {}
     for name, value, loc in p[5]:
         if name in attrs:
@@ -48,10 +49,11 @@ def _function_header(ctx: Ctx, p: P) -> None:
         attrs[name] = value
     func = Function(p[1].value[1:], params, loc=ctx.loc, **attrs)
     func.attribute_locs = {name: loc for name, _, loc in p[5]}
+    func.param_attributes = {i: attrs for i, (_, _, attrs) in enumerate(p[3]) if attrs}
     ctx.builder.program.functions.append(func)
     ctx.scopes, ctx.left_scope = [], {}
     ctx.open_region(func.body)
-    for param, (tok, t) in zip(params, p[3]):
+    for param, (tok, t, _) in zip(params, p[3]):
         if t == I1:
             zero = Constant(0, I8, tok.loc)
             test = CompareInst("ne", param, zero, loc=tok.loc, operand_locs=[tok.loc, tok.loc])
@@ -70,16 +72,15 @@ def _param_list(ctx: Ctx, p: P) -> list[Any]:
 
 
 @rule("param : LOCAL COLON type", "param : LOCAL COLON type dictionary")
-def _param(ctx: Ctx, p: P) -> tuple[Token, Type]:
-    if len(p) == 4:  # v0.4's parameter attributes: assertions the lowering does not use yet
-        attrs, loc = p[3]
-        unknown = set(attrs) - {"alignment", "shape_gcd", "stride_gcd"}
-        if unknown:
-            want = "alignment, shape_gcd or stride_gcd"
-            raise CompilationError(
-                loc, f"unknown parameter attribute {sorted(unknown)[0]} ({want})"
-            )
-    return p[0], p[2]
+def _param(ctx: Ctx, p: P) -> tuple[Token, Type, dict[str, Any]]:
+    """A parameter, with v0.4's attributes of a memref or group (promises the call checks)."""
+    if len(p) == 3:
+        return p[0], p[2], {}
+    attrs, loc = p[3]
+    try:
+        return p[0], p[2], check_param_attributes(p[2], attrs)
+    except ValueError as e:
+        raise CompilationError(loc, str(e)) from None
 
 
 @rule("attributes : ", "attributes : attributes attribute")

@@ -137,12 +137,13 @@ def _dim_list(ctx: Ctx, p: P) -> list[int | None]:
 )
 def _group_type(ctx: Ctx, p: P) -> GroupType:
     """rev2's group<memref<...>, offset: n> and v0.4's, which writes the group's size
-    (x n or x ?) after the memref type (the size is not checked: docs/language.md)."""
+    (x n or x ?) after the memref type (checked at the call: docs/language.md)."""
+    size = None
     if p[3].type == "X":
-        p = p[:3] + p[5:]
+        size, p = p[4], p[:3] + p[5:]
     if len(p) == 4:
         ctx.groups_without_offset.add(ctx.loc)
     try:
-        return GroupType(p[2], p[6] if len(p) > 4 else 0)
+        return GroupType(p[2], p[6] if len(p) > 4 else 0, size)
     except ValueError as e:
         raise CompilationError(ctx.loc, f"invalid group type: {e}") from None

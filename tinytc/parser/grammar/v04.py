@@ -12,14 +12,12 @@ from ...ir import (
     GroupSizeInst,
     Inst,
     NumSubgroupsInst,
-    SizeInst,
     SubgroupIdInst,
     SubgroupLocalIdInst,
     SubgroupSizeBuiltinInst,
     YieldInst,
 )
 from ...ir.syntax import V04, written_result
-from ..context import parse_int
 from ..driver import rule
 from ..lexer import Token
 from .base import Ctx, P, operand_locs
@@ -94,16 +92,3 @@ def _yield(ctx: Ctx, p: P) -> Inst:
 )
 def _foreach_header(ctx: Ctx, p: P) -> Inst:
     return foreach_header(ctx, p[2], p[6], p[10], None)
-
-
-# Memory
-
-
-@rule(
-    "value_instruction : SIZE operand LBRACKET INTEGER RBRACKET COLON type",
-    builds=(SizeInst,),
-    dialect=V04,
-)
-def _size(ctx: Ctx, p: P) -> Inst:
-    inst = SizeInst(ctx.typed(p[1]), parse_int(p[3]), loc=ctx.loc, operand_locs=[p[1].loc])
-    return written_result(ctx, inst, p[6])

@@ -75,7 +75,8 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         mt = CoopMatrixType(a_el, t.rows, t.cols, "matrix_acc")
         x = low.convert(e.load(inputs[0], t.row, t.col, mt, t.checked), acc)
         if isinstance(inst, HadamardProductInst):
-            y = low.convert(e.load(inputs[1], t.row, t.col, mt, t.checked), acc)
+            bt = CoopMatrixType(inputs[1].type.element, t.rows, t.cols, "matrix_acc")
+            y = low.convert(e.load(inputs[1], t.row, t.col, bt, t.checked), acc)
             x = e.add(ArithInst("mul", x, y)).result
         return x
 

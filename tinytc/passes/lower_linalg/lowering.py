@@ -29,6 +29,7 @@ from ...ir import (
     Value,
     YieldInst,
 )
+from ...ir.instructions.linalg import MIXED_PRECISION
 from ...target import CoreInfo
 from .emitter import Emitter, Operand, Size, Tile, Touch, checked_cols, checked_rows
 
@@ -95,10 +96,16 @@ class Lowering:
         """sum_k op(A)(tile rows, k) op(B)(k, tile cols) in a register tile of type acc."""
         e = self.e
         b_el = b.type.element
+        # A and B of types cooperative_matrix_mul_add does not take together (v0.4's mixed
+        # types) are converted to the accumulator's type, which holds each of their values
+        native = el == b_el and (el == acc or acc in MIXED_PRECISION.get(el, ()))
+        native = native or acc.is_complex
 
         def step(k: Size, ku: int, c: Value) -> list[Value]:
             x = e.load(a, t.row, k, CoopMatrixType(el, t.rows, ku, "matrix_a"), checked_rows(t))
             y = e.load(b, k, t.col, CoopMatrixType(b_el, ku, t.cols, "matrix_b"), checked_cols(t))
+            if not native:
+                x, y = self.convert(x, acc), self.convert(y, acc)
             return [e.add(CoopMatrixMulAddInst(x, y, c)).result]
 
         zero = self.zeros(CoopMatrixType(acc, t.rows, t.cols, "matrix_acc"))

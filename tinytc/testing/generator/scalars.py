@@ -16,6 +16,7 @@ from ...ir import (
     MATH_UNARY,
     ArithInst,
     ArithUnaryInst,
+    AssociatedInst,
     CastInst,
     CompareInst,
     Constant,
@@ -152,7 +153,8 @@ class ScalarStatements(ComplexStatements):
 
     @generates(ir.SizeInst)
     def size_instruction(self) -> None:
-        """The extent of a mode of a view in scope."""
+        """The extent of a mode of a view in scope (of mode 0 of a parameter, also whether
+        it is associated: always, as the kernels are called)."""
         views = self.views()
         if views:
             v = self.pick(views)
@@ -160,6 +162,13 @@ class ScalarStatements(ComplexStatements):
                 mode = self.int(0, v.order - 1)
                 value = self.emit(SizeInst(v.value, mode)).result
                 self.add_scalar(Scalar(value, v.shape[mode], v.shape[mode]))
+                if mode == 0 and v.root.alloca is None and v.value.owner is None:
+                    self.associated_instruction(v.value)
+
+    @generates(ir.AssociatedInst)
+    def associated_instruction(self, param: ir.Value) -> None:
+        value = self.emit(AssociatedInst(param)).result
+        self.add_scalar(Scalar(value, 1, 1))
 
     def arith(self, ctx: Ctx) -> Scalar | None:
         """A binary arith instruction on values (or constants) of one type."""
