@@ -105,11 +105,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_command_line(tmp_path: object) -> None:
     path = tmp_path / "g.ir"  # type: ignore[operator]
     path.write_text(gemm("f16"))
-    for target in ("pvc", "dg2"):
-        done = run(
-            "tinytc-run", str(path), "--howmany", "2", "--target", target, "--dpas", "emulate"
-        )
-        assert done.returncode == 0 and done.stdout.endswith("ok\n"), done.stdout + done.stderr
+    # one target: the emulated build takes the runtime long; dg2 runs emulated in the jit test
+    done = run("tinytc-run", str(path), "--howmany", "2", "--target", "dg2", "--dpas", "emulate")
+    assert done.returncode == 0 and done.stdout.endswith("ok\n"), done.stdout + done.stderr
     refused = run("tinytc-run", str(path), "--howmany", "2", "--target", "pvc")
     assert refused.returncode == 1 and "emulate" in refused.stderr
     out = tmp_path / "g.spvasm"  # type: ignore[operator]
