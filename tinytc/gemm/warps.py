@@ -42,10 +42,12 @@ Measured on the H100 (tools/bench_gpu.py --variants @tools/gpu_sweep1.txt and
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ..ir import GemmInst, LinalgInst, MemrefType
-from ..target import CoreInfo
+from ..target import CoreInfo, summed_type
+from . import Tiling
 
 LANES = 8  # subgroup size of a gemm's register blocks
 STAGED_LANES = 16  # ... where an operand is staged in local memory
@@ -54,6 +56,7 @@ MAX_COLS_PER_ITEM = 8
 WORK_PER_GROUP = 2048  # multiply-adds per work-group below which it runs several entries
 STAGE_MIN_BYTES = 1024  # a smaller operand is read from global memory (L1)
 FUSED_K_UNROLL = 4  # K step of a fused pair's first gemm whose B is staged
+CHUNKED_K_UNROLL = 8  # K step of a gemm whose A and B are staged in chunks of K
 
 
 def sized_gemm(linalg: list[LinalgInst]) -> GemmInst | None:
@@ -86,6 +89,69 @@ def operand_staging(gemm: GemmInst, target: CoreInfo, staging: bool = True) -> t
     if all(wanted) and sum(sizes) > limit:
         wanted = [False, True] if gemm.trans_b else [True, False]
     return wanted[0], wanted[1]
+
+
+def k_chunk(
+    shape: tuple[int, int, int],
+    element_size: int,
+    trans_a: bool,
+    lanes: int,
+    tiling: Tiling,
+    limit: int,
+) -> tuple[int, str]:
+    """(K per chunk, '') where A and B of a static rows x cols x depth gemm are staged together
+    in chunks of K: a chunk of each is copied into local memory, the work-group waits, every
+    subgroup adds the chunk's terms to its one register tile, waits, and the next chunk
+    follows (staging_k.lower_chunked). The largest chunk that divides K, is a multiple of the
+    K step (of the lanes where a transposed A is copied in square blocks) and fits ``limit``
+    bytes with its partner; (0, why not) where none does or a subgroup owns more than one
+    tile (its accumulators are held across the chunks)."""
+    rows, cols, depth = shape
+    wg0, wg1 = tiling.work_group
+    subgroups = wg0 // lanes * wg1
+    if tiling.prefetch:
+        return 0, "a gemm staged in K chunks prefetches nothing"
+    if rows > lanes * tiling.rows_per_item or cols != tiling.cols_per_item * subgroups:
+        return 0, "staging in K chunks needs one register tile per subgroup covering C"
+    step = math.lcm(tiling.k_unroll, lanes) if trans_a else tiling.k_unroll
+    if trans_a and rows % lanes:
+        return 0, "a transposed A is copied in K chunks of square blocks: rows by the lanes"
+    fits = [kc for kc in range(step, depth, step)
+            if depth % kc == 0 and (rows + cols) * kc * element_size <= limit]  # fmt: skip
+    if not fits:
+        return 0, f"no K chunk of A and B fits the {limit} bytes of local memory"
+    return max(fits), ""
+
+
+def gemm_tiling(
+    gemm: GemmInst, work_group: tuple[int, int], lanes: int, target: CoreInfo, max_k_unroll: int,
+    staging: bool = True,
+) -> Tiling:  # fmt: skip
+    """The tiling of a gemm sized here: block's register tiles, operand_staging's copies; where
+    A and B do not fit local memory together, both staged in chunks of K (k_chunk) with K steps
+    of CHUNKED_K_UNROLL where the tiles allow it (module docstring; staging is on from -O2,
+    where max_k_unroll only caps the general K step)."""
+    rows, cols = gemm.output.memref_type.shape
+    assert isinstance(rows, int) and isinstance(cols, int) and target.warp_size
+    size = max(summed_type(gemm.output.memref_type.element).size, 4)
+    subgroups = work_group[0] * work_group[1] // lanes
+    mb, nb, ku = block(rows, cols, lanes, subgroups, size, target)
+    stage_a, stage_b = operand_staging(gemm, target, staging)
+    tiling = Tiling(work_group, mb, nb, min(ku, max_k_unroll), stage_a=stage_a, stage_b=stage_b)
+    a, b = (v.memref_type for v in gemm.operands[1:3])
+    if stage_a == stage_b or min(operand_bytes(a), operand_bytes(b)) < STAGE_MIN_BYTES:
+        return tiling
+    both = dataclasses.replace(tiling, k_unroll=CHUNKED_K_UNROLL, stage_a=True, stage_b=True)
+    depth = a.shape[0 if gemm.trans_a else 1]
+    assert isinstance(depth, int)
+    shape = (rows, cols, depth)
+    element = max(a.element.size, b.element.size)
+    limit = target.local_memory_size or 0
+    return both if k_chunk(shape, element, gemm.trans_a, lanes, both, limit)[0] else tiling
+
+
+def operand_bytes(t: MemrefType) -> int:
+    return math.prod(t.shape) * t.element.size  # type: ignore[arg-type]
 
 
 def fused_stage_b(first: GemmInst, target: CoreInfo, staging: bool = True) -> bool:
