@@ -140,7 +140,8 @@ def k_chunk(
     assert isinstance(rows, int) and isinstance(cols, int) and isinstance(depth, int)
     size = max(x.type.element.size for x in inputs)
     shape = (rows, cols, depth)
-    return chunk_of(shape, size, inputs[0].transpose, low.sgs, tiling, limit)
+    trans = (inputs[0].transpose, inputs[1].transpose)
+    return chunk_of(shape, size, trans, low.sgs, tiling, limit)
 
 
 def tiles(

@@ -6,7 +6,8 @@ register tile across the chunks, with a barrier after each copy and one before t
 
 from __future__ import annotations
 
-from ...gemm import MAX_TILE_COMPONENTS, Tiling
+from ...gemm import Tiling
+from ...gemm.warps import copy_width
 from ...ir import (
     INDEX,
     AllocaInst,
@@ -77,10 +78,7 @@ def copy_plain(low: Lowering, src: Value, local: Value, row0: int, col0: int, sg
     t: MemrefType = local.type  # type: ignore[assignment]
     rows, cols = t.shape
     assert isinstance(rows, int) and isinstance(cols, int)
-    blocks = -(-rows // low.sgs)
-    width = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks, cols // low.subgroups))
-    while cols % width:
-        width -= 1
+    width = copy_width(rows, cols, low.sgs, low.subgroups)
 
     def copy(j0: Size) -> list[Value]:
         ct = CoopMatrixType(t.element, rows, width, "matrix_acc")
