@@ -35,6 +35,10 @@ Measured on the H100 (tools/bench_gpu.py --variants @tools/gpu_sweep1.txt and
   operands) staging gained 2-6% on nn and nt and lost on tn: not staged. Where A and B do
   not fit together (f64-64, 64 KB): A alone 0.099 ms (nn; B alone 0.115), a transposed B
   alone 0.099 (nt; A alone 0.139), the transposed A alone for tn 0.104.
+- A and B that do not fit together, staged both in chunks of K (k_chunk; @tools/gpu_sweep5.txt
+  and @tools/gpu_sweep6.txt): f64-64-nn 0.0975 ms (A alone) against 0.0875 in chunks of 32
+  with K steps of CHUNKED_K_UNROLL (steps of 4: 0.092), tn 0.1036 against 0.0852, nt 0.0993
+  against 0.0782; chunks of 16 or 8 lost, and so did chunking the f32-64 operands that fit.
 - The chain's fused pair (one warp walks the row tiles: 16 and 8 lanes lost, f32 0.156 and
   0.220 ms) with its first B staged and K step 4: f32 0.096 ms against 0.134, f64 0.102
   against 0.128 (staged with K step 2: 0.101, 0.111).
