@@ -1,7 +1,7 @@
 """Warp sizing (tinytc/gemm/warps.py): the sizes sm_90 gives a kernel of one static gemm, and
 that such kernels compute right on the CPU runtime with sm_90's geometry (several subgroups
-sharing C's columns, several entries per work-group, A and B staged in local memory, the
-chain's fused pair with its B staged)."""
+sharing C's columns, several entries per work-group, A and B staged in local memory, whole
+or in chunks of K, the chain's fused pair with its B staged)."""
 
 from __future__ import annotations
 
@@ -51,10 +51,10 @@ def sized(
         # staged operands: 16 lanes
         (("f32", 16, "tn"), (16, (16, 2), 1, (1, 8, 4, True, True))),
         (("f32", 32, "nn"), (16, (16, 4), 1, (2, 8, 4, True, True))),
-        # 64 KB of A and B do not fit the 48 KB: A alone, or a transposed B alone
-        (("f64", 64, "nn"), (16, (16, 8), 1, (4, 8, 4, True, False))),
-        (("f64", 64, "tn"), (16, (16, 8), 1, (4, 8, 4, True, False))),
-        (("f64", 64, "nt"), (16, (16, 8), 1, (4, 8, 4, False, True))),
+        # 64 KB of A and B do not fit the 48 KB: both, in chunks of K, K steps of 8
+        (("f64", 64, "nn"), (16, (16, 8), 1, (4, 8, 8, True, True))),
+        (("f64", 64, "tn"), (16, (16, 8), 1, (4, 8, 8, True, True))),
+        (("f64", 64, "nt"), (16, (16, 8), 1, (4, 8, 8, True, True))),
     ],
 )
 def test_sizes(shape: tuple[str, int, str], want: tuple) -> None:
@@ -69,7 +69,7 @@ def test_other_targets_keep_one_subgroup() -> None:
 
 @pytest.mark.parametrize(
     ("ty", "n", "trans"),
-    [("f32", 8, "nt"), ("f64", 16, "tn"), ("f32", 32, "nn"), ("f64", 64, "nt")],
+    [("f32", 8, "nt"), ("f64", 16, "tn"), ("f32", 32, "nn"), ("f64", 64, "nt"), ("f64", 64, "tn")],
 )
 def test_sized_kernels_compute_right(ty: str, n: int, trans: str) -> None:
     rng = np.random.default_rng(n)
@@ -111,13 +111,18 @@ def test_the_chain_stages_its_b_and_computes_right() -> None:
             "stage_a=false, stage_b=true",
             "stage_b: it copies the B of a gemm on targets of warps only",
         ),
-        ("sm_90", "stage_a=true, stage_b=true", "stage_a and stage_b: A and B take 65536 bytes"),
+        # A and B exceed local memory; in chunks of K each subgroup needs one tile of C
+        (
+            "sm_90",
+            "stage_a=true, stage_b=true",
+            "stage_a and stage_b: staging in K chunks needs one register tile per subgroup",
+        ),
     ],
 )
 def test_staging_the_lowering_cannot_do_is_refused(target: str, flags: str, message: str) -> None:
     sizes = "work_group_size(16,8) subgroup_size(16)"
     tiling = (
-        "tiling={work_group=[16, 8], rows_per_item=4, cols_per_item=8, k_unroll=4, prefetch=0, "
+        "tiling={work_group=[16, 8], rows_per_item=4, cols_per_item=4, k_unroll=4, prefetch=0, "
         f"prefetch_ahead=1, dpas=false, {flags}, fuse=false}}"
     )
     source = gemm_source("f64", 64, "n", "n").replace(") {", f") {sizes} {{", 1)

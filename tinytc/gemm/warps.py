@@ -35,6 +35,10 @@ Measured on the H100 (tools/bench_gpu.py --variants @tools/gpu_sweep1.txt and
   operands) staging gained 2-6% on nn and nt and lost on tn: not staged. Where A and B do
   not fit together (f64-64, 64 KB): A alone 0.099 ms (nn; B alone 0.115), a transposed B
   alone 0.099 (nt; A alone 0.139), the transposed A alone for tn 0.104.
+- A and B that do not fit together, staged both in chunks of K (k_chunk; @tools/gpu_sweep5.txt
+  and @tools/gpu_sweep6.txt): f64-64-nn 0.0975 ms (A alone) against 0.0875 in chunks of 32
+  with K steps of CHUNKED_K_UNROLL (steps of 4: 0.092), tn 0.1036 against 0.0852, nt 0.0993
+  against 0.0782; chunks of 16 or 8 lost, and so did chunking the f32-64 operands that fit.
 - The chain's fused pair (one warp walks the row tiles: 16 and 8 lanes lost, f32 0.156 and
   0.220 ms) with its first B staged and K step 4: f32 0.096 ms against 0.134, f64 0.102
   against 0.128 (staged with K step 2: 0.101, 0.111).
@@ -42,10 +46,12 @@ Measured on the H100 (tools/bench_gpu.py --variants @tools/gpu_sweep1.txt and
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ..ir import GemmInst, LinalgInst, MemrefType
-from ..target import CoreInfo
+from ..target import CoreInfo, summed_type
+from . import MAX_TILE_COMPONENTS, Tiling
 
 LANES = 8  # subgroup size of a gemm's register blocks
 STAGED_LANES = 16  # ... where an operand is staged in local memory
@@ -54,6 +60,7 @@ MAX_COLS_PER_ITEM = 8
 WORK_PER_GROUP = 2048  # multiply-adds per work-group below which it runs several entries
 STAGE_MIN_BYTES = 1024  # a smaller operand is read from global memory (L1)
 FUSED_K_UNROLL = 4  # K step of a fused pair's first gemm whose B is staged
+CHUNKED_K_UNROLL = 8  # K step of a gemm whose A and B are staged in chunks of K
 
 
 def sized_gemm(linalg: list[LinalgInst]) -> GemmInst | None:
@@ -86,6 +93,100 @@ def operand_staging(gemm: GemmInst, target: CoreInfo, staging: bool = True) -> t
     if all(wanted) and sum(sizes) > limit:
         wanted = [False, True] if gemm.trans_b else [True, False]
     return wanted[0], wanted[1]
+
+
+def k_chunk(
+    shape: tuple[int, int, int],
+    element_size: int,
+    trans: tuple[bool, bool],
+    lanes: int,
+    tiling: Tiling,
+    limit: int,
+) -> tuple[int, str]:
+    """(K per chunk, '') where A and B of a static rows x cols x depth gemm are staged together
+    in chunks of K: a chunk of each is copied into local memory, the work-group waits, every
+    subgroup adds the chunk's terms to its one register tile, waits, and the next chunk
+    follows (staging_k.lower_chunked). The largest chunk that divides K, is a multiple of the
+    K step (of the lanes where a transposed A is copied in square blocks) and fits ``limit``
+    bytes with its partner, whose copies give every subgroup as many blocks (even_copies);
+    (0, why not) where none does or a subgroup owns more than one tile (its accumulators are
+    held across the chunks)."""
+    rows, cols, depth = shape
+    trans_a = trans[0]
+    wg0, wg1 = tiling.work_group
+    subgroups = wg0 // lanes * wg1
+    if tiling.prefetch:
+        return 0, "a gemm staged in K chunks prefetches nothing"
+    if rows > lanes * tiling.rows_per_item or cols != tiling.cols_per_item * subgroups:
+        return 0, "staging in K chunks needs one register tile per subgroup covering C"
+    step = math.lcm(tiling.k_unroll, lanes) if trans_a else tiling.k_unroll
+    if trans_a and rows % lanes:
+        return 0, "a transposed A is copied in K chunks of square blocks: rows by the lanes"
+    fits = [kc for kc in range(step, depth, step)
+            if depth % kc == 0 and (rows + cols) * kc * element_size <= limit
+            and even_copies(kc, shape, trans, lanes, subgroups)]  # fmt: skip
+    if not fits:
+        return 0, f"no K chunk of A and B fits the {limit} bytes of local memory in even copies"
+    return max(fits), ""
+
+
+def copy_width(rows: int, cols: int, lanes: int, subgroups: int) -> int:
+    """Columns a subgroup copies at once of a rows x cols chunk (staging_k.copy_plain): at most
+    8, half the register tile cap, the columns shared among the subgroups, dividing cols."""
+    blocks = -(-rows // lanes)
+    width = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks, cols // subgroups))
+    while cols % width:
+        width -= 1
+    return width
+
+
+def even_copies(
+    chunk: int, shape: tuple[int, int, int], trans: tuple[bool, bool], lanes: int, subgroups: int
+) -> bool:
+    """Whether each subgroup copies as many blocks of A's and of B's chunk. On the H100 chunked
+    kernels whose transposed copy left some subgroups without a block (f64-64-tn in 32 lanes,
+    or 16 lanes with chunks of 16) left C unwritten; every even one was right. Not understood
+    yet (docs/gpu.md), so only even copies are made."""
+    rows, cols, _ = shape
+    if trans[0]:
+        a = rows // lanes * (chunk // lanes)
+    else:
+        a = chunk // copy_width(rows, chunk, lanes, subgroups)
+    b_rows, b_cols = (cols, chunk) if trans[1] else (chunk, cols)
+    b = b_cols // copy_width(b_rows, b_cols, lanes, subgroups)
+    return a % subgroups == 0 and b % subgroups == 0
+
+
+def gemm_tiling(
+    gemm: GemmInst, work_group: tuple[int, int], lanes: int, target: CoreInfo, max_k_unroll: int,
+    staging: bool = True,
+) -> Tiling:  # fmt: skip
+    """The tiling of a gemm sized here: block's register tiles, operand_staging's copies; where
+    A and B do not fit local memory together, both staged in chunks of K (k_chunk) with K steps
+    of CHUNKED_K_UNROLL where the tiles allow it (module docstring; staging is on from -O2,
+    where max_k_unroll only caps the general K step)."""
+    rows, cols = gemm.output.memref_type.shape
+    assert isinstance(rows, int) and isinstance(cols, int) and target.warp_size
+    size = max(summed_type(gemm.output.memref_type.element).size, 4)
+    subgroups = work_group[0] * work_group[1] // lanes
+    mb, nb, ku = block(rows, cols, lanes, subgroups, size, target)
+    stage_a, stage_b = operand_staging(gemm, target, staging)
+    tiling = Tiling(work_group, mb, nb, min(ku, max_k_unroll), stage_a=stage_a, stage_b=stage_b)
+    a, b = (v.memref_type for v in gemm.operands[1:3])
+    if stage_a == stage_b or min(operand_bytes(a), operand_bytes(b)) < STAGE_MIN_BYTES:
+        return tiling
+    both = dataclasses.replace(tiling, k_unroll=CHUNKED_K_UNROLL, stage_a=True, stage_b=True)
+    depth = a.shape[0 if gemm.trans_a else 1]
+    assert isinstance(depth, int)
+    shape = (rows, cols, depth)
+    element = max(a.element.size, b.element.size)
+    limit = target.local_memory_size or 0
+    trans = (gemm.trans_a, gemm.trans_b)
+    return both if k_chunk(shape, element, trans, lanes, both, limit)[0] else tiling
+
+
+def operand_bytes(t: MemrefType) -> int:
+    return math.prod(t.shape) * t.element.size  # type: ignore[arg-type]
 
 
 def fused_stage_b(first: GemmInst, target: CoreInfo, staging: bool = True) -> bool:

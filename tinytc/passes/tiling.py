@@ -149,14 +149,11 @@ def default_tiling(
     transposed_a = isinstance(inst, GemmInst | GemvInst) and inst.trans_a
     staged_a = staging and transposed_a and stage_pays(inst.operands[1].memref_type, target)
     linalg = [i for i in func.walk() if isinstance(i, LinalgInst)]
-    if target.warp_size and warps.sized_gemm(linalg) is inst:
+    sized = warps.sized_gemm(linalg) if target.warp_size else None
+    if sized is not None and sized is inst:
         assert isinstance(rows, int) and isinstance(cols, int) and func.subgroup_size
-        wg = func.work_group_size
-        subgroups = wg[0] * wg[1] // func.subgroup_size
-        lanes = func.subgroup_size
-        mb, nb, ku = warps.block(rows, cols, lanes, subgroups, max(summed.size, 4), target)
-        stage_a, stage_b = warps.operand_staging(inst, target, staging)
-        return Tiling(wg, mb, nb, min(ku, max_k_unroll), stage_a=stage_a, stage_b=stage_b)
+        wg, lanes = func.work_group_size, func.subgroup_size
+        return warps.gemm_tiling(sized, wg, lanes, target, max_k_unroll, staging)
     tiling = choose_tiling(
         rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes,
         max(summed.size, 4),  # narrower integers are blocked as 32-bit values too

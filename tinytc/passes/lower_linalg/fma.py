@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 
 from ...gemm import Tiling
+from ...gemm.warps import k_chunk as chunk_of
 from ...ir import (
     INDEX,
     ArithInst,
@@ -30,6 +31,7 @@ from .emitter import Operand, Size, Tile, Touch, both, checked_rows, col_tiles
 from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
 from .staging import stage, stage_plain, why_not_staged
+from .staging_k import lower_chunked
 
 
 def lower_fma(low: Lowering, inst: LinalgInst) -> None:
@@ -46,7 +48,13 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         inputs[0].transpose = inst.trans_a and inputs[0].type.order == 2
     if isinstance(inst, GemmInst):
         inputs[1].transpose = inst.trans_b
-    check_staging(low, inst, tiling, inputs)
+    chunk = check_staging(low, inst, tiling, inputs)
+    if chunk:
+        assert isinstance(inst, GemmInst)
+        lower_chunked(low, inst, tiling, chunk, inputs, acc)
+        for staged in low.staged:
+            e.add(LifetimeStopInst(staged))
+        return
     if isinstance(inst, GemmInst | GemvInst):
         depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
         if tiling.stage_a:
@@ -91,10 +99,11 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         e.add(LifetimeStopInst(staged))
 
 
-def check_staging(low: Lowering, inst: LinalgInst, tiling: Tiling, inputs: list[Operand]) -> None:
+def check_staging(low: Lowering, inst: LinalgInst, tiling: Tiling, inputs: list[Operand]) -> int:
     """Refuse stage_a / stage_b that the lowering cannot execute: a transposed A (gemm.t,
     gemv.t) is copied anywhere; a non-transposed A and a gemm's B only on targets of warps
-    (staging.stage_plain), and what is copied must fit local memory together."""
+    (staging.stage_plain), and what is copied must fit local memory together, or, A and B of
+    a gemm on targets of warps, in chunks of K (warps.k_chunk): their size, else 0."""
     warps = low.target.warp_size is not None
     gemm = isinstance(inst, GemmInst | GemvInst)
     copies: list[Operand] = []
@@ -114,8 +123,26 @@ def check_staging(low: Lowering, inst: LinalgInst, tiling: Tiling, inputs: list[
     total = sum(math.prod(d or 0 for d in x.type.shape) * x.type.element.size for x in copies)
     limit = low.target.local_memory_size
     if len(copies) > 1 and limit is not None and total > limit:
-        low.refuse(inst, f"stage_a and stage_b: A and B take {total} bytes, more than the "
-                   f"{limit} of local memory")  # fmt: skip
+        why = f"A and B take {total} bytes, more than the {limit} of local memory"
+        if warps and isinstance(inst, GemmInst):
+            chunk, why = k_chunk(low, inst, tiling, inputs, limit)
+            if chunk:
+                return chunk
+        low.refuse(inst, f"stage_a and stage_b: {why}")
+    return 0
+
+
+def k_chunk(
+    low: Lowering, inst: GemmInst, tiling: Tiling, inputs: list[Operand], limit: int
+) -> tuple[int, str]:
+    """warps.k_chunk of a gemm whose staged A and B (static: checked) exceed local memory."""
+    rows, cols = inst.output.memref_type.shape
+    depth = inputs[0].type.shape[0 if inputs[0].transpose else 1]
+    assert isinstance(rows, int) and isinstance(cols, int) and isinstance(depth, int)
+    size = max(x.type.element.size for x in inputs)
+    shape = (rows, cols, depth)
+    trans = (inputs[0].transpose, inputs[1].transpose)
+    return chunk_of(shape, size, trans, low.sgs, tiling, limit)
 
 
 def tiles(
