@@ -12,8 +12,8 @@ from tinytc.testing.checks import check_execution, check_static
 from tinytc.testing.strategies import cases
 from tinytc.testing.worker import Worker
 
-STATIC = KindBudget(100)  # of 300 drawn: 0.14 s each on two cores
-EXECUTED = KindBudget(400)  # of 1200 drawn: 0.12 s each
+STATIC = KindBudget(50)  # of 300 drawn: 0.14 s each on two cores
+EXECUTED = KindBudget(200)  # of 1200 drawn: 0.12 s each
 
 
 @ci_settings(300)
