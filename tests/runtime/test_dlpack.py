@@ -116,10 +116,13 @@ def test_pyopencl_arrays_of_the_kernels_context() -> None:
 
     kernels = tinytc.jit(AXPY)
     queue = cl.CommandQueue(default_queue().context)  # another queue, the same context
-    x = cla.to_device(queue, np.arange(4, dtype=np.float32))
-    y = cla.to_device(queue, np.ones(4, np.float32))
-    kernels.axpy(2.0, x, y, howmany=4)
-    np.testing.assert_array_equal(y.get(), 2 * np.arange(4) + 1)
+    # the launch waits for the arrays' queue and their queue for the launch: without either,
+    # the CPU runtime read stale values in about one call of five
+    for blocking in [True, False] * 20:
+        x = cla.to_device(queue, np.arange(4, dtype=np.float32))
+        y = cla.to_device(queue, np.ones(4, np.float32))
+        kernels.axpy(2.0, x, y, howmany=4, blocking=blocking)
+        np.testing.assert_array_equal(y.get(), 2 * np.arange(4) + 1)
 
 
 def test_pyopencl_arrays_of_another_context_are_refused() -> None:

@@ -175,6 +175,34 @@ def stage(
     return out, staged
 
 
+def device_arrays(params: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+    """The pyopencl arrays of a call: memref arguments and group members."""
+    found = []
+    for p, arg in zip(params, args):
+        if isinstance(p.type, GroupType):
+            found += [a for _, a in _device_members(arg)]
+        elif isinstance(p.type, MemrefType) and is_pyopencl(arg):
+            found.append(arg)
+    return found
+
+
+def after_their_queues(arrays: Sequence[Any], queue: Any) -> list[Any]:
+    """Events a launch on ``queue`` waits for so that it sees what was enqueued on the
+    arrays' own queues: each array's pending events and, for a queue other than ``queue``, a
+    marker of everything enqueued there (commands of two queues are ordered only by events;
+    Intel's CPU runtime lets a launch read a buffer that a blocking write on another queue of
+    the same context has not yet made visible to it: tests/runtime/test_dlpack.py)."""
+    cl = _pyopencl()
+    events: list[Any] = []
+    others: dict[int, Any] = {}
+    for array in arrays:
+        events += array.events
+        q = array.queue
+        if q is not None and q.int_ptr != queue.int_ptr:
+            others.setdefault(q.int_ptr, q)
+    return events + [cl.enqueue_marker(q) for q in others.values()]
+
+
 def _device_members(arg: Any) -> list[tuple[int | None, Any]]:
     """The pyopencl arrays of a group argument: (member index, array), or (None, array) for
     one array that holds every member."""

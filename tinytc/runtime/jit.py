@@ -39,7 +39,7 @@ from .cache import (
     store_compiled,
 )
 from .device import _pyopencl, core_info_from_device, default_queue, uses_ptx
-from .device_groups import refuse_other_context, stage, where
+from .device_groups import after_their_queues, device_arrays, refuse_other_context, stage, where
 
 if TYPE_CHECKING:
     import pyopencl as cl
@@ -309,6 +309,7 @@ class Kernel:
         groups = check_groups(howmany)
         given = self.arranged(args, named, len(self.func.params))
         queue = self.queue_for(queue)
+        on_device = device_arrays(self.func.params, given)
         given, staged = stage(self.func.params, given, queue)  # pyopencl group members
         bound = bind(self.func, given, self.written)
         self.check_batch(bound, groups)
@@ -328,6 +329,8 @@ class Kernel:
             _prune()
         cl = _pyopencl()
         waits = list(wait_for) if wait_for else None
+        if on_device:
+            waits = (waits or []) + after_their_queues(on_device, queue)
         if staged is not None:
             waits = staged.copy_in(waits, self.written)
             keep += staged.hosts()
@@ -347,6 +350,8 @@ class Kernel:
                 )
         if staged is not None:
             event = staged.copy_back(event)
+        for array in on_device:  # later commands on the array's queue wait for the launch
+            array.add_event(event)
         if blocking:
             event.wait()
         else:

@@ -24,6 +24,7 @@ from ..spirv.tools import validate
 from ..target import SM_90, CoreInfo
 from . import cache
 from .device import _pyopencl, cache_dir, raw_device_info
+from .device_groups import after_their_queues, device_arrays
 from .jit import Kernel, Kernels, Signature, _kernel_args
 
 # cl_nv_device_attribute_query
@@ -169,6 +170,9 @@ class CopyingKernel(Kernel):
         self.check_batch(bound, groups)
         if howmany == 0:
             return
+        on_device = device_arrays(self.func.params, args)
+        if on_device:  # what their own queues still have to do (device_groups.py)
+            _pyopencl().wait_for_events(after_their_queues(on_device, self.owner.build.queue))
         batch = self.func.batch_per_group
         groups = -(-howmany // batch)
         owner = type(self.owner)  # its methods: a kernel of the same name shadows them
