@@ -108,9 +108,9 @@ def k_chunk(
     subgroup adds the chunk's terms to its one register tile, waits, and the next chunk
     follows (staging_k.lower_chunked). The largest chunk that divides K, is a multiple of the
     K step (of the lanes where a transposed A is copied in square blocks) and fits ``limit``
-    bytes with its partner, whose copies give every subgroup as many blocks (even_copies);
-    (0, why not) where none does or a subgroup owns more than one tile (its accumulators are
-    held across the chunks)."""
+    bytes with its partner; (0, why not) where none does or a subgroup owns more than one
+    tile (its accumulators are held across the chunks). Subgroups may copy different numbers
+    of blocks (some none): every barrier stays outside the copies' loops (docs/gpu.md)."""
     rows, cols, depth = shape
     trans_a = trans[0]
     wg0, wg1 = tiling.work_group
@@ -123,10 +123,9 @@ def k_chunk(
     if trans_a and rows % lanes:
         return 0, "a transposed A is copied in K chunks of square blocks: rows by the lanes"
     fits = [kc for kc in range(step, depth, step)
-            if depth % kc == 0 and (rows + cols) * kc * element_size <= limit
-            and even_copies(kc, shape, trans, lanes, subgroups)]  # fmt: skip
+            if depth % kc == 0 and (rows + cols) * kc * element_size <= limit]  # fmt: skip
     if not fits:
-        return 0, f"no K chunk of A and B fits the {limit} bytes of local memory in even copies"
+        return 0, f"no K chunk of A and B fits the {limit} bytes of local memory"
     return max(fits), ""
 
 
@@ -138,23 +137,6 @@ def copy_width(rows: int, cols: int, lanes: int, subgroups: int) -> int:
     while cols % width:
         width -= 1
     return width
-
-
-def even_copies(
-    chunk: int, shape: tuple[int, int, int], trans: tuple[bool, bool], lanes: int, subgroups: int
-) -> bool:
-    """Whether each subgroup copies as many blocks of A's and of B's chunk. On the H100 chunked
-    kernels whose transposed copy left some subgroups without a block (f64-64-tn in 32 lanes,
-    or 16 lanes with chunks of 16) left C unwritten; every even one was right. Not understood
-    yet (docs/gpu.md), so only even copies are made."""
-    rows, cols, _ = shape
-    if trans[0]:
-        a = rows // lanes * (chunk // lanes)
-    else:
-        a = chunk // copy_width(rows, chunk, lanes, subgroups)
-    b_rows, b_cols = (cols, chunk) if trans[1] else (chunk, cols)
-    b = b_cols // copy_width(b_rows, b_cols, lanes, subgroups)
-    return a % subgroups == 0 and b % subgroups == 0
 
 
 def gemm_tiling(

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from ..ir import Program
 from ..target import CoreInfo
+from .check_barriers import CheckBarriersPass
 from .check_bounds import CheckBoundsPass
 from .check_ir import CheckIrPass
 from .constant_fold import ConstantFoldPass, DeadCodePass
@@ -41,6 +42,7 @@ PASSES: dict[str, Callable[[CoreInfo, int], Pass]] = {
     "lower-linalg": lambda t, o: LowerLinalgPass(t),
     "stack": lambda t, o: StackPass(t.local_memory_size if t else None, staging=o >= 2),
     "insert-barrier": lambda t, o: InsertBarrierPass(),
+    "check-barriers": lambda t, o: CheckBarriersPass(),  # lowered code in tests; tinytc-opt
 }
 NEEDS_TARGET = frozenset({"work-group-size", "tile-linalg", "lower-linalg"})
 DEFAULT_PIPELINE = (

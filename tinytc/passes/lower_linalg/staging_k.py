@@ -2,7 +2,9 @@
 warps: f64 64 x 64 x 64 takes 64 KB, NVIDIA's OpenCL gives a work-group 48 KB): they are
 copied in chunks of K (warps.k_chunk), and the one parallel region holds each subgroup's
 register tile across the chunks, with a barrier after each copy and one before the next
-(docs/gpu.md)."""
+(docs/gpu.md). The copies are loops over blocks that start at the subgroup's id, so their
+trip counts differ between subgroups; the barriers stay outside them, at the top of the
+parallel region, where every work-item reaches them (tinytc.passes.barrier_check)."""
 
 from __future__ import annotations
 
@@ -98,6 +100,9 @@ def copy_transposed(low: Lowering, src: Value, local: Value, k0: int, sg: Size) 
     rows, chunk = t.shape
     assert isinstance(rows, int) and isinstance(chunk, int)
     s = low.sgs
+    # whole blocks cover the chunk (warps.k_chunk: rows and chunk by the lanes); a chunk under
+    # the lanes would copy nothing and leave local memory unwritten
+    assert rows % s == 0 and chunk % s == 0, (rows, chunk, s)
     across = rows // s
 
     def copy(i: Size) -> list[Value]:
