@@ -3,7 +3,8 @@ collective regions), and shapes over the target's values per work-item
 (CoreInfo.max_values_per_item): a matrix_b held in the documented layout instead of whole, and
 a mul_add that spills C and B to private arrays and loops over C's columns. Each program runs
 on the CPU runtime against the reference and is validated for pvc and dg2 (every DPAS form);
-a target with a small cap exercises the spilled mul_add at small sizes."""
+a target with a cap of 16 takes the lowering over the cap at small shapes (the loops over
+columns of loads, stores and mul_add), which keeps the builds short."""
 
 from __future__ import annotations
 
@@ -14,9 +15,18 @@ import pytest
 
 import tinytc
 from tinytc import reference
+from tinytc.errors import BoundsError
 from tinytc.spirv._grammar import Op, StorageClass
 from tinytc.spirv.tools import instructions, validate
-from tinytc.target import CPU, configure
+from tinytc.target import CoreInfo, configure, get_target
+
+
+def capped(target: str, cap: int = 16) -> CoreInfo:
+    """A predefined target with ``cap`` values per work-item (over the cap at small sizes)."""
+    return dataclasses.replace(get_target(target), max_values_per_item=cap)
+
+
+SMALL = capped("cpu")
 
 OUTSIDE = """func @k(%A: memref<f32x20x8>, %B: memref<f32x20x8>) attributes{subgroup_size=16} {
   %c0 = constant 0 : index
@@ -46,32 +56,33 @@ OUTSIDE = """func @k(%A: memref<f32x20x8>, %B: memref<f32x20x8>) attributes{subg
 }
 """
 
-# B of 32 x 32 (1024 entries whole) exceeds the cap of 256: it is held in the documented layout
-# through mul_add, the cast from matrix_acc, extract, insert, reduce, apply, scale and stores.
-BIG_B = """func @k(%A: memref<f32x32x32>, %B: memref<f32x32x32>, %C: memref<f32x32x32>,
-        %R: memref<f32x32x2>, %D: memref<f32x32x32>) attributes{subgroup_size=16} {
+# B of 12 x 12 (144 entries whole) exceeds the cap of 16 (SMALL), A and C (12 each) do not: B is
+# held in the documented layout through mul_add, the cast from matrix_acc, extract, insert,
+# reduce, apply, scale and stores.
+BIG_B = """func @k(%A: memref<f32x12x12>, %B: memref<f32x12x12>, %C: memref<f32x12x12>,
+        %R: memref<f32x12x2>, %D: memref<f32x12x12>) attributes{subgroup_size=16} {
   %c0 = constant 0 : index
   %c1 = constant 1 : index
   parallel {
-    %a = cooperative_matrix_load %A[%c0,%c0] : coopmatrix<f32x32x32,matrix_a>
-    %b = cooperative_matrix_load.t %B[%c0,%c0] : coopmatrix<f32x32x32,matrix_b>
-    %c = cooperative_matrix_load %C[%c0,%c0] : coopmatrix<f32x32x32,matrix_acc>
-    %d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<f32x32x32,matrix_acc>
-    %cb = cast %d : coopmatrix<f32x32x32,matrix_b>
+    %a = cooperative_matrix_load %A[%c0,%c0] : coopmatrix<f32x12x12,matrix_a>
+    %b = cooperative_matrix_load.t %B[%c0,%c0] : coopmatrix<f32x12x12,matrix_b>
+    %c = cooperative_matrix_load %C[%c0,%c0] : coopmatrix<f32x12x12,matrix_acc>
+    %d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<f32x12x12,matrix_acc>
+    %cb = cast %d : coopmatrix<f32x12x12,matrix_b>
     %two = constant 2.0 : f32
     %x = cooperative_matrix_extract %cb[5] : f32
     %y = mul %x, %two : f32
-    %cb2 = cooperative_matrix_insert %y, %cb[5] : coopmatrix<f32x32x32,matrix_b>
-    %r = cooperative_matrix_reduce_add.row %cb2 : coopmatrix<f32x32x1,matrix_b>
-    %s = cooperative_matrix_reduce_max.column %cb2 : coopmatrix<f32x1x32,matrix_b>
+    %cb2 = cooperative_matrix_insert %y, %cb[5] : coopmatrix<f32x12x12,matrix_b>
+    %r = cooperative_matrix_reduce_add.row %cb2 : coopmatrix<f32x12x1,matrix_b>
+    %s = cooperative_matrix_reduce_max.column %cb2 : coopmatrix<f32x1x12,matrix_b>
     cooperative_matrix_store %r, %R[%c0,%c0]
     cooperative_matrix_store.t %s, %R[%c0,%c1]
-    %e = cooperative_matrix_apply (%i,%j,%v)=%cb2 -> coopmatrix<f32x32x32,matrix_b> {
+    %e = cooperative_matrix_apply (%i,%j,%v)=%cb2 -> coopmatrix<f32x12x12,matrix_b> {
       %f = cast %i : f32
       %g = add %v, %f : f32
       yield (%g)
     }
-    %h = cooperative_matrix_scale %two, %e : coopmatrix<f32x32x32,matrix_b>
+    %h = cooperative_matrix_scale %two, %e : coopmatrix<f32x12x12,matrix_b>
     cooperative_matrix_store %h, %D[%c0,%c0]
   }
 }
@@ -100,64 +111,36 @@ def mul_add_program(m: int, n: int, k: int, el: str = "f32") -> str:
 """
 
 
-def run_against_reference(text: str, target: object = None) -> None:
-    """Small integer inputs (exact in every type here); the CPU runtime's outputs equal the
-    reference's, and the kernel changed them."""
+def run_against_reference(
+    text: str,
+    target: object = None,
+    check_bounds: bool = False,
+    shapes: list[tuple[int, ...]] | None = None,
+) -> None:
+    """Small integer inputs (exact in every type here; of ``shapes``, else of the parameters'
+    types); the CPU runtime's outputs equal the reference's, and the kernel changed them."""
     program = tinytc.parse(text)
     func = program.function("k")
     rng = np.random.default_rng(1)
     args = []
-    for p in func.params:
+    for i, p in enumerate(func.params):
         t = p.type
         dtype = np.float16 if str(t.element) == "f16" else np.float32  # type: ignore[attr-defined]
-        args.append(np.asfortranarray(rng.integers(-3, 4, t.shape).astype(dtype)))  # type: ignore[attr-defined]
+        shape = shapes[i] if shapes else t.shape  # type: ignore[attr-defined]
+        args.append(np.asfortranarray(rng.integers(-3, 4, shape).astype(dtype)))
     got, want = [a.copy(order="F") for a in args], [a.copy(order="F") for a in args]
-    tinytc.jit(text, target=target).k(*got, howmany=1)
+    tinytc.jit(text, target=target, check_bounds=check_bounds).k(*got, howmany=1)
     reference.run(program, "k", want, 1)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     assert any(not np.array_equal(g, a) for g, a in zip(got, args))
 
 
-def validate_on_gpus(text: str) -> None:
+def validate_on_gpus(text: str, cap: int | None = None) -> None:
     for target in ("pvc", "dg2"):
+        core = capped(target, cap) if cap else get_target(target)
         for form in ("extension", "builtin", "emulate", "off"):
-            validate(tinytc.compile(text, target, dpas=form))
-
-
-def test_coopmatrix_values_outside_parallel() -> None:
-    """Made by constant, arith, for, if, math and cast in the function's collective region,
-    read in a parallel region (before: 'must be in a parallel region')."""
-    run_against_reference(OUTSIDE)
-    validate_on_gpus(OUTSIDE)
-
-
-def test_matrix_b_over_the_cap() -> None:
-    """Before: 'coopmatrix<f32x32x32,matrix_b> needs 1024 values per work-item'."""
-    run_against_reference(BIG_B)
-    validate_on_gpus(BIG_B)
-
-
-def test_f16_matrix_b_over_the_cap_runs_with_emulated_dpas() -> None:
-    """The flash-attention shape (f16 A and B of 32 x 32, f32 C): the DPAS layouts on pvc,
-    emulated on the CPU runtime, and plain (B in the documented layout)."""
-    text = mul_add_program(32, 32, 32, "f16")
-    run_against_reference(text)
-    run_against_reference(text, configure("pvc", "emulate"))
-    validate_on_gpus(text)
-
-
-def test_mul_add_over_the_cap_spills() -> None:
-    """With a cap of 16 values per work-item, A (2 blocks x 8 = 16), B (8 x 20 = 160 whole,
-    so 20 in the documented layout) and C (2 x 20 = 40) take the spilled mul_add: a loop over
-    C's columns on private arrays, whose results equal the reference; a B that fits whole
-    (2 x 5) with a C over the cap (4 blocks x 5) takes it too."""
-    small = dataclasses.replace(CPU, name="cpu-cap-16", max_values_per_item=16)
-    for m, n, k in ((32, 20, 8), (64, 5, 2)):
-        text = mul_add_program(m, n, k)
-        assert shape_of(tinytc.compile(text, small)) == (2, 2)  # B, C; the for, the spill
-        run_against_reference(text, small)
-    assert shape_of(tinytc.compile(mul_add_program(32, 20, 8))) == (0, 1)  # under the cap
+            validate(tinytc.compile(text, core, dpas=form))
 
 
 def shape_of(binary: bytes) -> tuple[int, int]:
@@ -167,17 +150,98 @@ def shape_of(binary: bytes) -> tuple[int, int]:
     return len(private), sum(op == Op.LoopMerge for op, _ in found)
 
 
-@pytest.mark.parametrize("use", ["matrix_acc", "matrix_b"])
-def test_values_over_the_cap_load_and_store(use: str) -> None:
-    """A matrix of 64 x 80 (320 values per work-item with 16 lanes, 5120 whole) is loaded and
-    stored back transposed (before: a located error)."""
-    text = f"""func @k(%A: memref<f32x64x80>, %B: memref<f32x80x64>)
-    attributes{{subgroup_size=16}} {{
+def test_coopmatrix_values_outside_parallel() -> None:
+    """Made by constant, arith, for, if, math and cast in the function's collective region,
+    read in a parallel region (before: 'must be in a parallel region'); in bounds mode too."""
+    run_against_reference(OUTSIDE)
+    run_against_reference(OUTSIDE, check_bounds=True)
+    validate_on_gpus(OUTSIDE)
+
+
+def test_matrix_b_over_the_cap() -> None:
+    """Before: 'coopmatrix<f32x32x32,matrix_b> needs 1024 values per work-item' (at the
+    cap of 256; here 144 at a cap of 16)."""
+    run_against_reference(BIG_B, SMALL)
+    validate_on_gpus(BIG_B, 16)
+
+
+def test_f16_matrix_b_over_the_cap_runs_with_emulated_dpas() -> None:
+    """f16 A and B, f32 C (the flash-attention form): the DPAS layouts on pvc, emulated on
+    the CPU runtime, and plain (B of 256 entries in the documented layout at a cap of 16)."""
+    text = mul_add_program(16, 16, 16, "f16")
+    run_against_reference(text, SMALL)
+    run_against_reference(text, configure(capped("pvc"), "emulate"))
+    validate_on_gpus(text, 16)
+
+
+def test_mul_add_over_the_cap_spills() -> None:
+    """With a cap of 16 values per work-item, C (2 blocks x 10 = 20) and B (8 x 10 = 80
+    whole, so 10 in the documented layout) take the spilled mul_add, a loop over C's columns
+    on private arrays for B and C, and C's load and store loop over its columns through a
+    private array each; A (16) fits. A B that fits whole (2 x 5) with a C over the cap
+    (4 blocks x 5) takes them too. The results equal the reference."""
+    for m, n, k in ((32, 10, 8), (64, 5, 2)):
+        text = mul_add_program(m, n, k)
+        # arrays: C's load, B and C of mul_add, C's store; loops: those, and the K loop
+        assert shape_of(tinytc.compile(text, SMALL)) == (4, 4)
+        run_against_reference(text, SMALL)
+    assert shape_of(tinytc.compile(mul_add_program(32, 10, 8))) == (0, 1)  # under the cap
+
+
+LOAD_STORE = """func @k(%A: memref<f32x24x14>, %B: memref<f32x14x24>, %C: memref<f32x24x14>)
+    attributes{subgroup_size=16} {
   %c0 = constant 0 : index
-  parallel {{
-    %a = cooperative_matrix_load %A[%c0,%c0] : coopmatrix<f32x64x80,{use}>
+  %c2 = constant 2 : index
+  %c3 = constant 3 : index
+  parallel {
+    %a = cooperative_matrix_load %A[%c0,%c0] : coopmatrix<f32x20x12,USE>
     cooperative_matrix_store.t %a, %B[%c0,%c0]
-  }}
-}}
+    %h = cooperative_matrix_load.rows_checked %A[%c3,%c2] : coopmatrix<f32x24x12,USE>
+    cooperative_matrix_store.both_checked %h, %C[%c3,%c0]
+    cooperative_matrix_store.atomic_add %a, %C[%c0,%c0]
+  }
+}
 """
-    run_against_reference(text)
+
+
+@pytest.mark.parametrize("use", ["matrix_acc", "matrix_b"])
+def test_loads_and_stores_over_the_cap_loop_over_columns(use: str) -> None:
+    """Matrices of 20 x 12 and 24 x 12 (24 values per work-item with 16 lanes, 240 and 288
+    whole; a matrix_b over the cap is held in the documented layout) are loaded (checked,
+    hanging over the end) and stored (.t, checked, .atomic_add) in loops over their columns:
+    the module grows with a column, not with the matrix."""
+    text = LOAD_STORE.replace("USE", use)
+    arrays, loops = shape_of(tinytc.compile(text, SMALL))
+    assert (arrays, loops) == (5, 5)  # two loads, three stores
+    run_against_reference(text, SMALL)
+    assert shape_of(tinytc.compile(text)) == (0, 0)  # under the cap of 256
+
+
+def test_over_the_cap_in_bounds_mode() -> None:
+    """check_bounds on dynamic shapes: in range, the looped loads and stores and the spilled
+    mul_add give the reference's results; a memref too small is reported at the tile."""
+    text = mul_add_program(32, 10, 8).replace("x32x16>", "x?x?>").replace("x32x10>", "x?x?>")
+    assert "?" in text
+    shapes = [(32, 16), (16, 10), (32, 10)]
+    run_against_reference(text, SMALL, check_bounds=True, shapes=shapes)
+    kernels = tinytc.jit(text, target=SMALL, check_bounds=True)
+    a, b, c = (np.zeros(shape, np.float32, order="F") for shape in ((31, 16), (16, 10), (32, 10)))
+    with pytest.raises(BoundsError, match="covers"):
+        kernels.k(a, b, c, howmany=1)
+
+
+def test_checked_store_outside_for_every_lane_stores_nothing() -> None:
+    """A checked store whose rows lie past the memref for every lane, at a position known at
+    compile time: the CPU runtime wrote elements 0..10 of the buffer for the test
+    x + lane < 3 with x = 3 (docs/runtime-cpu.md, section 6); tinytc emits a constant test."""
+    text = """func @k(%o: memref<i64x20>) attributes{subgroup_size=8} {
+  %s = subview %o[0:3] : memref<i64x3>
+  parallel {
+    %m = cooperative_matrix_construct 5 : coopmatrix<i64x8x1,matrix_a>
+    cooperative_matrix_store.rows_checked %m, %s[3, 0]
+  }
+}
+"""
+    out = np.zeros(20, np.int64)
+    tinytc.jit(text).k(out, howmany=1)
+    assert not out.any()

@@ -194,6 +194,10 @@ class Case:
     tiling: int | None = None  # seed of random tilings of collectives (None: the compiler's)
     target: str | None = None  # run with this GPU target's geometry, DPAS emulated
     dialect: str = "rev2"  # the text's ("rev2" or "v0.4"; docs/language.md, "Dialects")
+    # compiled and run with this many coopmatrix values per work-item at most
+    # (CoreInfo.max_values_per_item; None: the target's): a small cap takes the over-cap
+    # lowering at small shapes
+    max_values: int | None = None
 
     @property
     def features(self) -> Counter[str]:
@@ -204,7 +208,8 @@ class Case:
 
     def __repr__(self) -> str:
         calls = ", ".join(f"@{k.name}(howmany={k.howmany}, seed={k.seed})" for k in self.kernels)
-        return f"Case({calls}, -O{self.opt_level}, tiling={self.tiling}):\n{self.text}"
+        cap = f", max_values={self.max_values}" if self.max_values else ""
+        return f"Case({calls}, -O{self.opt_level}, tiling={self.tiling}{cap}):\n{self.text}"
 
 
 def instruction_kinds(program: Program) -> Counter[str]:
@@ -244,6 +249,7 @@ def save_case(case: Case, ir_path: Any, npz_path: Any) -> None:
     arrays["meta"] = np.array(json.dumps(meta))
     arrays["opt_level"] = np.array(case.opt_level)
     arrays["tiling"] = np.array(-1 if case.tiling is None else case.tiling)
+    arrays["max_values"] = np.array(case.max_values or 0)
     with open(ir_path, "w", encoding="utf-8") as f:
         f.write(case.text)
     np.savez(npz_path, **arrays)  # type: ignore[arg-type]
@@ -279,8 +285,17 @@ def load_case(ir_path: Any, npz_path: Any) -> Case:
         kernels.append(KernelCase(m["name"], m["howmany"], [], 0, m["work"], args))
     opt_level = int(data["opt_level"]) if "opt_level" in data.files else 2
     tiling = int(data["tiling"]) if "tiling" in data.files else -1
+    cap = int(data["max_values"]) if "max_values" in data.files else 0
     dialect = detect(text).dialect
-    return Case(text, kernels, None, opt_level, None if tiling < 0 else tiling, dialect=dialect)
+    return Case(
+        text,
+        kernels,
+        None,
+        opt_level,
+        None if tiling < 0 else tiling,
+        dialect=dialect,
+        max_values=cap or None,
+    )
 
 
 def _load_argument(data: Any, key: str, a: dict[str, Any]) -> Argument:

@@ -220,7 +220,7 @@ def _check_target(case: Case, program: Program, name: str, seconds: float) -> No
     from tinytc.spirv.tools import SpirvValidationError, validate
 
     text = case.text
-    target = get_target(name)
+    target = capped(get_target(name), case.max_values)
     expected = expected_error(program, text, target)
     try:
         with time_limit(seconds, f"compiling for {name}", text):
@@ -242,6 +242,16 @@ def _check_target(case: Case, program: Program, name: str, seconds: float) -> No
         validate(binary)
     except SpirvValidationError as e:
         raise failure(f"spirv-val-{name}", str(e), text) from None
+
+
+def capped(target: CoreInfo, max_values: int | None) -> CoreInfo:
+    """The target with at most ``max_values`` coopmatrix values per work-item (Case.max_values;
+    None: as it is)."""
+    import dataclasses
+
+    if max_values is None:
+        return target
+    return dataclasses.replace(target, max_values_per_item=max_values)
 
 
 def check_malformed(text: str, target: str = "cpu", seconds: float = 20.0) -> None:
@@ -287,7 +297,9 @@ def check_execution(case: Case, worker: Worker) -> None:
     if expected_error(program, text, get_target(case.target or "cpu")) is not None:
         return
     calls = [(k.name, k.arguments(), k.howmany) for k in case.kernels]
-    outcome = worker.run(text, calls, case.opt_level, case.tiling, target=case.target)
+    outcome = worker.run(
+        text, calls, case.opt_level, case.tiling, target=case.target, max_values=case.max_values
+    )
     if outcome.status != "ok":
         raise failure(outcome.status, outcome.message, text)
     assert outcome.results is not None

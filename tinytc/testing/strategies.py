@@ -45,7 +45,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ..ir import I1, Builder, GroupType, MemrefType, Program, ScalarType
+from ..ir import I1, Builder, GroupType, LinalgInst, MemrefType, Program, ScalarType
 from ..ir.printer import print_program
 from ..passes.check_ir import CheckIrPass
 from .case import (
@@ -98,12 +98,25 @@ def cases(draw: Callable[..., Any], limits: Limits = DEFAULT_LIMITS) -> Case:
     multiple = limits.allows("multiple_kernels") and limits.max_kernels > 1
     if multiple and draw(st.integers(0, 99)) >= 85:
         count = draw(st.integers(2, limits.max_kernels))
-    kernels = [KernelGenerator(draw, limits, f"k{i}").build(b) for i in range(count)]
+    generators = [KernelGenerator(draw, limits, f"k{i}") for i in range(count)]
+    kernels = [g.build(b) for g in generators]
+    # a small cap only without linear algebra: its DPAS tiles need more values per work-item
+    # (an i8 tile's B takes 32 on pvc) and the cap is the tiler's too
+    linalg = any(isinstance(i, LinalgInst) for f in b.program.functions for i in f.walk())
+    caps = [g.max_values for g in generators if g.max_values is not None and not linalg]
     CheckIrPass().run(b.program)
     opt_level = 2 if draw(st.integers(0, 99)) < 70 else draw(st.sampled_from([0, 1]))
     tiling = draw(st.integers(0, 2**16)) if draw(st.integers(0, 99)) >= 75 else None
     text = print_program(b.program, limits.dialect)
-    return Case(text, kernels, b.program, opt_level, tiling, dialect=limits.dialect)
+    return Case(
+        text,
+        kernels,
+        b.program,
+        opt_level,
+        tiling,
+        dialect=limits.dialect,
+        max_values=min(caps, default=None),
+    )
 
 
 def programs(limits: Limits = DEFAULT_LIMITS) -> st.SearchStrategy[Program]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..arguments import Group
 from .case import Argument, call_arguments
-from .checks import compile_case
+from .checks import capped, compile_case
 
 
 @dataclass
@@ -130,14 +130,16 @@ class Worker:
         tiling: int | None = None,
         read_only: Sequence[int] = (),
         target: str | None = None,
+        max_values: int | None = None,
     ) -> Outcome:
         """Compile ``text`` as tinytc.jit does (at ``opt_level``, with random tilings if
         ``tiling`` is a seed; with a GPU ``target``'s geometry and DPAS emulated if given) and
-        call kernels: (name, arguments, howmany). The arrays of the arguments at the positions
-        ``read_only`` (group members too) are passed read-only."""
+        call kernels: (name, arguments, howmany); with at most ``max_values`` coopmatrix
+        values per work-item if given (Case.max_values). The arrays of the arguments at the
+        positions ``read_only`` (group members too) are passed read-only."""
         message = {"op": "run", "text": text, "calls": [tuple(c) for c in calls]}
         options = {"opt_level": opt_level, "tiling": tiling, "read_only": list(read_only)}
-        options |= {"target": target}
+        options |= {"target": target, "max_values": max_values}
         return self.request(message | options)
 
     def build(self, binary: bytes) -> Outcome:
@@ -170,7 +172,8 @@ def _answer(message: dict[str, Any], queue: Any) -> tuple[str, Any]:
     """Carry out one request: ('ok', the arguments after each call) or ('error', why)."""
     if message["op"] == "run":
         opt_level, tiling = message.get("opt_level", 2), message.get("tiling")
-        kernels = _load(message["text"], queue, opt_level, tiling, message.get("target"))
+        target, cap = message.get("target"), message.get("max_values")
+        kernels = _load(message["text"], queue, opt_level, tiling, target, cap)
         results = []
         for name, args, howmany in message["calls"]:
             values = call_arguments(args)
@@ -187,20 +190,28 @@ def _answer(message: dict[str, Any], queue: Any) -> tuple[str, Any]:
     return ("error", f"unknown request {message['op']!r}")
 
 
-def _load(text: str, queue: Any, opt_level: int, tiling: int | None, target: str | None) -> Any:
+def _load(
+    text: str,
+    queue: Any,
+    opt_level: int,
+    tiling: int | None,
+    target: str | None,
+    max_values: int | None = None,
+) -> Any:
     """tinytc.jit at an optimization level, with random tilings if ``tiling`` is a seed, for
-    another target's geometry with DPAS emulated if ``target`` names one."""
+    another target's geometry with DPAS emulated if ``target`` names one, with at most
+    ``max_values`` coopmatrix values per work-item if given."""
     import tinytc
     from tinytc.runtime.device import core_info_from_device
     from tinytc.runtime.jit import Kernels
     from tinytc.target import configure
 
-    if target is not None and tiling is None:
+    if target is not None and tiling is None and max_values is None:
         return tinytc.jit(text, queue, opt_level, target=target, dpas="emulate")
-    if target is None and opt_level == 2 and tiling is None:
+    if target is None and opt_level == 2 and tiling is None and max_values is None:
         return tinytc.jit(text, queue)
     core = configure(target, "emulate") if target else core_info_from_device(queue.device)
-    program, binary = compile_case(text, core, opt_level, tiling)
+    program, binary = compile_case(text, capped(core, max_values), opt_level, tiling)
     return Kernels(program, binary, queue)
 
 

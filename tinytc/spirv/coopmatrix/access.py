@@ -64,13 +64,27 @@ class Access:
             conds.append(lo.op(Op.SLessThan, boolean, lo.as_id(e.row), lo.as_id(t.rows)))
         starts = (self.y, self.x) if self.transpose else (self.x, self.y)
         if self.checked in ("rows", "both"):
-            conds += self._inside(lo.add(starts[0], e.row), self.row_mode)
+            rows = self._rows(starts[0], e)
+            conds += self._inside(lo.add(starts[0], e.row), self.row_mode, rows)
         if self.checked in ("cols", "both"):
             conds += self._inside(lo.add(starts[1], e.col), self.col_mode)
         return conjunction(lo, conds)
 
-    def _inside(self, index: Dim, mode: int) -> list[Id]:
-        inside = below(self.lo, index, (*self.m.shape, 1, 1)[mode])
+    def _rows(self, start: Dim, e: Entry) -> tuple[int, int] | None:
+        """The rows of memory a lane-dependent entry (row lane + S * block) covers over the
+        lanes where its start is known at compile time, else None."""
+        if isinstance(e.row, int) or not isinstance(start, int):
+            return None
+        sgs = subgroup_size(self.lo)
+        return start + sgs * e.block, start + sgs * e.block + sgs - 1
+
+    def _inside(self, index: Dim, mode: int, span: tuple[int, int] | None = None) -> list[Id]:
+        extent = (*self.m.shape, 1, 1)[mode]
+        if span is not None and isinstance(extent, int) and (span[1] < 0 or span[0] >= extent):
+            # outside for every lane: a constant, not a comparison the device compiler proves
+            # false (the CPU runtime then stored anyway: docs/runtime-cpu.md, section 6)
+            return [self.lo.m.constant(self.lo.m.type_bool(), False)]
+        inside = below(self.lo, index, extent)
         if isinstance(inside, bool):
             return [] if inside else [self.lo.m.constant(self.lo.m.type_bool(), False)]
         return [inside]

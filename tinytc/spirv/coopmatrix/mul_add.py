@@ -14,12 +14,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ... import ir
-from .._grammar import Op, OpenCLStd, StorageClass
-from ..convert import Dim, Lowering
+from .._grammar import Op, OpenCLStd
+from ..convert import Lowering
 from ..convert_scalar import convert, round_bf16
 from ..instruction import Id
 from . import CoopMatrix
 from .lanes import broadcast, subgroup_size
+from .spill import Spill, over_columns
 
 if TYPE_CHECKING:
     from .plain import Plain
@@ -88,38 +89,19 @@ def _spilled(
 ) -> list[Id]:
     """C's components after a loop over its columns n: B's column n and C's column n read
     from private copies at the index n, the new column written back in place."""
-    assert lo.fn is not None
-    sgs, pointer = subgroup_size(lo), lo.m.type_pointer(StorageClass.Function, rt)
-
-    def spill(values: list[Id]) -> Id:
-        array = lo.m.type_array(rt, len(values))
-        var = lo.fn.variable(lo.m.type_pointer(StorageClass.Function, array))  # type: ignore[union-attr]
-        for i, v in enumerate(values):
-            lo.b.emit(Op.Store, at(var, i), v)
-        return var
-
-    def at(var: Id, index: Dim) -> Id:
-        return lo.op(Op.InBoundsAccessChain, pointer, var, lo.as_id(index))
-
-    def load(var: Id, index: Dim) -> Id:
-        return lo.op(Op.Load, rt, at(var, index))
-
-    b_array, c_array = spill(b_values), spill(c_values)
+    sgs = subgroup_size(lo)
+    b_array, c_array = Spill.of(lo, rt, b_values), Spill.of(lo, rt, c_values)
     whole, b_blocks = impl.replicated(b.type), b.type.row_blocks(sgs)
 
-    def body(n: Id, _: list[Id]) -> None:
+    def body(n: Id) -> None:
         if whole:
-            y = [
-                lo.op(Op.Load, rt, at(b_array, lo.add(lo.mul(n, k_count), k)))
-                for k in range(k_count)
-            ]
+            y = [b_array.load(lo.add(lo.mul(n, k_count), k)) for k in range(k_count)]
         else:  # each lane loads its component of B's column, the entries are broadcast
-            held = [load(b_array, lo.add(lo.mul(n, b_blocks), q)) for q in range(b_blocks)]
+            held = [b_array.load(lo.add(lo.mul(n, b_blocks), q)) for q in range(b_blocks)]
             y = [broadcast(lo, rt, held[k // sgs], k % sgs) for k in range(k_count)]
         for blk in range(blocks):
-            p = at(c_array, lo.add(lo.mul(n, blocks), blk))
+            p = c_array.at(lo.add(lo.mul(n, blocks), blk))
             lo.b.emit(Op.Store, p, products(lo.op(Op.Load, rt, p), blk, y))
 
-    start, stop = lo.as_id(0), lo.as_id(b.type.cols)
-    lo.loop(ir.INDEX, start, stop, lo.as_id(1), body)
-    return [load(c_array, i) for i in range(len(c_values))]
+    over_columns(lo, b.type.cols, body)
+    return c_array.values()

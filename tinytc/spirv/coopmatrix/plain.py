@@ -6,9 +6,11 @@ GPUs, a subgroup block read where the column is contiguous: Plain.block_readable
 matrix_b is held whole by every work-item (R * C values, column-major) where that fits the
 target's values per work-item (CoreInfo.max_values_per_item; a larger one is held as
 matrix_a is): mul_add then reads each B entry as one value every lane shares, which the CPU
-folds into the fma (docs/performance-cpu.md lesson 8), and a transposed B costs no gather. extract, insert,
-apply and the change of use acc -> b translate between this and the documented layout;
-apply runs its region where the documented layout puts each entry, matrix_b included.
+folds into the fma (docs/performance-cpu.md lesson 8), and a transposed B costs no gather.
+extract, insert, apply and the change of use acc -> b translate between this and the
+documented layout; apply runs its region where the documented layout puts each entry,
+matrix_b included. Loads, stores and mul_adds of matrices over the target's values per
+work-item loop over the columns (spill.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from . import CoopMatrix
 from .access import BLOCK_READ_WIDTHS, Access, Entry, block_reads_pay, check_component_index, clamp
 from .lanes import broadcast, shuffle_xor, subgroup_size
 from .mul_add import plain_mul_add
+from .spill import looped_load, looped_store
 
 MAX_PREFETCH_LINES = 64  # calls one prefetch makes at most (a hint, not worth a long build)
 
@@ -76,13 +79,21 @@ class Plain:
             return CoopMatrix(t, self.block_load(lo, t, access))
         el, rt = t.element, lo.scalar_type(t.element)
         zero = lo.const(el, 0)
-        components = []
-        for e in self.entries(lo, t):
+
+        def read(e: Entry) -> Id:
             pointer = access.pointer(e)
             cond = access.condition(e, t)
-            read = lambda p=pointer: load_scalar(lo, access.m, p)  # noqa: E731
-            components.append(read() if cond is None else lo.if_value(cond, rt, read, zero))
-        return CoopMatrix(t, components)
+            value = lambda: load_scalar(lo, access.m, pointer)  # noqa: E731
+            return value() if cond is None else lo.if_value(cond, rt, value, zero)
+
+        if self.over_cap(lo, t):
+            return CoopMatrix(t, looped_load(lo, t, read))
+        return CoopMatrix(t, [read(e) for e in self.entries(lo, t)])
+
+    def over_cap(self, lo: Lowering, t: ir.CoopMatrixType) -> bool:
+        """Whether a matrix is over the target's values per work-item: its loads and stores
+        loop over its columns (spill.py)."""
+        return self.count(t, subgroup_size(lo)) > self.max_values
 
     def block_readable(self, lo: Lowering, inst: ir.CoopMatrixLoadInst, access: Access) -> bool:
         """Whether a load reads each column block with OpSubgroupBlockReadINTEL
@@ -142,6 +153,16 @@ class Plain:
         access = Access(lo, inst.operands[1], inst.operands[2], inst.operands[3], inst)
         if self.transposable(lo, inst, access):
             self.transposed_store(lo, value, access)
+            return
+        if self.over_cap(lo, t):  # (a replicated matrix never is)
+
+            def put(e: Entry, component: Id) -> None:
+                pointer = access.pointer(e)
+                cond = access.condition(e, t)
+                write = lambda: self._write(lo, inst, access.m, pointer, component)  # noqa: E731
+                write() if cond is None else lo.if_then(cond, write)
+
+            looped_store(lo, t, value.components, put)
             return
         lane = lo.lane() if self.replicated(t) else None
         for e, component in zip(self.entries(lo, t), value.components):

@@ -56,6 +56,7 @@ from .base import generates
 from .coopmatrix_base import (
     MAX_EXTENT,
     MAX_WORK_ITEMS,
+    SMALL_CAPS,
     SUBGROUP_SIZES,
     Meta,
     Par,
@@ -88,13 +89,30 @@ class CoopMatrixStatements(CoopMatrixCompute):
         if sgs is not None:
             w = wgs or (sgs, 1)
             self.launch = (w[0], w[1], sgs)
+            if self.allows("small_cap") and self.flag(10):  # the over-cap lowering, small
+                self.max_values = self.pick(SMALL_CAPS)
         return wgs, sgs
+
+    def outside_statement(self, ctx: Ctx) -> None:
+        """Cooperative matrices made in a collective region by v0.4's mixed instructions
+        (construct, arith, cast, math, for, if), which every subgroup holds alike and the
+        parallel regions in their scope read."""
+        if self.launch is None or self.par is not None or ctx.spmd:
+            return
+        wg0, wg1, sgs = self.launch
+        self.par = Par(wg0 // sgs * wg1, sgs, outside=True)
+        try:
+            self.par_region(Ctx(False, ctx.depth, ctx.trips, None, ctx.loop), minimum=1)
+        finally:
+            self.par = None
 
     @generates(ir.ParallelInst)
     def parallel_statement(self, ctx: Ctx) -> None:
         """A parallel region (where the whole work-group runs) that stores at least once."""
         if self.launch is None or self.par is not None or ctx.spmd:
             return
+        if self.allows("coopmatrix_outside") and self.flag(40):  # matrices it may read
+            self.outside_statement(ctx)
         wg0, wg1, sgs = self.launch
         par = Par(wg0 // sgs * wg1, sgs)
         inst = self.emit(ParallelInst())
@@ -145,6 +163,9 @@ class CoopMatrixStatements(CoopMatrixCompute):
         assert par is not None
         deeper = ctx.depth < self.limits.max_depth
         have = 1 if self.matrices() else 0
+        if par.outside:
+            self.outside_part(ctx, deeper, have)
+            return
         written = par.plain or par.atomic
         options: list[tuple[float, Callable[[Ctx], Any]]] = [
             (4, self.cm_mul_add),
@@ -159,6 +180,7 @@ class CoopMatrixStatements(CoopMatrixCompute):
             (2.5 * have, self.cm_extract_insert),
             (4 * have if a("store") else 0, self.cm_store),
             (1, self.cm_prefetch),
+            (0.5 * have if a("math") else 0, self.cm_math),
             (1.5 * have if a("for") and deeper else 0, self.cm_for),
             (2 if a("if") and deeper else 0, self.cm_if),
             (1.5, self.scalar_statement),
@@ -167,6 +189,22 @@ class CoopMatrixStatements(CoopMatrixCompute):
             (2 if a("barrier") and par.nested == 0 and written else 0, self.cm_read_back),
             (2.5 if a("subgroup") else 0, self.subgroup_statement),
             (1 if a("atomic") else 0, self.atomic_update),
+        ]
+        make = self.weighted(options)
+        if make is not None:
+            make(ctx)
+
+    def outside_part(self, ctx: Ctx, deeper: bool, have: int) -> None:
+        """One statement of a collective region's coopmatrix part (outside_statement)."""
+        a = self.allows
+        options: list[tuple[float, Callable[[Ctx], Any]]] = [
+            (2, self.cm_construct),
+            (3 * have if a("arith") else 0, self.cm_arith),
+            (2 * have if a("cast") else 0, self.cm_cast),
+            (1.5 * have if a("math") else 0, self.cm_math),
+            (2 * have if a("for") and deeper else 0, self.cm_for),
+            (2 * have if a("if") and deeper else 0, self.cm_if),
+            (1, self.scalar_statement),
         ]
         make = self.weighted(options)
         if make is not None:
@@ -305,7 +343,7 @@ class CoopMatrixStatements(CoopMatrixCompute):
             conds = self.scalars(lambda s: s.type.is_bool)
             cond = self.pick(conds) if conds and self.flag(60) else self.compare()
         pool = self.matrices()
-        results = pool and self.allows("if_results") and self.flag(40)
+        results = pool and self.allows("if_results") and self.flag(80 if par.outside else 40)
         types = [self.pick(pool).type] if results else []
         inst = self.b.if_(cond.value, types)  # type: ignore[arg-type]
         inner = Ctx(True, ctx.depth + 1, ctx.trips, None, ctx.loop)

@@ -28,6 +28,9 @@ MAX_EXTENT = 40  # rows and columns
 # by weight; shrinks towards 16, which every target has (pvc lacks 8, pvc and dg2 lack 4, 64)
 SUBGROUP_SIZES = ((4, 16), (2, 8), (2, 32), (1, 4), (1, 64))
 MAX_WORK_ITEMS = 128  # per work-group (the reference runs them one by one)
+# caps of values per work-item a case may be compiled with (Case.max_values): below BUDGET,
+# so that the lowering over the cap runs at the generator's small shapes
+SMALL_CAPS = (16, 8, 32)
 
 
 @dataclass
@@ -46,6 +49,7 @@ class Par:
     nested: int = 0  # if / for around the current statement (barriers only at 0)
     owner: int | None = None  # only this subgroup runs here (if subgroup_id == owner)
     stores: int = 0
+    outside: bool = False  # a collective region: only v0.4's mixed instructions
 
 
 def magnitude(x: Any) -> float:
@@ -89,6 +93,7 @@ class CoopMatrixBase(SubgroupStatements):
 
     launch: tuple[int, int, int] | None = None  # wg0, wg1, subgroup size (None: unknown)
     par: Par | None = None
+    max_values: int | None = None  # the small cap of values per work-item drawn (Case's)
 
     # Matrices in scope
 

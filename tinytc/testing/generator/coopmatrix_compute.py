@@ -10,6 +10,7 @@ from ... import ir
 from ...ir import (
     F32,
     I32,
+    MATH_UNARY,
     ArithInst,
     ArithUnaryInst,
     Constant,
@@ -21,6 +22,7 @@ from ...ir import (
     CoopMatrixReduceInst,
     CoopMatrixScaleInst,
     CoopMatrixType,
+    MathInst,
     ScalarType,
     SubgroupLocalIdInst,
     YieldInst,
@@ -33,7 +35,7 @@ from .coopmatrix_base import (
 )
 from .coopmatrix_store import CoopMatrixStores
 from .model import Ctx, Matrix, Scalar
-from .scalars import _away_from_zero
+from .scalars import MATH_DOMAINS, _away_from_zero
 
 
 class CoopMatrixCompute(CoopMatrixStores):
@@ -149,6 +151,26 @@ class CoopMatrixCompute(CoopMatrixStores):
         value = self.emit(ArithInst(op, m.value, b.value)).result
         self.work += ctx.trips if el.is_float else 0
         self.matrix(value, meta, m, b)
+
+    def cm_math(self, ctx: Ctx) -> None:
+        """A math function of each entry of a float matrix whose entries are exact and in its
+        domain (else of a constant matrix)."""
+        m = self.some_matrix(lambda x: x.type.element.is_float and not x.type.element.is_complex)
+        if m is None:
+            return
+        op = self.pick(MATH_UNARY)
+        domain_lo, domain_hi = MATH_DOMAINS[op]
+        if not (m.exact and m.bounded and domain_lo <= m.lo and m.hi <= domain_hi):
+            m = self.construct_constant(m.type, self.pick([0.5, 1.0, 2.0, 1.75]))
+        lo, hi = widen(*MathInst.result_range(op, m.lo, m.hi))
+        el = m.type.element
+        if max(abs(lo), abs(hi)) > MAG_LIMIT[el.name]:
+            return
+        value = self.emit(MathInst(op, m.value)).result
+        m.uses += 1
+        # a few ulps (tools/math_ulps.py); f32's native forms are much coarser
+        self.work += 4096 if op.startswith("native_") and el == F32 else 4
+        self.matrix(value, (lo, hi, False, True, max(abs(lo), abs(hi))), m)
 
     def construct_constant(self, t: CoopMatrixType, c: float) -> Matrix:
         """A matrix whose entries are the constant c."""

@@ -120,9 +120,11 @@ class CoopMatrixLoads(CoopMatrixBase):
             m = self.pick(pool[::-1])
             m.uses += 1
             return m
+        outside = self.par is not None and self.par.outside  # no loads there
         how = self.weighted(
-            [(4, "load"), (2, "construct"), (2 if depth < 2 and self.allows("cast") else 0, "cast")]
-        )
+            [(0 if outside else 4, "load"), (2, "construct"),
+             (2 if depth < 2 and self.allows("cast") else 0, "cast")]
+        )  # fmt: skip
         m = None
         if how == "load":
             views = self.source_views(t.element)

@@ -13,7 +13,7 @@ FEATURES = frozenset(
     " gemm gemv ger hadamard_product axpby sum cumsum atomic mixed_precision"
     " dynamic_shape strided dynamic_offset narrow_loops narrow_foreach attributes multiple_kernels"
     " f16 bf16 f64 unsigned small_int implicit_barriers inexact_constants coopmatrix"
-    " subgroup_stripes math subgroup complex".split()
+    " subgroup_stripes math subgroup complex coopmatrix_outside small_cap".split()
 )
 
 

@@ -77,6 +77,10 @@ class RegionStatements(CoopMatrixStatements):
                 (w["alloca"] if a("lifetime_stop") else 0, self.lifetime_stop),
                 (w["parallel"] if self.launch else 0, self.parallel_statement),
                 (
+                    w["parallel"] / 6 if self.launch and a("coopmatrix_outside") else 0,
+                    self.outside_statement,
+                ),
+                (
                     w["foreach"] / 3 if self.launch and a("foreach") else 0,
                     self.foreach_tile_statement,
                 ),
