@@ -9,15 +9,11 @@ and its scope before the body is parsed.
 from . import (  # noqa: F401
     attributes,
     constants,
-    control,
-    coopmatrix,
     cumsum,
     linalg,
-    memory,
+    operands,
     program,
-    scalar,
     types,
-    v04,
     v04_coopmatrix,
 )
 from .attributes import tiling_attribute

@@ -9,14 +9,13 @@ from typing import Any
 
 from ...errors import CompilationError, Location
 from ...ir import CumsumInst, Inst, MemrefType, Type, Value
-from ...ir.syntax import literal_int
+from ...ir.syntax import V04, literal_int
 from ..context import Ref
 from ..driver import rule
 from ..lexer import Token
 from .attributes import tiling_attribute
 from .base import Ctx, P, operand_locs
 from .linalg import _widen
-from .v04 import V04
 
 REV2 = "rev2"
 

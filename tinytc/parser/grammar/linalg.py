@@ -24,7 +24,6 @@ from ...ir import (
 from ...ir.instructions.linalg import EXACT_WIDENING
 from ...ir.types import BF16, F16, F32
 from ..driver import rule
-from ..lexer import Token
 from .attributes import tiling_attribute
 from .base import Ctx, P, operand_locs
 
@@ -97,8 +96,3 @@ def _round(value: float, t: ScalarType) -> float:
     if t == BF16:
         return float(bf16.round_to_bf16(value))
     return float({F16: np.float16, F32: np.float32}.get(t, float)(value))
-
-
-@rule("modifiers : ", "modifiers : modifiers MODIFIER")
-def _modifiers(ctx: Ctx, p: P) -> list[Token]:
-    return p[0] + [p[1]] if p else []

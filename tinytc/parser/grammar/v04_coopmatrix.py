@@ -5,58 +5,13 @@ their own types; v0.4 writes .atomic before the transposes, and .n where none is
 from __future__ import annotations
 
 from ...errors import CompilationError
-from ...ir import (
-    CoopMatrixLoadInst,
-    CoopMatrixStoreInst,
-    Inst,
-    MemrefType,
-)
+from ...ir import Inst, MemrefType
 from ...ir.syntax import V04
 from ..driver import rule
 from ..lexer import Token
 from .attributes import tiling_attribute
 from .base import Ctx, P, operand_locs
-from .coopmatrix import CHECKED, TRANSPOSE, _at, _coopmatrix_of, _flags
 from .linalg import LINALG, _widen
-
-
-@rule(
-    "value_instruction : COOPERATIVE_MATRIX_LOAD modifiers position COLON located_type",
-    builds=(CoopMatrixLoadInst,),
-    dialect=V04,
-)
-def _load(ctx: Ctx, p: P) -> Inst:
-    transpose, checked = _flags(p[0], p[1], [TRANSPOSE, CHECKED])
-    t = _coopmatrix_of(p[4], "the result type of cooperative_matrix_load")
-    return CoopMatrixLoadInst(
-        t,
-        *_at(ctx, p[2]),
-        transpose=transpose == "t",
-        checked=checked.removesuffix("_checked"),
-        loc=ctx.loc,
-        operand_locs=operand_locs(*p[2]),
-    )
-
-
-@rule(
-    "statement : COOPERATIVE_MATRIX_STORE modifiers operand COMMA position",
-    builds=(CoopMatrixStoreInst,),
-    dialect=V04,
-)
-def _store(ctx: Ctx, p: P) -> Inst:
-    # .atomic_add is tinytc's (v0.4 writes cooperative_matrix_atomic_add, which waits for the
-    # atomics of the parallel primitives)
-    transpose, checked, atomic = _flags(p[0], p[1], [TRANSPOSE, CHECKED, ("atomic_add",)])
-    return CoopMatrixStoreInst(
-        ctx.typed(p[2]),
-        *_at(ctx, p[4]),
-        transpose=transpose == "t",
-        checked=checked.removesuffix("_checked"),
-        atomic_add=bool(atomic),
-        loc=ctx.loc,
-        operand_locs=operand_locs(p[2], *p[4]),
-    )
-
 
 # Linear algebra
 
