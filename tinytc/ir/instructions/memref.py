@@ -273,7 +273,7 @@ class AssociatedInst(Inst):
 
 
 # Syntax: rev2 writes the operand's type, v0.4 the result's (slices and expand shapes are
-# the parser's non-terminals, tinytc/parser/grammar/memory.py)
+# the parser's non-terminals, tinytc/parser/grammar/operands.py)
 
 
 @syntax(
