@@ -46,11 +46,12 @@ import numpy as np
 from . import ir
 from .errors import UNKNOWN, CompilationError
 from .ir import I32, CoopMatrixType, Function, Inst, Region, Value, definition
+from .ir.instructions.loops import loop_range
 from .reference import (
     Frame,
+    Machine,
     handler_of,
     handles,
-    loop_range,
     scalar,
 )
 
@@ -166,8 +167,9 @@ def operand_name(inst: Inst, i: int) -> str:
     return f"%{v.name}" if v.name else f"operand {i}"
 
 
-class LaneView:
-    """What a scalar handler of reference.py sees of one work-item: ``get`` gives its values."""
+class LaneView(Machine):
+    """What a scalar handler of reference.py (or an instruction's ``interpret``) sees of one
+    work-item: ``get`` gives its values."""
 
     def __init__(self, spmd: Spmd) -> None:
         self.spmd = spmd
@@ -177,6 +179,10 @@ class LaneView:
 
     def get(self, v: Value) -> Any:
         return value_at(self.spmd.lookup(v), self.w)
+
+    @property
+    def where(self) -> str:
+        return self.spmd.frame.where
 
 
 SpmdHandler = Callable[["Spmd", Any, np.ndarray], Any]

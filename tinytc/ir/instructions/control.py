@@ -1,7 +1,8 @@
 """Branches: the whole definition of ``IfInst`` and ``YieldInst`` (operands, verification,
 printing, syntax in both dialects), and the yield checks that regions with results share (for:
 loops.py, cooperative_matrix_apply: coopmatrix_compute.py). Their reference semantics are
-tinytc/reference.py, their lowering tinytc/spirv/convert_control.py."""
+their ``interpret`` methods (inside parallel regions: tinytc/reference_spmd.py), their
+lowering tinytc/spirv/convert_control.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..types import I1, CoopMatrixType, ScalarType, Type
 
 if TYPE_CHECKING:
     from ..printer import Printer
+    from ..semantics import Interpreter
 
 
 class YieldInst(Inst):
@@ -35,6 +37,9 @@ class YieldInst(Inst):
         types = ", ".join(str(v.type) for v in self.operands)
         values = p.names(self.operands)
         p.line(f"yield {values} : {types}" if values else "yield :")
+
+    def interpret(self, f: Interpreter) -> list[Any]:
+        return [f.get(v) for v in self.operands]
 
 
 class IfInst(Inst):
@@ -75,6 +80,9 @@ class IfInst(Inst):
             p.close("} else {")
             p.region(self.otherwise)
         p.close("}")
+
+    def interpret(self, f: Interpreter) -> list[Any]:
+        return f.region(self.then if f.get(self.operands[0]) else self.otherwise)
 
 
 def expect_value(inst: Inst, i: int, what: str) -> None:

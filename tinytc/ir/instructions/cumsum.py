@@ -6,7 +6,7 @@
 with the sum along mode ``n`` of A (j and i in mode n, every other index the same). A and B
 have one shape of order at least 1; alpha, A's and B's element types follow the rules of the
 other collectives (LinalgInst.check_scalars); f16 and bf16 are summed in f32 (summed_type).
-Its syntax in both dialects is here, the reference a handler of tinytc/reference.py, the
+Its syntax in both dialects and its reference semantics (``interpret``) are here, the
 lowering tinytc/passes/lower_linalg/cumsum.py (docs/language.md, "Cumulative sum").
 """
 
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ...errors import CompilationError, Location
 from ..core import Inst, Value
@@ -25,6 +27,7 @@ from .linalg import LinalgInst, widen
 
 if TYPE_CHECKING:
     from ..printer import Printer
+    from ..semantics import Interpreter
 
 
 class CumsumInst(LinalgInst):
@@ -68,6 +71,10 @@ class CumsumInst(LinalgInst):
         types = ", ".join(str(v.type) for v in self.operands)
         tiling = f" attributes{{tiling={format_attribute(self.tiling)}}}" if self.tiling else ""
         p.line(f"cumsum{self.modifiers} {values} : {types}{tiling}")
+
+    def interpret(self, f: Interpreter) -> None:
+        # in the summed type itself: numpy would widen small integers, which wrap here
+        f.update(self, lambda a: np.cumsum(a, axis=self.mode, dtype=a.dtype))
 
 
 # Syntax: ``cumsum[.atomic] %alpha, %A, n, %beta, %B`` followed in rev2 by the four operands'

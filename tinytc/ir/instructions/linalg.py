@@ -1,7 +1,8 @@
 """Collective linear algebra: gemm, gemv, ger, axpby, sum, hadamard_product, defined whole
 (operands, verification, printing, and the one production per dialect they share, with its
-action). Their reference semantics are tinytc/reference.py, their lowering the lower-linalg
-pass (tinytc/passes/lower_linalg).
+action, and the reference semantics: each ``interpret`` gives its numpy value, the
+interpreter's update adds it to the output). Their lowering is the lower-linalg pass
+(tinytc/passes/lower_linalg).
 
 Each computes ``X := alpha * f(A, ...) + beta * X``; alpha and beta have X's element type.
 """
@@ -37,6 +38,7 @@ from .arith import CastInst
 if TYPE_CHECKING:
     from ...gemm import Tiling
     from ..printer import Printer
+    from ..semantics import Interpreter
 
 
 def summed_type(element: ScalarType) -> ScalarType:
@@ -52,6 +54,11 @@ MIXED_PRECISION = {F16: (summed_type(F16),), BF16: (summed_type(BF16),), I8: (I3
 # Float type -> the float types that hold each of its values exactly. The parser widens alpha
 # and beta along these (docs/language.md, "Programs for tinytc v0.3"); it never narrows them.
 EXACT_WIDENING = {F16: (F32, F64), BF16: (F32, F64), F32: (F64,)}
+
+
+def _op(x: np.ndarray, transpose: bool) -> np.ndarray:
+    """A matrix operand of the reference, transposed where its modifier says .t."""
+    return x.T if transpose and x.ndim == 2 else x
 
 
 def _same(a: Dim, b: Dim) -> bool:
@@ -204,6 +211,9 @@ class GemmInst(LinalgInst):
         self.check_shape(self.op_shape(4, False), (m, n), "C")
         return []
 
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a, b: _op(a, self.trans_a) @ _op(b, self.trans_b))
+
 
 class GemvInst(LinalgInst):
     """``gemv.TA alpha, A, b, beta, c``: c := alpha op(A) b + beta c."""
@@ -222,6 +232,9 @@ class GemvInst(LinalgInst):
         self.check_shape(self.op_shape(4, False), (m,), "c")
         return []
 
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a, b: _op(a, self.trans_a) @ b)
+
 
 class GerInst(LinalgInst):
     """``ger alpha, a, b, beta, C``: C := alpha a b^T + beta C."""
@@ -236,6 +249,9 @@ class GerInst(LinalgInst):
         self.check_scalars([a.element, b.element])
         self.check_shape(self.op_shape(4, False), a.shape + b.shape, "C")
         return []
+
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a, b: np.outer(a, b))
 
 
 class HadamardProductInst(LinalgInst):
@@ -252,6 +268,9 @@ class HadamardProductInst(LinalgInst):
         self.check_shape(self.op_shape(4, False), a.shape, "c")
         return []
 
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a, b: a * b if a.shape == b.shape else None)
+
 
 class AxpbyInst(LinalgInst):
     """``axpby.T alpha, A, beta, B``: B := alpha op(A) + beta B."""
@@ -266,6 +285,9 @@ class AxpbyInst(LinalgInst):
         self.check_shape(self.op_shape(3, False), self.op_shape(1, self.trans_a), "B")
         return []
 
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a: _op(a, self.trans_a))
+
 
 class SumInst(LinalgInst):
     """``sum.T alpha, A, beta, B``: B := alpha op(A) 1 + beta B (row sums, or a vector's sum)."""
@@ -279,6 +301,9 @@ class SumInst(LinalgInst):
         self.check_scalars([a.element])
         self.check_shape(self.op_shape(3, False), self.op_shape(1, self.trans_a)[:-1], "B")
         return []
+
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a: _op(a, self.trans_a).sum(axis=-1))
 
 
 # Syntax: one production per dialect for every instruction here. rev2 writes

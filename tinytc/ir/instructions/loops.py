@@ -1,10 +1,12 @@
 """Loops: the whole definition of ``ForInst`` (sequential, values carried from one
 iteration to the next) and ``ForeachInst`` (iterations spread over the work-items): operands,
-verification, printing and syntax in both dialects. Their reference semantics are
-tinytc/reference.py, their lowering tinytc/spirv/convert_control.py."""
+verification, printing, syntax in both dialects and reference semantics (``interpret``;
+inside parallel regions: tinytc/reference_spmd.py). Their lowering is
+tinytc/spirv/convert_control.py."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +19,13 @@ from .control import check_yield, expect_value
 
 if TYPE_CHECKING:
     from ..printer import Printer
+    from ..semantics import Interpreter
+
+
+def loop_range(start: int, stop: int, step: int) -> range:
+    """The iterations of ``for %i = start, stop, step``: start, start + step, ... below stop.
+    A step that is not positive gives no iteration (never an endless loop)."""
+    return range(start, stop, step) if step > 0 else range(0)
 
 
 class _LoopInst(Inst):
@@ -118,6 +127,19 @@ class ForInst(_LoopInst):
         p.region(self.body)
         p.close("}" + unroll_attribute(self))
 
+    def interpret(self, f: Interpreter) -> list[Any]:
+        carried = self.init
+        bounds = [int(f.get(v)) for v in self.operands[: len(self.operands) - len(carried)]]
+        step = bounds[2] if len(bounds) > 2 else 1
+        values = [f.get(v) for v in carried]
+        for i in loop_range(bounds[0], bounds[1], step):
+            f.env[self.var] = f.scalar(i, self.loop_type)
+            for param, value in zip(self.body.params[1:], values):
+                f.env[param] = value
+            yielded = f.region(self.body)
+            values = yielded if carried else values
+        return values
+
 
 def unroll_attribute(inst: ForInst) -> str:
     if inst.unroll is None:
@@ -193,6 +215,17 @@ class ForeachInst(_LoopInst):
         p.open(header)
         p.region(self.body)
         p.close("}")
+
+    def interpret(self, f: Interpreter) -> list[Any]:
+        """Every point of the ranges' product once, mode 0 fastest (any order is allowed)."""
+        ranges = [
+            loop_range(int(f.get(a)), int(f.get(b)), 1) for a, b in zip(self.starts, self.stops)
+        ]
+        for point in itertools.product(*reversed(ranges)):
+            for var, i in zip(self.vars, reversed(point)):
+                f.env[var] = f.scalar(i, var.scalar_type)
+            f.region(self.body)
+        return []
 
 
 def _per_mode(x: Any, cls: type, n: int, none: bool = False) -> list[Any]:

@@ -1,13 +1,15 @@
 """What a work-item asks about its place in the launch, and the barrier: the whole definition
 of ``GroupIdInst``, ``GroupSizeInst``, the subgroup builtins (``subgroup_id``,
 ``subgroup_local_id``, ``num_subgroups``, ``subgroup_size``) and ``BarrierInst`` (operands,
-printing, syntax in both dialects). Their reference semantics are tinytc/reference.py and
-tinytc/reference_spmd.py, their lowering tinytc/spirv/convert_control.py and
-tinytc/spirv/coopmatrix."""
+printing, syntax in both dialects). Their reference semantics are their ``interpret``
+methods and, for the subgroup builtins, tinytc/reference_spmd.py; their lowering
+tinytc/spirv/convert_control.py and tinytc/spirv/coopmatrix."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
 
 from ...errors import CompilationError, Location
 from ..core import Inst
@@ -17,6 +19,7 @@ from ..types import I32, INDEX, Type
 
 if TYPE_CHECKING:
     from ..printer import Printer
+    from ..semantics import Interpreter
 
 
 class GroupIdInst(Inst):
@@ -39,12 +42,18 @@ class GroupIdInst(Inst):
         mode = "" if self.mode == "x" else f".{self.mode}"
         p.line(f"{p.lhs(self)}{self.mnemonic}{mode}")
 
+    def interpret(self, f: Interpreter) -> Any:
+        return np.int64(f.ids["xyz".index(self.mode)])
+
 
 class GroupSizeInst(GroupIdInst):
     """``group_size``: the number of work-groups in mode x of the launch (v0.4's
     ``num_groups.x``; ``.y`` and ``.z`` count those of modes y and z)."""
 
     mnemonic = "group_size"
+
+    def interpret(self, f: Interpreter) -> Any:
+        return np.int64(f.counts["xyz".index(self.mode)])
 
 
 class BarrierInst(Inst):
@@ -62,6 +71,11 @@ class BarrierInst(Inst):
 
     def print(self, p: Printer) -> None:
         p.line("barrier" + "".join(f".{f}" for f in self.fences))
+
+    def interpret(self, f: Interpreter) -> None:
+        """In collective code the work-group runs as one: nothing to wait for (inside
+        parallel regions: tinytc/reference_spmd.py)."""
+        return None
 
 
 class SubgroupBuiltinInst(Inst):
