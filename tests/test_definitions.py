@@ -42,6 +42,23 @@ def test_an_unregistered_instruction_is_reported() -> None:
         gc.collect()  # Inst.__subclasses__ holds it weakly
 
 
+def test_an_inherited_interpret_is_no_reference() -> None:
+    """Reference semantics written as a class's ``interpret`` belong to that class alone: a
+    new instruction derived from it (group_size from group_id, say) must say its own."""
+    from tinytc.ir import GroupIdInst
+
+    class Probe(GroupIdInst):
+        mnemonic = "probe"
+
+    Probe.__module__ = "tinytc.ir.instructions.probe"
+    try:
+        assert definition.part("reference", GroupIdInst) is not None
+        assert (Probe, "reference") in definition.missing_parts()
+    finally:
+        del Probe
+        gc.collect()
+
+
 def test_keywords_come_from_the_productions() -> None:
     words = lexer.keywords()
     assert {"exp", "native_log2", "gemm", "cooperative_matrix_load", "func"} <= words

@@ -2,6 +2,14 @@
 
 Collective instructions are whole-array numpy operations, loops are Python loops, and the
 work-groups of a launch run one after another. It is the oracle of the execution tests.
+
+Each instruction's semantics live with its class: an ``interpret`` method that sees the
+interpreter through tinytc/ir/semantics.py (``Machine`` here provides it), or an element-wise
+``evaluate``. This module keeps the machinery (frames, the numpy storage of each type, bounds
+errors, the collective update) and the semantics of arith, its unary forms and cast, which
+are the tables of each scalar kind (ARITH, UNARY, CAST; a new kind adds its entries, as
+reference_complex.py does). The spmd machine and the instructions that need it are in
+reference_spmd.py and the modules it imports.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import bf16, ir
-from .arguments import BoundGroup, BoundMemref, Groups, bind, check_groups, dtype_of
+from .arguments import BoundMemref, Groups, bind, check_groups, dtype_of
 from .errors import CompilationError
 from .ir import BF16, Function, Inst, Program, Region, ScalarType, Value, definition
 from .ir.instructions.linalg import summed_type
@@ -32,11 +40,14 @@ def handles(cls: type[Inst]) -> Callable[[Callable[..., Any]], Callable[..., Any
 
 
 def handler_of(inst: Inst) -> Callable[[Any, Any], Any]:
-    """The reference of an instruction: its class's ``evaluate`` (tinytc.ir.definition) or a
-    handler registered here."""
+    """The reference of an instruction: a handler registered here (or wrapped by the spmd
+    modules), its class's own ``interpret`` (tinytc/ir/semantics.py) or its ``evaluate``
+    (element-wise)."""
     handler = HANDLERS.get(type(inst))
     if handler is not None:
         return handler
+    if "interpret" in vars(type(inst)):
+        return lambda f, inst: inst.interpret(f)
     if hasattr(inst, "evaluate"):
         return lambda f, inst: inst.evaluate(*(f.get(v) for v in inst.operands))
     raise NotImplementedError(f"reference: no handler for {type(inst).__name__}")
@@ -75,15 +86,9 @@ class OutOfRangeError(CompilationError, IndexError):
     in the language), at the instruction or operand that does it."""
 
 
-def out_of_range(f: Frame, inst: Inst, operand: int | None, message: str) -> OutOfRangeError:
+def out_of_range(f: Machine, inst: Inst, operand: int | None, message: str) -> OutOfRangeError:
     where = inst.error(message, operand).location
     return OutOfRangeError(where, f"{message} (work-group {f.where})")
-
-
-def loop_range(start: int, stop: int, step: int) -> range:
-    """The iterations of ``for %i = start, stop, step``: start, start + step, ... below stop.
-    A step that is not positive gives no iteration (never an endless loop)."""
-    return range(start, stop, step) if step > 0 else range(0)
 
 
 class YieldValues(Exception):
@@ -91,7 +96,47 @@ class YieldValues(Exception):
         self.values = values
 
 
-class Frame:
+class Machine:
+    """What the instructions' ``interpret`` methods ask of the interpreter besides values
+    (tinytc/ir/semantics.py): the numpy storage of each type, bounds errors, collective
+    updates. The frame of a work-group and the view of one work-item (reference_spmd) share
+    it."""
+
+    def get(self, v: Value) -> Any:
+        raise NotImplementedError
+
+    @property
+    def where(self) -> str:
+        """This work-group's id as the call's howmany writes it (N or (nx, ny, nz))."""
+        raise NotImplementedError
+
+    def scalar(self, value: Any, t: ScalarType) -> Any:
+        return scalar(value, t)
+
+    def indices(self, inst: Inst, first: int, shape: Sequence[int]) -> tuple[int, ...]:
+        return _indices(self, inst, first, shape)
+
+    def load(self, arr: np.ndarray, idx: tuple[int, ...], t: ScalarType) -> Any:
+        return load_elem(arr, idx, t)
+
+    def store(self, arr: np.ndarray, idx: tuple[int, ...], v: Any, t: ScalarType) -> None:
+        store_elem(arr, idx, v, t)
+
+    def view(self, base: np.ndarray, shape: Sequence[int], stride: Sequence[int]) -> Any:
+        return _view(base, 0, shape, stride)
+
+    def allocate(self, t: ir.MemrefType) -> Any:
+        return _alloca(t)
+
+    def out_of_range(self, inst: Inst, operand: int | None, message: str) -> OutOfRangeError:
+        return out_of_range(self, inst, operand, message)
+
+    def update(self, inst: Inst, compute: Callable[..., Any]) -> None:
+        assert isinstance(inst, ir.LinalgInst)
+        _update(self, inst, compute)
+
+
+class Frame(Machine):
     """Values of one work-group's execution (``func`` gives the launch attributes that
     parallel regions need, see reference_spmd)."""
 
@@ -280,32 +325,11 @@ UNARY = {"float": _float_unary, "int": _integer_unary, "uint": _integer_unary}
 CAST = {"float": _to_float, "int": _to_integer, "uint": _to_integer}
 
 
-@handles(ir.CompareInst)
-def _cmp(f: Frame, inst: ir.CompareInst) -> Any:
-    a, b = (f.get(v) for v in inst.operands)
-    return np.bool_(
-        {"eq": a == b, "ne": a != b, "gt": a > b, "ge": a >= b, "lt": a < b, "le": a <= b}[
-            inst.cond
-        ]
-    )
-
-
-@handles(ir.GroupIdInst)
-def _group_id(f: Frame, inst: Inst) -> Any:
-    return np.int64(f.ids["xyz".index(inst.mode)])  # type: ignore[attr-defined]
-
-
-@handles(ir.GroupSizeInst)
-def _group_size(f: Frame, inst: Inst) -> Any:
-    return np.int64(f.counts["xyz".index(inst.mode)])  # type: ignore[attr-defined]
-
-
 # Memory
 
 
-@handles(ir.AllocaInst)
-def _alloca(f: Frame, inst: ir.AllocaInst) -> Any:
-    t = inst.type
+def _alloca(t: ir.MemrefType) -> Any:
+    """A memref's memory: NaN (or 0) exposes reads before writes."""
     size = t.size_in_bytes() // t.element.size
     floating = t.element.is_float or t.element.is_complex
     fill = 0x7FC0 if t.element == BF16 else (np.nan if floating else 0)
@@ -313,13 +337,7 @@ def _alloca(f: Frame, inst: ir.AllocaInst) -> Any:
     return _view(base, 0, t.shape, t.stride)  # type: ignore[arg-type]
 
 
-@handles(ir.LifetimeStopInst)
-@handles(ir.BarrierInst)
-def _nothing(f: Frame, inst: Inst) -> None:
-    return None
-
-
-def _indices(f: Frame, inst: Inst, first: int, shape: Sequence[int]) -> tuple[int, ...]:
+def _indices(f: Machine, inst: Inst, first: int, shape: Sequence[int]) -> tuple[int, ...]:
     """The index operands from ``first`` on, checked against ``shape``: a kernel would read
     or write outside the memref (undefined), so the reference stops with a located error."""
     out = tuple(int(f.get(v)) for v in inst.operands[first:])
@@ -330,128 +348,11 @@ def _indices(f: Frame, inst: Inst, first: int, shape: Sequence[int]) -> tuple[in
     return out
 
 
-@handles(ir.LoadInst)
-def _load(f: Frame, inst: ir.LoadInst) -> Any:
-    src = inst.operands[0]
-    if isinstance(src.type, ir.GroupType):
-        group = f.get(src)  # members are the views the kernel sees, offset applied
-        m = group.member(_indices(f, inst, 1, [group.count])[0])
-        return _view(m.array, 0, m.shape, m.stride)
-    arr = f.get(src)
-    return load_elem(arr, _indices(f, inst, 1, arr.shape), src.memref_type.element)
-
-
-@handles(ir.StoreInst)
-def _store(f: Frame, inst: ir.StoreInst) -> None:
-    v, m = inst.operands[:2]
-    arr = f.get(m)
-    store_elem(arr, _indices(f, inst, 2, arr.shape), f.get(v), m.memref_type.element)
-
-
-@handles(ir.SubviewInst)
-def _subview(f: Frame, inst: ir.SubviewInst) -> Any:
-    """A view inside the memref: an index lies in [0, n), a slice o:s in [0, n] (o + s <= n,
-    s >= 0; an empty slice is a view of size 0), a slice o:? needs 0 <= o <= n."""
-    arr = f.get(inst.operands[0])
-    key: list[Any] = []
-    for mode, (kind, off, size) in enumerate(inst.slices()):
-        o, n = int(f.get(inst.operands[off])), arr.shape[mode]
-        s = 1 if kind == "index" else n - o
-        if kind == "slice":
-            s = int(f.get(inst.operands[size]))  # type: ignore[index]
-        if o < 0 or s < 0 or o + s > n:
-            text = {"index": f"index {o}", "rest": f"slice {o}:?", "slice": f"slice {o}:{s}"}
-            message = f"{text[kind]} of mode {mode} is out of range for its size {n}"
-            at = size if kind == "slice" and 0 <= o <= n else off
-            raise out_of_range(f, inst, at, message)
-        key.append(o if kind == "index" else slice(o, o + s))
-    return arr[(*key, ...)]  # the ellipsis keeps a view even when every mode is an index
-
-
-@handles(ir.ExpandInst)
-def _expand(f: Frame, inst: ir.ExpandInst) -> Any:
-    arr = f.get(inst.operands[0])
-    m = inst.mode
-    sizes = [None if i is None else int(f.get(inst.operands[i])) for i in inst.entries()]
-    known = math.prod(s for s in sizes if s is not None)
-    if None in sizes and known > 0 and arr.shape[m] % known == 0:
-        sizes[sizes.index(None)] = arr.shape[m] // known
-    if None in sizes or math.prod(sizes) != arr.shape[m] or min(sizes) < 0:  # type: ignore[arg-type]
-        shown = "x".join("?" if s is None else str(s) for s in sizes)
-        message = f"expand of mode {m} into {shown} does not match its size {arr.shape[m]}"
-        raise out_of_range(f, inst, None, message)
-    strides, current = [], arr.strides[m]
-    for s in sizes:
-        strides.append(current)
-        current *= s
-    shape = arr.shape[:m] + tuple(sizes) + arr.shape[m + 1 :]
-    return as_strided(arr, shape, arr.strides[:m] + tuple(strides) + arr.strides[m + 1 :])
-
-
-@handles(ir.FuseInst)
-def _fuse(f: Frame, inst: ir.FuseInst) -> Any:
-    arr = f.get(inst.operands[0])
-    i, j = inst.first, inst.last
-    shape = arr.shape[:i] + (math.prod(arr.shape[i : j + 1]),) + arr.shape[j + 1 :]
-    return as_strided(arr, shape, arr.strides[: i + 1] + arr.strides[j + 1 :])
-
-
-@handles(ir.SizeInst)
-def _size(f: Frame, inst: ir.SizeInst) -> Any:
-    src = f.get(inst.operands[0])
-    if src is None:  # not associated: a static size, else no element (as the call passes)
-        return np.int64(inst.extent or 0)
-    return np.int64(src.count if isinstance(src, BoundGroup) else src.shape[inst.mode])
-
-
-@handles(ir.AssociatedInst)
-def _associated(f: Frame, inst: ir.AssociatedInst) -> Any:
-    return np.bool_(f.env.get(inst.operands[0], True) is not None)  # a view is associated
-
-
-# Control flow
-
-
-@handles(ir.IfInst)
-def _if(f: Frame, inst: ir.IfInst) -> Any:
-    return f.region(inst.then if f.get(inst.operands[0]) else inst.otherwise)
-
-
-@handles(ir.YieldInst)
-def _yield(f: Frame, inst: ir.YieldInst) -> Any:
-    return [f.get(v) for v in inst.operands]
-
-
-@handles(ir.ForeachInst)
-def _foreach(f: Frame, inst: ir.ForeachInst) -> list[Any]:
-    """Every point of the ranges' product once, mode 0 fastest (any order is allowed)."""
-    ranges = [loop_range(int(f.get(a)), int(f.get(b)), 1) for a, b in zip(inst.starts, inst.stops)]
-    for point in itertools.product(*reversed(ranges)):
-        for var, i in zip(inst.vars, reversed(point)):
-            f.env[var] = scalar(i, var.type)
-        f.region(inst.body)
-    return []
-
-
-@handles(ir.ForInst)
-def _loop(f: Frame, inst: ir.ForInst) -> list[Any]:
-    carried = inst.init if isinstance(inst, ir.ForInst) else []
-    bounds = [int(f.get(v)) for v in inst.operands[: len(inst.operands) - len(carried)]]
-    step = bounds[2] if len(bounds) > 2 else 1
-    values = [f.get(v) for v in carried]
-    for i in loop_range(bounds[0], bounds[1], step):
-        f.env[inst.var] = scalar(i, inst.loop_type)
-        for param, value in zip(inst.body.params[1:], values):
-            f.env[param] = value
-        yielded = f.region(inst.body)
-        values = yielded if carried else values
-    return values
-
-
 # Collective linear algebra: out := alpha * value + beta * out, out not read when beta == 0
+# (each instruction's value is its class's interpret)
 
 
-def _update(f: Frame, inst: ir.LinalgInst, compute: Callable[..., np.ndarray]) -> None:
+def _update(f: Machine, inst: ir.LinalgInst, compute: Callable[..., np.ndarray]) -> None:
     out_type = inst.output.memref_type
     el = out_type.element
     out = f.get(inst.output)
@@ -478,46 +379,6 @@ def _acc_dtype(el: ScalarType) -> np.dtype:
     """The numpy type a collective with output of ``el`` sums in (summed_type)."""
     return dtype_of(summed_type(el))
 
-
-def _op(x: np.ndarray, transpose: bool) -> np.ndarray:
-    return x.T if transpose and x.ndim == 2 else x
-
-
-@handles(ir.GemmInst)
-def _gemm(f: Frame, inst: ir.GemmInst) -> None:
-    _update(f, inst, lambda a, b: _op(a, inst.trans_a) @ _op(b, inst.trans_b))
-
-
-@handles(ir.GemvInst)
-def _gemv(f: Frame, inst: ir.GemvInst) -> None:
-    _update(f, inst, lambda a, b: _op(a, inst.trans_a) @ b)
-
-
-@handles(ir.GerInst)
-def _ger(f: Frame, inst: ir.GerInst) -> None:
-    _update(f, inst, lambda a, b: np.outer(a, b))
-
-
-@handles(ir.HadamardProductInst)
-def _hadamard(f: Frame, inst: ir.HadamardProductInst) -> None:
-    _update(f, inst, lambda a, b: a * b if a.shape == b.shape else None)
-
-
-@handles(ir.AxpbyInst)
-def _axpby(f: Frame, inst: ir.AxpbyInst) -> None:
-    _update(f, inst, lambda a: _op(a, inst.trans_a))
-
-
-@handles(ir.SumInst)
-def _sum(f: Frame, inst: ir.SumInst) -> None:
-    _update(f, inst, lambda a: _op(a, inst.trans_a).sum(axis=-1))
-
-
-
-@handles(ir.CumsumInst)
-def _cumsum(f: Frame, inst: ir.CumsumInst) -> None:
-    # in the summed type itself: numpy would widen small integers, which wrap here
-    _update(f, inst, lambda a: np.cumsum(a, axis=inst.mode, dtype=a.dtype))
 
 # parallel regions and cooperative matrices register their handlers here
 from . import reference_complex, reference_spmd  # noqa: E402, F401

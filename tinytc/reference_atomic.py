@@ -77,7 +77,7 @@ def _coop_atomic_update(sp: Spmd, inst: ir.CoopMatrixAtomicUpdateInst, mask: np.
         i0, i1, ok = _positions(inst, t.shape, arr.shape, int(x), int(y), "updates")
         old = np.zeros(t.shape, dtype=mat_dtype(t.element))
         old[ok] = arr[i0[ok], i1[ok]]
-        arr[i0[ok], i1[ok]] = vec_arith(inst.op, old[ok], mats[s][ok], t.element)  # type: ignore[index]
+        arr[i0[ok], i1[ok]] = vec_arith(inst.op, old[ok], mats[s][ok], t.element)
         out[s] = old
     return PerSubgroup(out)
 
@@ -94,4 +94,4 @@ def _coop_atomic_blend(sp: Spmd, inst: ir.CoopMatrixAtomicBlendInst, mask: np.nd
         i0, i1, ok = _positions(inst, t.shape, arr.shape, int(x), int(y), "updates")
         old = arr[i0[ok], i1[ok]]
         scaled = vec_arith("mul", np.full_like(old, beta), old, t.element)
-        arr[i0[ok], i1[ok]] = vec_arith("add", mats[s][ok], scaled, t.element)  # type: ignore[index]
+        arr[i0[ok], i1[ok]] = vec_arith("add", mats[s][ok], scaled, t.element)

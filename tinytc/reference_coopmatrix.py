@@ -154,7 +154,7 @@ def _coop_store(sp: Spmd, inst: ir.CoopMatrixStoreInst, mask: np.ndarray) -> Non
         arr, x, y = (sp.uniform(inst, i, s) for i in range(1, 4))
         arr = _as_matrix(arr)
         i0, i1, ok = _positions(inst, t.shape, arr.shape, int(x), int(y), "writes")
-        values = mats[s][ok]  # type: ignore[index]
+        values = mats[s][ok]
         if inst.atomic_add:  # 32- and 64-bit types only: storage type = compute type
             np.add.at(arr, (i0[ok], i1[ok]), values.astype(arr.dtype))
         else:
@@ -202,8 +202,8 @@ def _coop_mul_add(sp: Spmd, inst: ir.CoopMatrixMulAddInst, mask: np.ndarray) -> 
     a, b, c = (sp.matrices(inst, i) for i in range(3))
     out: list[np.ndarray | None] = [None] * sp.nsg
     for s in sp.full_subgroups(inst, mask):
-        x, y = a[s].astype(acc), b[s].astype(acc)  # type: ignore[union-attr]
-        d = c[s].astype(acc)  # type: ignore[union-attr]
+        x, y = a[s].astype(acc), b[s].astype(acc)
+        d = c[s].astype(acc)
         for k in range(x.shape[1]):
             if el.is_float:
                 product = x[:, k : k + 1].astype(np.float64) * y[k : k + 1, :].astype(np.float64)
@@ -223,13 +223,14 @@ def _coop_arith(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
     operands = [sp.matrices(inst, i) for i in range(len(inst.operands))]
     out: list[np.ndarray | None] = [None] * sp.nsg
     for s in sp.full_subgroups(inst, mask):
-        ms: list[np.ndarray] = [m[s] for m in operands]  # type: ignore[misc]
+        ms = [m[s] for m in operands]
         if isinstance(inst, ir.CastInst):
             out[s] = vec_cast(ms[0], src.element, t.element)
         elif isinstance(inst, ir.ArithUnaryInst):
             out[s] = vec_unary(inst.op, ms[0], t.element)
         else:
-            out[s] = vec_arith(inst.op, ms[0], ms[1], t.element)  # type: ignore[attr-defined]
+            assert isinstance(inst, ir.ArithInst)
+            out[s] = vec_arith(inst.op, ms[0], ms[1], t.element)
     return PerSubgroup(out)
 
 
@@ -267,7 +268,7 @@ def _coop_insert(sp: Spmd, inst: ir.CoopMatrixInsertInst, mask: np.ndarray) -> A
     mats = sp.matrices(inst, 1)
     out: list[np.ndarray | None] = [None] * sp.nsg
     for s in sp.full_subgroups(inst, mask):
-        m = mats[s].copy()  # type: ignore[union-attr]
+        m = mats[s].copy()
         for lane in range(sp.sgs):
             r, c = t.entry(sp.sgs, lane, inst.index)
             if r < t.rows:  # padding is never stored
@@ -307,10 +308,10 @@ def _coop_apply(sp: Spmd, inst: ir.CoopMatrixApplyInst, mask: np.ndarray) -> Any
     t = inst.operands[0].coopmatrix_type
     mats = sp.matrices(inst, 0)
     subgroups = sp.full_subgroups(inst, mask)
-    out: list[np.ndarray | None] = [None] * sp.nsg
+    out = PerSubgroup([None] * sp.nsg)
     running = np.zeros(sp.num_work_items, dtype=bool)
     for s in subgroups:
-        out[s] = mats[s].copy()  # type: ignore[union-attr]
+        out.mats[s] = mats[s].copy()
         running[sp.lanes(s)] = True
     blocks = t.row_blocks(sp.sgs)
     lane = np.arange(sp.num_work_items) % sp.sgs
@@ -325,12 +326,12 @@ def _coop_apply(sp: Spmd, inst: ir.CoopMatrixApplyInst, mask: np.ndarray) -> Any
         entries: list[Any] = [None] * sp.num_work_items
         for w in active:
             rows[w] = scalar(int(row[w]), I32)
-            entries[w] = mats[w // sp.sgs][row[w], col]  # type: ignore[index]
+            entries[w] = mats[w // sp.sgs][row[w], col]
         sp.env[pi], sp.env[pj], sp.env[pv] = Varying(rows), scalar(col, I32), Varying(entries)
         (new,) = sp.region(inst.body, m)
         for w in active:
-            out[w // sp.sgs][row[w], col] = value_at(new, w)  # type: ignore[index]
-    return PerSubgroup(out)
+            out[w // sp.sgs][row[w], col] = value_at(new, w)
+    return out
 
 
 # Collective regions

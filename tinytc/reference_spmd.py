@@ -46,11 +46,12 @@ import numpy as np
 from . import ir
 from .errors import UNKNOWN, CompilationError
 from .ir import I32, CoopMatrixType, Function, Inst, Region, Value, definition
+from .ir.instructions.loops import loop_range
 from .reference import (
     Frame,
+    Machine,
     handler_of,
     handles,
-    loop_range,
     scalar,
 )
 
@@ -119,6 +120,13 @@ class PerSubgroup:
     def __repr__(self) -> str:
         return f"PerSubgroup({self.mats!r})"
 
+    def __getitem__(self, s: int) -> np.ndarray:
+        """Subgroup s's matrix, for an instruction that subgroup runs (it ran the one that
+        defined the value, so the matrix is there)."""
+        m = self.mats[s]
+        assert m is not None, f"subgroup {s} holds no matrix"
+        return m
+
 
 def value_at(value: Any, w: int) -> Any:
     """Work-item w's part of a value."""
@@ -166,8 +174,9 @@ def operand_name(inst: Inst, i: int) -> str:
     return f"%{v.name}" if v.name else f"operand {i}"
 
 
-class LaneView:
-    """What a scalar handler of reference.py sees of one work-item: ``get`` gives its values."""
+class LaneView(Machine):
+    """What a scalar handler of reference.py (or an instruction's ``interpret``) sees of one
+    work-item: ``get`` gives its values."""
 
     def __init__(self, spmd: Spmd) -> None:
         self.spmd = spmd
@@ -177,6 +186,10 @@ class LaneView:
 
     def get(self, v: Value) -> Any:
         return value_at(self.spmd.lookup(v), self.w)
+
+    @property
+    def where(self) -> str:
+        return self.spmd.frame.where
 
 
 SpmdHandler = Callable[["Spmd", Any, np.ndarray], Any]
@@ -345,10 +358,11 @@ class Spmd:
             [value_at(new, w) if mask[w] else value_at(old, w) for w in range(self.num_work_items)]
         )
 
-    def matrices(self, inst: Inst, i: int) -> list[np.ndarray | None]:
+    def matrices(self, inst: Inst, i: int) -> PerSubgroup:
+        """Operand i, a coopmatrix value: ``[s]`` gives subgroup s's matrix."""
         x = self.lookup(inst.operands[i])
         assert isinstance(x, PerSubgroup), x
-        return x.mats
+        return x
 
 
 # The parallel region and the subgroup builtins
@@ -361,8 +375,8 @@ def _parallel(f: Frame, inst: ir.ParallelInst) -> None:
 
 
 @handles(ir.NumSubgroupsInst)
-def _num_subgroups(f: Frame, inst: Inst) -> Any:
-    return scalar(launch_of(f.func).subgroups(inst.mode), I32)  # type: ignore[attr-defined]
+def _num_subgroups(f: Frame, inst: ir.NumSubgroupsInst) -> Any:
+    return scalar(launch_of(f.func).subgroups(inst.mode), I32)
 
 
 @handles(ir.SubgroupSizeBuiltinInst)
@@ -381,9 +395,9 @@ def _subgroup_id_outside(f: Frame, inst: Inst) -> Any:
 
 
 @spmd_handles(ir.SubgroupIdInst)
-def _subgroup_id(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
+def _subgroup_id(sp: Spmd, inst: ir.SubgroupIdInst, mask: np.ndarray) -> Any:
     ids = [w // sp.sgs for w in range(sp.num_work_items)]
-    mode, nsx = inst.mode, sp.launch.subgroups("x")  # type: ignore[attr-defined]
+    mode, nsx = inst.mode, sp.launch.subgroups("x")
     ids = [i % nsx if mode == "x" else i // nsx if mode == "y" else i for i in ids]
     return Varying([scalar(i, I32) for i in ids])
 
@@ -394,8 +408,8 @@ def _subgroup_local_id(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
 
 
 @spmd_handles(ir.NumSubgroupsInst)
-def _num_subgroups_spmd(sp: Spmd, inst: Inst, mask: np.ndarray) -> Any:
-    return scalar(sp.launch.subgroups(inst.mode), I32)  # type: ignore[attr-defined]
+def _num_subgroups_spmd(sp: Spmd, inst: ir.NumSubgroupsInst, mask: np.ndarray) -> Any:
+    return scalar(sp.launch.subgroups(inst.mode), I32)
 
 
 @spmd_handles(ir.SubgroupSizeBuiltinInst)

@@ -103,6 +103,18 @@ def test_access_in_a_parallel_region_is_located() -> None:
     assert str(info.value).startswith("p.ir:3.")
 
 
+def test_access_of_a_work_item_in_parallel_is_located() -> None:
+    """Each work-item of a parallel region runs the access (reference_spmd's lanes), and its
+    error names the work-group as the collective one does (was an AttributeError)."""
+    text = (
+        "func @k(%x: memref<f32x8>, %n: index) {\n"
+        "  parallel {\n    %v = load %x[%n] : memref<f32x8>\n  }\n}\n"
+    )
+    with pytest.raises(OutOfRangeError, match=r"index 9 of mode 0.*work-group 0\)") as info:
+        reference.run(tinytc.parse(text, "p.ir"), "k", [np.zeros(8, np.float32), np.int64(9)], 1)
+    assert str(info.value).startswith("p.ir:3.")
+
+
 @pytest.mark.parametrize(
     "inst",
     [

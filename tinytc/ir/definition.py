@@ -2,12 +2,13 @@
 
 An instruction class (tinytc/ir/instructions) declares its operands, result types,
 verification (``infer``) and printing. Its textual syntax registers here with ``syntax``,
-next to the class or in the grammar; its reference semantics are either an ``evaluate``
-method on the class (numpy, element-wise, for scalars and coopmatrix values alike) or a
-handler of tinytc/reference.py. The parts that live in layers above the IR register by class
-too: the SPIR-V lowering (``tinytc.spirv.convert.converts``) and the fuzz generator
-(``tinytc.testing.generator``). tests/test_definitions.py fails when an instruction lacks a
-part.
+next to the class; its reference semantics are an ``interpret`` method of the class itself
+(tinytc/ir/semantics.py), an ``evaluate`` method (numpy, element-wise, for scalars and
+coopmatrix values alike) or a handler registered by the interpreter's modules
+(tinytc/reference*.py) for what needs its machinery. The parts that live in layers above
+the IR register by class too: the SPIR-V lowering (``tinytc.spirv.convert.converts``) and
+the fuzz generator (``tinytc.testing.generator``). tests/test_definitions.py fails when an
+instruction lacks a part.
 """
 
 from __future__ import annotations
@@ -70,8 +71,10 @@ def part(name: str, cls: type[Inst]) -> object | None:
     for base in cls.__mro__:
         if base in _TABLE[name]:
             return _TABLE[name][base]
+    if name == "reference" and "interpret" in vars(cls):  # its own: semantics differ by class
+        return vars(cls)["interpret"]
     if name == "reference" and callable(getattr(cls, "evaluate", None)):
-        return cls.evaluate
+        return cls.evaluate  # type: ignore[attr-defined]
     return None
 
 

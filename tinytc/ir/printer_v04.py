@@ -10,7 +10,7 @@ from typing import Any
 
 from . import instructions as ir
 from .core import Function, Inst
-from .instructions.control import unroll_attribute
+from .instructions.loops import unroll_attribute
 from .printer import Printer, format_attribute
 from .types import I1, GroupType
 

@@ -2,10 +2,11 @@
 syntax is registered next to it with ``ir.definition.syntax``).
 
 A parse action is called as ``action(ctx, p)``: ``ctx`` is the parser's context
-(tinytc/parser/context.py: ``value``, ``typed``, ``lookup``, ``integer``, ``loc``,
-``dialect``, ``builder``), ``p`` the matched symbols (tokens with ``type``, ``value`` and
-``loc``; operands as written, with ``kind``, ``text`` and ``loc``; types). The IR does not
-import the parser (tests/test_layers.py), so both are seen through these names only.
+(tinytc/parser/context.py: ``value``, ``typed``, ``lookup``, ``integer``, ``tiling``,
+``loc``, ``dialect``, ``builder``, ``open_region``, ``close_region``, ``last_if``), ``p`` the
+matched symbols (tokens with ``type``, ``value`` and ``loc``; operands as written, with
+``kind``, ``text`` and ``loc``; types). The IR does not import the parser
+(tests/test_layers.py), so both are seen through these names only.
 """
 
 from __future__ import annotations

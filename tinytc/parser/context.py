@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CompilationError, Location, Source
 from ..ir import Builder, Constant, Inst, Region, ScalarType, Type, Value
 from ..ir.types import FLOAT_MAX
 from .driver import Span
 from .lexer import Token, parse_integer, shorten
+
+if TYPE_CHECKING:
+    from ..gemm import Tiling
 
 
 @dataclass
@@ -59,6 +63,13 @@ class ParseContext(Span):
         """An integer literal's value (parse_int, for the actions of the instruction modules,
         which do not import the parser: tinytc/ir/syntax.py)."""
         return parse_int(token)
+
+    def tiling(self, attrs: dict[str, Any], loc: Location) -> Tiling:
+        """A collective instruction's tiling from its attribute dictionary (for the actions of
+        the instruction modules, which do not import gemm, a layer above the IR)."""
+        from .grammar.attributes import tiling_attribute
+
+        return tiling_attribute(attrs, loc)
 
     # Scopes follow regions: a region sees the names of the regions around it.
 

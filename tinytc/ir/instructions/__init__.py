@@ -2,27 +2,13 @@
 
 from .arith import ArithInst, ArithUnaryInst, CastInst, CompareInst
 from .atomic import AtomicInst, AtomicLoadInst, AtomicStoreInst, AtomicUpdateInst
-from .control import (
-    BarrierInst,
-    ForeachInst,
-    ForInst,
-    GroupIdInst,
-    GroupSizeInst,
-    IfInst,
-    YieldInst,
-)
+from .control import IfInst, YieldInst
 from .coopmatrix import (
-    SUBGROUP_BUILTINS,
     CoopMatrixInst,
     CoopMatrixLoadInst,
     CoopMatrixPrefetchInst,
     CoopMatrixStoreInst,
-    NumSubgroupsInst,
     ParallelInst,
-    SubgroupBuiltinInst,
-    SubgroupIdInst,
-    SubgroupLocalIdInst,
-    SubgroupSizeBuiltinInst,
 )
 from .coopmatrix_atomic import (
     CoopMatrixAtomicLoadInst,
@@ -50,6 +36,7 @@ from .linalg import (
     LinalgInst,
     SumInst,
 )
+from .loops import ForeachInst, ForInst
 from .math import MATH_UNARY, MathInst
 from .memory import AllocaInst, LifetimeStopInst, LoadInst, StoreInst
 from .memref import AssociatedInst, ExpandInst, FuseInst, SizeInst, SubviewInst
@@ -58,6 +45,17 @@ from .subgroup import (
     SubgroupBroadcastInst,
     SubgroupInst,
     SubgroupOperationInst,
+)
+from .workgroup import (
+    SUBGROUP_BUILTINS,
+    BarrierInst,
+    GroupIdInst,
+    GroupSizeInst,
+    NumSubgroupsInst,
+    SubgroupBuiltinInst,
+    SubgroupIdInst,
+    SubgroupLocalIdInst,
+    SubgroupSizeBuiltinInst,
 )
 
 # the cooperative_matrix_* instructions (check-ir keeps them in parallel regions)

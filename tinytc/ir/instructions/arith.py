@@ -1,12 +1,15 @@
 """Replicated scalar instructions: the whole definition of ``ArithInst``, ``ArithUnaryInst``,
 ``CastInst`` and ``CompareInst``: operands, verification, printing and syntax in both dialects.
-Their reference semantics are tinytc/reference.py (``arith_value``, ``unary_value``,
-``cast_value``, shared with the coopmatrix reference and constant-fold), their lowering
+The reference semantics of arith, its unary forms and cast are tinytc/reference.py
+(``arith_value``, ``unary_value``, ``cast_value``: the tables of each scalar kind, shared with
+the coopmatrix reference and constant-fold); cmp's is its ``interpret``. Their lowering is
 tinytc/spirv/convert_scalar.py."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ...errors import CompilationError
 from ..core import Inst, Value
@@ -16,6 +19,7 @@ from ..types import I1, CoopMatrixType, ScalarType, Type
 
 if TYPE_CHECKING:
     from ..printer import Printer
+    from ..semantics import Interpreter
 
 ARITH_BINARY = ("add", "sub", "mul", "div", "rem", "shl", "shr", "and", "or", "xor", "min", "max")
 ARITH_UNARY = ("neg", "not", "abs", "conj", "re", "im")
@@ -163,6 +167,14 @@ class CompareInst(Inst):
     def print(self, p: Printer) -> None:
         a, b = self.operands
         p.line(f"{p.lhs(self)}cmp.{self.cond} {p.name(a)}, {p.name(b)} : {a.type}")
+
+    def interpret(self, f: Interpreter) -> Any:
+        a, b = (f.get(v) for v in self.operands)
+        return np.bool_(
+            {"eq": a == b, "ne": a != b, "gt": a > b, "ge": a >= b, "lt": a < b, "le": a <= b}[
+                self.cond
+            ]
+        )
 
 
 # Syntax: rev2's ``arith.OP`` (a modifier of ``arith``) and ``cmp.COND``; v0.4 writes the

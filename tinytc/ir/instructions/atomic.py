@@ -37,8 +37,8 @@ DEFAULT_SCOPE, DEFAULT_SEMANTICS = "work_group", "relaxed"
 def require_spmd(inst: Inst) -> None:
     """The instruction sits in a foreach or parallel region (at any depth of if and for): in
     collective code every work-item would repeat the update."""
-    from .control import ForeachInst
     from .coopmatrix import ParallelInst
+    from .loops import ForeachInst
 
     region = inst.parent
     while region is not None and region.parent is not None:

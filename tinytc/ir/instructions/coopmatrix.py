@@ -1,8 +1,8 @@
-"""SPMD regions and cooperative matrices in memory: parallel, the subgroup builtins and
+"""SPMD regions and cooperative matrices in memory: the whole definition of parallel and
 cooperative_matrix_load, _store and _prefetch (names and semantics of Intel's tinytc v0.4,
 written in this dialect: operand types after the colon, a result type that cannot be inferred
-after '->'); prefetch's syntax is here, the others' in tinytc/parser/grammar. The instructions
-that compute with coopmatrix values: coopmatrix_compute.py.
+after '->'), with their syntax in both dialects. The subgroup builtins: workgroup.py; the
+instructions that compute with coopmatrix values: coopmatrix_compute.py.
 
 A coopmatrix value lives in a ``parallel`` region and is held by one subgroup; every operand of
 a cooperative_matrix instruction must be the same across the subgroup's work-items.
@@ -10,12 +10,12 @@ a cooperative_matrix instruction must be the same across the subgroup's work-ite
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from ..core import Inst, Region, Value, static_dim
 from ..definition import syntax
-from ..syntax import V04, Ctx, P, literal_int, operand_locs, position
-from ..types import I32, INDEX, CoopMatrixType, MemrefType, ScalarType, Type
+from ..syntax import V04, Ctx, P, coopmatrix_of, flags, literal_int, operand_locs, position
+from ..types import INDEX, CoopMatrixType, MemrefType, ScalarType, Type
 
 if TYPE_CHECKING:
     from ..printer import Printer
@@ -43,61 +43,6 @@ class ParallelInst(Inst):
         p.open("parallel")
         p.region(self.body)
         p.close("}")
-
-
-class SubgroupBuiltinInst(Inst):
-    """``%x = subgroup_id`` and its siblings: an i32 about the subgroup of the work-item."""
-
-    mnemonic = ""
-    spmd_only: ClassVar[bool] = True  # the value differs between work-items
-    modes: ClassVar[tuple[str, ...]] = ("",)
-
-    def __init__(self, mode: str = "", **kw: Any) -> None:
-        if mode not in self.modes:
-            raise ValueError(f"unknown mode {mode!r} of {self.mnemonic}")
-        self.mode = mode
-        super().__init__([], **kw)
-
-    def infer(self) -> list[Type]:
-        return [I32]
-
-    def print(self, p: Printer) -> None:
-        mode = f".{self.mode}" if self.mode else ""
-        p.line(f"{p.lhs(self)}{self.mnemonic}{mode}")
-
-
-class SubgroupIdInst(SubgroupBuiltinInst):
-    """The work-item's subgroup: 0 .. num_subgroups - 1; with mode x or y (v0.4's
-    two-dimensional id) its column in the work-group, id mod num_subgroups.x, or its row,
-    id div num_subgroups.x."""
-
-    mnemonic = "subgroup_id"
-    modes = ("", "x", "y")
-
-
-class SubgroupLocalIdInst(SubgroupBuiltinInst):
-    """The work-item's lane in its subgroup: 0 .. subgroup_size - 1."""
-
-    mnemonic = "subgroup_local_id"
-
-
-class NumSubgroupsInst(SubgroupBuiltinInst):
-    """Subgroups per work-group: work_group_size[0] / subgroup_size * work_group_size[1];
-    with mode x the first factor, with mode y the second."""
-
-    mnemonic = "num_subgroups"
-    spmd_only = False
-    modes = ("", "x", "y")
-
-
-class SubgroupSizeBuiltinInst(SubgroupBuiltinInst):
-    """Work-items per subgroup."""
-
-    mnemonic = "subgroup_size"
-    spmd_only = False
-
-
-SUBGROUP_BUILTINS = (SubgroupIdInst, SubgroupLocalIdInst, NumSubgroupsInst, SubgroupSizeBuiltinInst)
 
 
 class CoopMatrixInst(Inst):
@@ -281,7 +226,103 @@ class CoopMatrixPrefetchInst(CoopMatrixInst):
         )
 
 
-# Syntax (load and store: tinytc/parser/grammar/coopmatrix.py)
+# Syntax. parallel's header is a production of its own, so that its action opens the region
+# and its scope before the body is parsed. rev2 writes the operands' types after the colon and
+# a load's result type after '->', v0.4 only the load's result type.
+
+
+@syntax("statement : parallel_header body")
+def _parse_parallel(ctx: Ctx, p: P) -> Inst:
+    ctx.close_region()
+    return p[0]
+
+
+@syntax("parallel_header : PARALLEL", builds=(ParallelInst,))
+def _parse_parallel_header(ctx: Ctx, p: P) -> Inst:
+    inst = ParallelInst(loc=ctx.loc)
+    ctx.open_region(inst.body)
+    return inst
+
+
+TRANSPOSE = ("n", "t")
+CHECKS = ("rows_checked", "cols_checked", "both_checked")  # the modifiers of CHECKED
+
+
+@syntax(
+    "value_instruction : COOPERATIVE_MATRIX_LOAD modifiers position COLON type ARROW located_type",
+    dialect="rev2",
+    builds=(CoopMatrixLoadInst,),
+)
+def _parse_load(ctx: Ctx, p: P) -> Inst:
+    transpose, checked = flags(p[0], p[1], [TRANSPOSE, CHECKS])
+    result = coopmatrix_of(p[6], "the result type of cooperative_matrix_load")
+    values = position(ctx, p[2], p[4])
+    return CoopMatrixLoadInst(
+        result,
+        *values,
+        transpose=transpose == "t",
+        checked=checked.removesuffix("_checked"),
+        loc=ctx.loc,
+        operand_locs=operand_locs(*p[2]),
+    )
+
+
+@syntax(
+    "value_instruction : COOPERATIVE_MATRIX_LOAD modifiers position COLON located_type",
+    builds=(CoopMatrixLoadInst,),
+    dialect=V04,
+)
+def _parse_v04_load(ctx: Ctx, p: P) -> Inst:
+    transpose, checked = flags(p[0], p[1], [TRANSPOSE, CHECKS])
+    t = coopmatrix_of(p[4], "the result type of cooperative_matrix_load")
+    return CoopMatrixLoadInst(
+        t,
+        *position(ctx, p[2]),
+        transpose=transpose == "t",
+        checked=checked.removesuffix("_checked"),
+        loc=ctx.loc,
+        operand_locs=operand_locs(*p[2]),
+    )
+
+
+@syntax(
+    "statement : COOPERATIVE_MATRIX_STORE modifiers operand COMMA position COLON type COMMA type",
+    dialect="rev2",
+    builds=(CoopMatrixStoreInst,),
+)
+def _parse_store(ctx: Ctx, p: P) -> Inst:
+    transpose, checked, atomic = flags(p[0], p[1], [TRANSPOSE, CHECKS, ("atomic_add",)])
+    value = ctx.value(p[2], p[6])
+    values = position(ctx, p[4], p[8])
+    return CoopMatrixStoreInst(
+        value,
+        *values,
+        transpose=transpose == "t",
+        checked=checked.removesuffix("_checked"),
+        atomic_add=bool(atomic),
+        loc=ctx.loc,
+        operand_locs=operand_locs(p[2], *p[4]),
+    )
+
+
+@syntax(
+    "statement : COOPERATIVE_MATRIX_STORE modifiers operand COMMA position",
+    builds=(CoopMatrixStoreInst,),
+    dialect=V04,
+)
+def _parse_v04_store(ctx: Ctx, p: P) -> Inst:
+    # .atomic_add is tinytc's (v0.4 writes cooperative_matrix_atomic_add, which waits for the
+    # atomics of the parallel primitives)
+    transpose, checked, atomic = flags(p[0], p[1], [TRANSPOSE, CHECKS, ("atomic_add",)])
+    return CoopMatrixStoreInst(
+        ctx.typed(p[2]),
+        *position(ctx, p[4]),
+        transpose=transpose == "t",
+        checked=checked.removesuffix("_checked"),
+        atomic_add=bool(atomic),
+        loc=ctx.loc,
+        operand_locs=operand_locs(p[2], *p[4]),
+    )
 
 
 @syntax(

@@ -1,16 +1,21 @@
 """foreach_tile: a foreach whose range is cut into tiles, each run by one subgroup (v0.4's
-manual, "Foreach tile"; docs/language.md, "foreach_tile")."""
+manual, "Foreach tile"; docs/language.md, "foreach_tile"); the whole definition, with its
+syntax in both dialects. Its reference semantics are tinytc/reference_foreach_tile.py, its
+lowering tinytc/spirv/convert_foreach.py."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...errors import UNKNOWN, Location
+from ...errors import UNKNOWN, CompilationError, Location
 from ..core import Inst, Region, Value
+from ..definition import syntax
+from ..syntax import Ctx, P, operand_locs
 from ..types import INDEX, ScalarType, Type
-from .control import BarrierInst
 from .coopmatrix import ParallelInst
+from .loops import loop_types
+from .workgroup import BarrierInst
 
 if TYPE_CHECKING:
     from ..printer import Printer
@@ -111,3 +116,50 @@ class ForeachTileInst(ParallelInst):
         )
         p.region(self.body)
         p.close("}")
+
+
+# Syntax, both dialects: rev2 may give the loop types after a colon (index where none is
+# written), v0.4 takes each mode's type from its bounds. The header is a production of its
+# own, so that its action opens the region and its scope before the body is parsed.
+
+
+@syntax("statement : foreach_tile_header body")
+def _foreach_tile(ctx: Ctx, p: P) -> Inst:
+    ctx.close_region()
+    return p[0]
+
+
+@syntax(
+    "foreach_tile_header : FOREACH_TILE LPAREN results RPAREN EQUALS LPAREN operands RPAREN"
+    " COMMA LPAREN operands RPAREN AS LPAREN results RPAREN LANGLE EQUALS LPAREN tile_shape"
+    " RPAREN foreach_types",
+    builds=(ForeachTileInst,),
+)
+def _foreach_tile_header(ctx: Ctx, p: P) -> Inst:
+    names, starts, stops, sizes, shape = p[2], p[6], p[10], p[14], p[19]
+    n = len(names)
+    if not n == len(starts) == len(stops) == len(sizes) == len(shape):
+        raise CompilationError(
+            ctx.loc,
+            f"foreach_tile has {n} variables, {len(starts)} and {len(stops)} bounds, "
+            f"{len(sizes)} sizes and a tile shape of {len(shape)} modes",
+        )
+    types = loop_types(ctx, starts, stops, p[21], "foreach_tile")
+    bounds = [ctx.value(r, t, check=False) for r, t in zip([*starts, *stops], types * 2)]
+    inst = ForeachTileInst(
+        bounds[:n],
+        bounds[n:],
+        shape,
+        types,
+        [v.value[1:] for v in [*names, *sizes]],
+        [v.loc for v in [*names, *sizes]],
+        loc=ctx.loc,
+        operand_locs=operand_locs(*starts, *stops),
+    )
+    ctx.open_region(inst.regions[0])
+    return inst
+
+
+@syntax("tile_shape : INTEGER", "tile_shape : tile_shape COMMA INTEGER")
+def _tile_shape(ctx: Ctx, p: P) -> list[int]:
+    return [ctx.integer(p[0])] if len(p) == 1 else p[0] + [ctx.integer(p[2])]

@@ -1,4 +1,8 @@
-"""Collective linear algebra: gemm, gemv, ger, axpby, sum, hadamard_product.
+"""Collective linear algebra: gemm, gemv, ger, axpby, sum, hadamard_product, defined whole
+(operands, verification, printing, and the one production per dialect they share, with its
+action, and the reference semantics: each ``interpret`` gives its numpy value, the
+interpreter's update adds it to the output). Their lowering is the lower-linalg pass
+(tinytc/passes/lower_linalg).
 
 Each computes ``X := alpha * f(A, ...) + beta * X``; alpha and beta have X's element type.
 """
@@ -7,13 +11,34 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..core import Inst, Value
+import numpy as np
+
+from ... import bf16
+from ...errors import CompilationError, Location
+from ..core import Constant, Inst, Value
+from ..definition import syntax
 from ..printer import format_attribute
-from ..types import BF16, F16, F32, F64, I8, I32, Dim, ScalarType, Type, promotable, promote
+from ..syntax import V04, Ctx, P, operand_locs
+from ..types import (
+    BF16,
+    F16,
+    F32,
+    F64,
+    I8,
+    I32,
+    Dim,
+    MemrefType,
+    ScalarType,
+    Type,
+    promotable,
+    promote,
+)
+from .arith import CastInst
 
 if TYPE_CHECKING:
     from ...gemm import Tiling
     from ..printer import Printer
+    from ..semantics import Interpreter
 
 
 def summed_type(element: ScalarType) -> ScalarType:
@@ -29,6 +54,11 @@ MIXED_PRECISION = {F16: (summed_type(F16),), BF16: (summed_type(BF16),), I8: (I3
 # Float type -> the float types that hold each of its values exactly. The parser widens alpha
 # and beta along these (docs/language.md, "Programs for tinytc v0.3"); it never narrows them.
 EXACT_WIDENING = {F16: (F32, F64), BF16: (F32, F64), F32: (F64,)}
+
+
+def _op(x: np.ndarray, transpose: bool) -> np.ndarray:
+    """A matrix operand of the reference, transposed where its modifier says .t."""
+    return x.T if transpose and x.ndim == 2 else x
 
 
 def _same(a: Dim, b: Dim) -> bool:
@@ -181,6 +211,9 @@ class GemmInst(LinalgInst):
         self.check_shape(self.op_shape(4, False), (m, n), "C")
         return []
 
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a, b: _op(a, self.trans_a) @ _op(b, self.trans_b))
+
 
 class GemvInst(LinalgInst):
     """``gemv.TA alpha, A, b, beta, c``: c := alpha op(A) b + beta c."""
@@ -199,6 +232,9 @@ class GemvInst(LinalgInst):
         self.check_shape(self.op_shape(4, False), (m,), "c")
         return []
 
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a, b: _op(a, self.trans_a) @ b)
+
 
 class GerInst(LinalgInst):
     """``ger alpha, a, b, beta, C``: C := alpha a b^T + beta C."""
@@ -213,6 +249,9 @@ class GerInst(LinalgInst):
         self.check_scalars([a.element, b.element])
         self.check_shape(self.op_shape(4, False), a.shape + b.shape, "C")
         return []
+
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a, b: np.outer(a, b))
 
 
 class HadamardProductInst(LinalgInst):
@@ -229,6 +268,9 @@ class HadamardProductInst(LinalgInst):
         self.check_shape(self.op_shape(4, False), a.shape, "c")
         return []
 
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a, b: a * b if a.shape == b.shape else None)
+
 
 class AxpbyInst(LinalgInst):
     """``axpby.T alpha, A, beta, B``: B := alpha op(A) + beta B."""
@@ -243,6 +285,9 @@ class AxpbyInst(LinalgInst):
         self.check_shape(self.op_shape(3, False), self.op_shape(1, self.trans_a), "B")
         return []
 
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a: _op(a, self.trans_a))
+
 
 class SumInst(LinalgInst):
     """``sum.T alpha, A, beta, B``: B := alpha op(A) 1 + beta B (row sums, or a vector's sum)."""
@@ -256,3 +301,126 @@ class SumInst(LinalgInst):
         self.check_scalars([a.element])
         self.check_shape(self.op_shape(3, False), self.op_shape(1, self.trans_a)[:-1], "B")
         return []
+
+    def interpret(self, f: Interpreter) -> None:
+        f.update(self, lambda a: _op(a, self.trans_a).sum(axis=-1))
+
+
+# Syntax: one production per dialect for every instruction here. rev2 writes
+# ``gemm.n.t[.atomic] %alpha, %A, %B, %beta, %C : f32, memref<...>, ...``, v0.4
+# ``gemm[.atomic].n.t %alpha, %A, %B, %beta, %C`` (operands bring their types, .n where no
+# transpose is written); ``attributes{tiling={...}}`` may follow in both (tile-linalg prints it).
+
+LINALG: dict[str, type[LinalgInst]] = {
+    cls.mnemonic: cls
+    for cls in (GemmInst, GemvInst, GerInst, HadamardProductInst, AxpbyInst, SumInst)
+}
+LINALG["hadamard"] = HadamardProductInst  # the spelling of tinytc v0.3
+
+
+@syntax(
+    *(f"statement : {name.upper()} modifiers operands COLON types" for name in LINALG),
+    *(
+        f"statement : {name.upper()} modifiers operands COLON types ATTRIBUTES dictionary"
+        for name in LINALG
+    ),
+    dialect="rev2",
+    builds=tuple(LINALG.values()),
+)
+def _parse_linalg(ctx: Ctx, p: P) -> Inst:
+    inst = _linalg_inst(ctx, p[:5])
+    if len(p) > 5:
+        attrs, loc = p[6]
+        inst.tiling = ctx.tiling(attrs, loc)
+    return inst
+
+
+def _linalg_inst(ctx: Ctx, p: P) -> LinalgInst:
+    name, modifiers, refs, types = p[0].value, p[1], p[2], p[4]
+    cls = LINALG[name]
+    transposes = cls.num_transposes
+    flags = [m.value for m in modifiers]
+    atomic = flags[transposes:] == [".atomic"]
+    if any(f not in (".n", ".t") for f in flags[:transposes]) or len(flags) - atomic != transposes:
+        loc = modifiers[0].loc.to(modifiers[-1].loc) if modifiers else p[0].loc
+        want = f"{transposes} transpose modifier(s), .n or .t," if transposes else "no transpose"
+        raise CompilationError(
+            loc, f"{name} takes {want} then optionally .atomic; got '{''.join(flags)}'"
+        )
+    arity = 4 if cls in (AxpbyInst, SumInst) else 5
+    if len(refs) != arity or len(types) != arity:
+        raise CompilationError(
+            ctx.loc,
+            f"{name} takes {arity} operands and {arity} types, got {len(refs)} and {len(types)}",
+        )
+    values = [ctx.value(r, t) for r, t in zip(refs, types)]
+    if isinstance(types[-1], MemrefType):
+        for i in (0, arity - 2):  # alpha and beta
+            values[i] = widen(ctx, values[i], refs[i].loc, types[-1].element)
+    trans = [f == ".t" for f in flags[:transposes]]
+    return cls(*trans, *values, atomic=atomic, loc=ctx.loc, operand_locs=operand_locs(*refs))
+
+
+@syntax(
+    *(f"statement : {name.upper()} modifiers operands" for name in LINALG),
+    *(f"statement : {name.upper()} modifiers operands ATTRIBUTES dictionary" for name in LINALG),
+    builds=tuple(LINALG.values()),
+    dialect=V04,
+)
+def _parse_v04_linalg(ctx: Ctx, p: P) -> Inst:
+    name, modifiers, refs = p[0].value, p[1], p[2]
+    cls = LINALG[name]
+    arity = 4 if cls.mnemonic in ("axpby", "sum") else 5
+    if len(refs) != arity:
+        raise CompilationError(ctx.loc, f"{name} takes {arity} operands, got {len(refs)}")
+    atomic, transposes = _v04_flags(p[0], modifiers, cls.num_transposes)
+    out = ctx.typed(refs[-1])
+    element = out.type.element if isinstance(out.type, MemrefType) else None
+    values = [ctx.typed(r, element) for r in refs[:-1]] + [out]
+    if element is not None:
+        for i in (0, arity - 2):  # alpha and beta
+            values[i] = widen(ctx, values[i], refs[i].loc, element)
+    if atomic and values[arity - 2].constant not in (0, 1):  # the rev2 dialect allows any
+        raise CompilationError(
+            refs[arity - 2].loc, f"{name}.atomic needs a constant beta of 0 or 1 in v0.4"
+        )
+    inst = cls(*transposes, *values, atomic=atomic, loc=ctx.loc, operand_locs=operand_locs(*refs))
+    if len(p) > 3:
+        attrs, loc = p[4]
+        inst.tiling = ctx.tiling(attrs, loc)
+    return inst
+
+
+def _v04_flags(keyword: Any, modifiers: list[Any], count: int) -> tuple[bool, list[bool]]:
+    """v0.4's [.atomic] then up to ``count`` transposes (.n where omitted); rev2's order,
+    transposes then .atomic, is read too."""
+    flags = [m.value[1:] for m in modifiers]
+    atomic = "atomic" in flags
+    transposes = [f for f in flags if f != "atomic"]
+    if flags.count("atomic") > 1 or len(transposes) > count or set(transposes) - {"n", "t"}:
+        loc = modifiers[0].loc.to(modifiers[-1].loc) if modifiers else keyword.loc
+        want = f"up to {count} of .n or .t" if count else "no transpose"
+        raise CompilationError(loc, f"{keyword.value} takes [.atomic] and {want}")
+    transposes += ["n"] * (count - len(transposes))
+    return atomic, [t == "t" for t in transposes]
+
+
+def widen(ctx: Ctx, value: Value, loc: Location, to: ScalarType) -> Value:
+    """alpha or beta of a float type that the output's type holds exactly, converted to it (as
+    tinytc v0.3 accepts; docs/language.md): a constant is rounded to its written type and
+    rewritten, a value gets a cast before the instruction. Other types are left as they are."""
+    t = value.type
+    if not isinstance(t, ScalarType) or to not in EXACT_WIDENING.get(t, ()):
+        return value
+    if isinstance(value, Constant):
+        return Constant(_round(float(value.value), t), to, value.loc)
+    cast = CastInst(value, to, loc=loc, operand_locs=[loc])
+    ctx.builder.add(cast)
+    return cast.result
+
+
+def _round(value: float, t: ScalarType) -> float:
+    """A constant's value in its float type (exact in any wider one)."""
+    if t == BF16:
+        return float(bf16.round_to_bf16(value))
+    return float({F16: np.float16, F32: np.float32}.get(t, float)(value))

@@ -1,6 +1,6 @@
 """Memory: the whole definition of ``AllocaInst``, ``LifetimeStopInst``, ``LoadInst`` and
-``StoreInst``: operands, verification, printing and syntax in both dialects. Their reference
-semantics are tinytc/reference.py, their lowering tinytc/spirv/convert_memory.py.
+``StoreInst``: operands, verification, printing, syntax in both dialects and reference
+semantics (``interpret``). Their lowering is tinytc/spirv/convert_memory.py.
 
 ``%m = alloca -> memref<...>`` (v0.4: ``alloca : memref<...>``), ``lifetime_stop %m``,
 ``%v = load %m[i, ...] : memref<...>`` (or of a group: ``load %g[i] : group<...>``) and
@@ -21,6 +21,7 @@ from .memref import _check_indices
 
 if TYPE_CHECKING:
     from ..printer import Printer
+    from ..semantics import Interpreter
 
 
 class AllocaInst(Inst):
@@ -42,6 +43,9 @@ class AllocaInst(Inst):
     def print(self, p: Printer) -> None:
         p.line(f"{p.lhs(self)}alloca -> {self.type}")
 
+    def interpret(self, f: Interpreter) -> Any:
+        return f.allocate(self.type)
+
 
 class LifetimeStopInst(Inst):
     """``lifetime_stop %a``: the memory of an alloca may be reused after this point."""
@@ -58,6 +62,9 @@ class LifetimeStopInst(Inst):
 
     def print(self, p: Printer) -> None:
         p.line(f"lifetime_stop {p.name(self.operands[0])}")
+
+    def interpret(self, f: Interpreter) -> None:
+        return None
 
 
 class LoadInst(Inst):
@@ -87,6 +94,15 @@ class LoadInst(Inst):
         src, *idx = self.operands
         p.line(f"{p.lhs(self)}load {p.name(src)}[{p.names(idx)}] : {src.type}")
 
+    def interpret(self, f: Interpreter) -> Any:
+        src = self.operands[0]
+        if isinstance(src.type, GroupType):
+            group = f.get(src)  # members are the views the kernel sees, offset applied
+            m = group.member(f.indices(self, 1, [group.count])[0])
+            return f.view(m.array, m.shape, m.stride)
+        arr = f.get(src)
+        return f.load(arr, f.indices(self, 1, arr.shape), src.memref_type.element)
+
 
 class StoreInst(Inst):
     """``store %v, %m[i, ...]`` writes one element."""
@@ -108,6 +124,11 @@ class StoreInst(Inst):
     def print(self, p: Printer) -> None:
         v, m, *idx = self.operands
         p.line(f"store {p.name(v)}, {p.name(m)}[{p.names(idx)}] : {m.type}")
+
+    def interpret(self, f: Interpreter) -> None:
+        v, m = self.operands[:2]
+        arr = f.get(m)
+        f.store(arr, f.indices(self, 2, arr.shape), f.get(v), m.memref_type.element)
 
 
 # Syntax

@@ -1,8 +1,7 @@
 """Views of memrefs: the whole definition of ``SubviewInst``, ``ExpandInst``, ``FuseInst``,
 ``SizeInst`` and ``AssociatedInst`` (operands, verification, printing, syntax in both
-dialects), and the index checks
-that every access shares. Their reference semantics are tinytc/reference.py, their lowering
-tinytc/spirv/convert_memory.py. (alloca, lifetime_stop, load and store:
+dialects, reference semantics: ``interpret``), and the index checks that every access
+shares. Their lowering is tinytc/spirv/convert_memory.py. (alloca, lifetime_stop, load and store:
 tinytc/ir/instructions/memory.py.)"""
 
 from __future__ import annotations
@@ -10,6 +9,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ...errors import Location
 from ..core import Inst, Value, static_dim
@@ -19,6 +21,7 @@ from ..types import DYNAMIC, I1, INDEX, Dim, GroupType, MemrefType, Type
 
 if TYPE_CHECKING:
     from ..printer import Printer
+    from ..semantics import Interpreter
 
 
 def _check_indices(inst: Inst, first: int, t: MemrefType | None = None) -> None:
@@ -130,6 +133,24 @@ class SubviewInst(Inst):
         src = self.operands[0]
         p.line(f"{p.lhs(self)}subview {p.name(src)}[{','.join(parts)}] : {src.type}")
 
+    def interpret(self, f: Interpreter) -> Any:
+        """A view inside the memref: an index lies in [0, n), a slice o:s in [0, n] (o + s <= n,
+        s >= 0; an empty slice is a view of size 0), a slice o:? needs 0 <= o <= n."""
+        arr = f.get(self.operands[0])
+        key: list[Any] = []
+        for mode, (kind, off, size) in enumerate(self.slices()):
+            o, n = int(f.get(self.operands[off])), arr.shape[mode]
+            s = 1 if kind == "index" else n - o
+            if size is not None:  # kind == "slice"
+                s = int(f.get(self.operands[size]))
+            if o < 0 or s < 0 or o + s > n:
+                text = {"index": f"index {o}", "rest": f"slice {o}:?", "slice": f"slice {o}:{s}"}
+                message = f"{text[kind]} of mode {mode} is out of range for its size {n}"
+                at = size if kind == "slice" and 0 <= o <= n else off
+                raise f.out_of_range(self, at, message)
+            key.append(o if kind == "index" else slice(o, o + s))
+        return arr[(*key, ...)]  # the ellipsis keeps a view even when every mode is an index
+
 
 class ExpandInst(Inst):
     """``expand %m[mode -> a x b x ...]``: one mode viewed as several (column-major)."""
@@ -189,6 +210,25 @@ class ExpandInst(Inst):
         text = f"expand {p.name(src)}[{self.mode}->{' x '.join(parts)}] : {src.type}"
         p.line(p.lhs(self) + text)
 
+    def interpret(self, f: Interpreter) -> Any:
+        arr = f.get(self.operands[0])
+        m = self.mode
+        sizes = [None if i is None else int(f.get(self.operands[i])) for i in self.entries()]
+        known = math.prod(s for s in sizes if s is not None)
+        if None in sizes and known > 0 and arr.shape[m] % known == 0:
+            sizes[sizes.index(None)] = arr.shape[m] // known
+        fixed = [s for s in sizes if s is not None]
+        if len(fixed) < len(sizes) or math.prod(fixed) != arr.shape[m] or min(fixed) < 0:
+            shown = "x".join("?" if s is None else str(s) for s in sizes)
+            message = f"expand of mode {m} into {shown} does not match its size {arr.shape[m]}"
+            raise f.out_of_range(self, None, message)
+        strides, current = [], arr.strides[m]
+        for s in fixed:
+            strides.append(current)
+            current *= s
+        shape = arr.shape[:m] + tuple(fixed) + arr.shape[m + 1 :]
+        return as_strided(arr, shape, arr.strides[:m] + tuple(strides) + arr.strides[m + 1 :])
+
 
 class FuseInst(Inst):
     """``fuse %m[from, to]``: adjacent modes from..to viewed as one."""
@@ -222,6 +262,12 @@ class FuseInst(Inst):
         src = self.operands[0]
         p.line(f"{p.lhs(self)}fuse {p.name(src)}[{self.first},{self.last}] : {src.type}")
 
+    def interpret(self, f: Interpreter) -> Any:
+        arr = f.get(self.operands[0])
+        i, j = self.first, self.last
+        shape = arr.shape[:i] + (math.prod(arr.shape[i : j + 1]),) + arr.shape[j + 1 :]
+        return as_strided(arr, shape, arr.strides[: i + 1] + arr.strides[j + 1 :])
+
 
 class SizeInst(Inst):
     """``size %m[mode]`` gives the mode size as an index; ``size %g[0]``, v0.4's, the number
@@ -250,6 +296,12 @@ class SizeInst(Inst):
         src = self.operands[0]
         p.line(f"{p.lhs(self)}size {p.name(src)}[{self.mode}] : {src.type}")
 
+    def interpret(self, f: Interpreter) -> Any:
+        src = f.get(self.operands[0])
+        if src is None:  # not associated: a static size, else no element (as the call passes)
+            return np.int64(self.extent or 0)
+        return np.int64(src.shape[self.mode] if isinstance(src, np.ndarray) else src.count)
+
 
 class AssociatedInst(Inst):
     """``associated %m``, v0.4's: whether a memref or group parameter was passed (its base
@@ -271,9 +323,12 @@ class AssociatedInst(Inst):
         src = self.operands[0]
         p.line(f"{p.lhs(self)}associated {p.name(src)} : {src.type}")
 
+    def interpret(self, f: Interpreter) -> Any:
+        return np.bool_(f.env.get(self.operands[0], True) is not None)  # a view is associated
+
 
 # Syntax: rev2 writes the operand's type, v0.4 the result's (slices and expand shapes are
-# the parser's non-terminals, tinytc/parser/grammar/memory.py)
+# the parser's non-terminals, tinytc/parser/grammar/operands.py)
 
 
 @syntax(

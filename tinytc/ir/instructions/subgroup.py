@@ -32,9 +32,9 @@ SUBGROUP_OPERATIONS = tuple(f"subgroup_{k}_{op}" for k in SUBGROUP_KINDS for op 
 def require_parallel(inst: Inst) -> None:
     """The instruction sits in a parallel region (not in foreach or cooperative_matrix_apply,
     whose iterations are not the subgroup's work-items), at any depth of if and for."""
-    from .control import ForeachInst
     from .coopmatrix import ParallelInst
     from .coopmatrix_compute import CoopMatrixApplyInst
+    from .loops import ForeachInst
 
     region = inst.parent
     while region is not None and region.parent is not None:

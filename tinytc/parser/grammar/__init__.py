@@ -1,24 +1,20 @@
-"""The productions of the tensor language (rev2, plus the rev1 spellings) and their actions.
+"""The language's frame: programs, functions and their attributes, types, constants, attribute
+dictionaries, operands as written and the non-terminals that instructions share (both dialects,
+rev2 with the rev1 spellings). Every instruction's productions are defined with its class
+(tinytc/ir/instructions, registered with ir.definition.syntax; docs/architecture.md).
 
-Headers of region-carrying constructs (func, for, foreach, if, else, parallel,
-cooperative_matrix_apply) are productions of their own, so that their action opens the region
-and its scope before the body is parsed.
+A function's header is a production of its own, so that its action opens the body's region
+and scope before the body is parsed (as the headers of for, foreach, if, parallel and
+cooperative_matrix_apply do in their modules).
 """
 
 # importing the modules registers their productions (tinytc.ir.definition.syntax)
 from . import (  # noqa: F401
     attributes,
     constants,
-    control,
-    coopmatrix,
-    cumsum,
-    linalg,
-    memory,
+    operands,
     program,
-    scalar,
     types,
-    v04,
-    v04_coopmatrix,
 )
 from .attributes import tiling_attribute
 

@@ -1,16 +1,33 @@
-"""Memory: barrier, and the non-terminals of subview's slices and expand's shape (the other
-memory instructions' productions are defined with their classes,
-tinytc/ir/instructions/memory.py and memref.py)."""
+"""The non-terminals that instructions' productions share, and operands as written (parser
+objects, which the instruction modules do not build): modifiers, a position %M[%x, %y], a
+type with its location, subview's slices and expand's shape. The instructions' own
+productions are defined with their classes (tinytc/ir/instructions)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...errors import CompilationError
-from ...ir import BarrierInst, Inst
+from ...errors import Location
+from ...ir import Type
 from ..context import Ref, parse_int
 from ..driver import rule
+from ..lexer import Token
 from .base import Ctx, P
+
+
+@rule("modifiers : ", "modifiers : modifiers MODIFIER")
+def _modifiers(ctx: Ctx, p: P) -> list[Token]:
+    return p[0] + [p[1]] if p else []
+
+
+@rule("position : operand LBRACKET operand COMMA operand RBRACKET")
+def _position(ctx: Ctx, p: P) -> list[Ref]:
+    return [p[0], p[2], p[4]]
+
+
+@rule("located_type : type")
+def _located_type(ctx: Ctx, p: P) -> tuple[Type, Location]:
+    return p[0], ctx.loc
 
 
 @rule("expand_shape : expand_entry X expand_entry", "expand_shape : expand_shape X expand_entry")
@@ -52,25 +69,4 @@ def _slice(ctx: Ctx, p: P) -> tuple[Ref, Any]:
 
 
 def parse_int_text(ref: Ref) -> int:
-    from ..lexer import Token
-
     return parse_int(Token("INTEGER", ref.text, ref.loc))
-
-
-@rule("statement : BARRIER", "statement : BARRIER fences", builds=(BarrierInst,))
-def _barrier(ctx: Ctx, p: P) -> Inst:
-    """barrier, and v0.4's barrier[.global][.local] naming the memory it fences."""
-    fences: list[str] = []
-    for token in p[1] if len(p) > 1 else []:
-        name = token.value[1:]
-        if name not in ("global", "local") or name in fences:
-            raise CompilationError(
-                token.loc, f"barrier takes [.global][.local], got '{token.value}'"
-            )
-        fences.append(name)
-    return BarrierInst(tuple(fences), loc=ctx.loc)
-
-
-@rule("fences : MODIFIER", "fences : fences MODIFIER")
-def _fences(ctx: Ctx, p: P) -> list[Any]:
-    return [p[0]] if len(p) == 1 else p[0] + [p[1]]
