@@ -199,6 +199,8 @@ def opt_main(args: argparse.Namespace) -> int:
     targetless = [n for n in names if n in NEEDS_TARGET and args.target is None]
     if targetless:
         raise UsageError(f"pass '{targetless[0]}' needs --target cpu|pvc|dg2")
+    from . import compiler  # noqa: F401  (gives constant-fold its reference semantics)
+
     target = get_target(args.target) if args.target else None
     program = read_program(args.file, args.dialect)
     with recursion_for(program):  # passes and printing recurse into nested regions

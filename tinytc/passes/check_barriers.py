@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..ir import BarrierInst, ForInst, IfInst, Inst, ParallelInst, Program, Region, Value, YieldInst
 from ..ir.instructions.atomic import AtomicInst
-from ..ir.instructions.coopmatrix import SubgroupIdInst, SubgroupLocalIdInst
+from ..ir.instructions.workgroup import SubgroupIdInst, SubgroupLocalIdInst
 from ..ir.instructions.subgroup import SubgroupInst
 from ..ir.types import CoopMatrixType
 
