@@ -40,7 +40,7 @@ PASSES: dict[str, Callable[[CoreInfo, int], Pass]] = {
     "work-group-size": lambda t, o: WorkGroupSizePass(t, batching=o >= 2),
     "tile-linalg": lambda t, o: TilingPass(t, max_k_unroll=4 if o >= 1 else 1, staging=o >= 2),
     "lower-linalg": lambda t, o: LowerLinalgPass(t),
-    "stack": lambda t, o: StackPass(t.local_memory_size if t else None, staging=o >= 2),
+    "stack": lambda t, o: StackPass(t.local_memory_size if t else None),
     "insert-barrier": lambda t, o: InsertBarrierPass(),
     "check-barriers": lambda t, o: CheckBarriersPass(),  # lowered code in tests; tinytc-opt
 }

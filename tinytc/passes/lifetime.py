@@ -73,9 +73,8 @@ class StackPass:
 
     name = "stack"
 
-    def __init__(self, local_memory_size: int | None = None, staging: bool = True) -> None:
+    def __init__(self, local_memory_size: int | None = None) -> None:
         self.local_memory_size = local_memory_size
-        self.staging = staging
 
     def run(self, program: Program) -> None:
         for func in program.functions:
