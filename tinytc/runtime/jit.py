@@ -7,7 +7,6 @@ in place.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -16,19 +15,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .. import bf16
 from ..arguments import (
     ArgumentTypeError,
     ArgumentValueError,
-    BoundGroup,
     BoundMemref,
     Groups,
     bind,
     check_groups,
-    dtype_of,
 )
 from ..gemm import Tiling
-from ..ir import BF16, GroupType, MemrefType, Program, ScalarType, Type
+from ..ir import Program, Type
 from ..target import CoreInfo, DpasForm, configure
 from .cache import (
     compiled_key,
@@ -40,6 +36,7 @@ from .cache import (
 )
 from .device import _pyopencl, core_info_from_device, default_queue, uses_ptx
 from .device_groups import after_their_queues, device_arrays, refuse_other_context, stage, where
+from .kernel_args import kernel_args
 
 if TYPE_CHECKING:
     import pyopencl as cl
@@ -321,7 +318,7 @@ class Kernel:
         keep: list[Any] = []  # host objects that must outlive the launch
         cl_args: list[Any] = []
         for param, arg in zip(self.func.params, bound):
-            cl_args += _kernel_args(param.type, arg, keep)
+            cl_args += kernel_args(param.type, arg, keep)
         batch = self.func.batch_per_group
         if batch > 1:
             cl_args.append(np.int64(groups[0]))  # hidden argument: the body checks the tail
@@ -424,65 +421,6 @@ def _prune() -> None:
     complete = _pyopencl().command_execution_status.COMPLETE
     with _pending_lock:  # statuses count down to COMPLETE (0); an error is negative
         _pending[:] = [(e, h) for e, h in _pending if e.command_execution_status > complete]
-
-
-def _kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
-    """The OpenCL arguments of one parameter, following the dope-vector convention."""
-    if isinstance(t, ScalarType):
-        if t == BF16:
-            return [bf16.to_bits(arg)[()]]
-        return [np.uint8(arg) if t.is_bool else arg]
-    if arg is None:  # not associated (arguments.bind): a null pointer, no elements
-        from ..spirv.convert import argument_count  # only then: SPIR-V tables stay unloaded
-
-        return [None] + [np.int64(0)] * (argument_count(t) - 1)
-    if isinstance(t, MemrefType):
-        assert isinstance(arg, BoundMemref)
-        out = [_pointer(arg.array, keep)]
-        out += [np.int64(s) for w, s in zip(t.shape, arg.shape) if w is None]
-        out += [np.int64(s) for w, s in zip(t.stride, arg.stride) if w is None]
-        return out
-    assert isinstance(t, GroupType) and isinstance(arg, BoundGroup)
-    mt = t.memref
-    back = arg.offset * dtype_of(mt.element).itemsize  # load adds the offset back
-    out = [_svm(_nonempty(arg.addresses - np.uint64(back)), keep)]
-    out += [_svm(_nonempty(arg.shapes[i]), keep) for i, w in enumerate(mt.shape) if w is None]
-    out += [_svm(_nonempty(arg.strides[i]), keep) for i, w in enumerate(mt.stride) if w is None]
-    if t.offset is None:
-        out.append(np.int64(arg.offset))
-    if t.size is None:
-        out.append(np.int64(arg.count))
-    return out
-
-
-def _nonempty(values: np.ndarray) -> np.ndarray:
-    return values if values.size else np.zeros(1, values.dtype)
-
-
-def _pointer(array: Any, keep: list[Any]) -> Any:
-    if isinstance(array, np.ndarray):
-        return _svm(array, keep)
-    data = getattr(array, "base_data", None)  # a pyopencl array
-    if data is None or int(getattr(array, "offset", 0)):
-        raise ArgumentValueError("pyopencl arrays with an offset are not supported; pass .copy()")
-    return data
-
-
-def _svm(array: np.ndarray, keep: list[Any]) -> Any:
-    """An SVM pointer to the first element of any (even strided or read-only) array."""
-    cl = _pyopencl()
-    if not array.size:
-        flat = np.zeros(1, np.uint8)
-    elif array.flags.writeable and (array.flags.c_contiguous or array.flags.f_contiguous):
-        flat = array.reshape(-1, order="A").view(np.uint8)
-    else:
-        # pyopencl takes only writeable buffers; the kernel does not write read-only arrays
-        # (bind refuses them for the parameters it writes)
-        span = sum((n - 1) * s for n, s in zip(array.shape, array.strides)) + array.itemsize
-        address = int(array.__array_interface__["data"][0])
-        flat = np.frombuffer((ctypes.c_uint8 * span).from_address(address), dtype=np.uint8)
-    keep.append(flat)
-    return cl.SVM(flat)
 
 
 def _validate(binary: bytes) -> None:

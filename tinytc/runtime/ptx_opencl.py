@@ -25,7 +25,8 @@ from ..target import SM_90, CoreInfo
 from . import cache
 from .device import _pyopencl, cache_dir, raw_device_info
 from .device_groups import after_their_queues, device_arrays
-from .jit import Kernel, Kernels, Signature, _kernel_args
+from .jit import Kernel, Kernels, Signature
+from .kernel_args import kernel_args
 
 # cl_nv_device_attribute_query
 CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV = 0x4000
@@ -225,9 +226,9 @@ class Staging:
         self.keep: list[Any] = []
 
     def arguments(self, t: Any, arg: Any, written: bool) -> list[Any]:
-        """The OpenCL arguments of one parameter (jit._kernel_args' convention)."""
+        """The OpenCL arguments of one parameter (kernel_args' convention)."""
         if isinstance(t, ScalarType) or arg is None:  # None: not associated
-            return _kernel_args(t, arg, self.keep)
+            return kernel_args(t, arg, self.keep)
         if isinstance(t, MemrefType):
             assert isinstance(arg, BoundMemref)
             out = [self.array(arg.array, written)]
