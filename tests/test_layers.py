@@ -16,7 +16,7 @@ LAYERS = {
     "target": 2, "gemm": 2,
     "parser": 3, "passes": 3, "spirv": 3,
     "compiler": 4, "reference": 4,
-    "arguments": 4, "param_access": 4, "aliasing": 4, "array_table": 4,
+    "arguments": 4, "scalar_arguments": 4, "param_access": 4, "aliasing": 4, "array_table": 4,
     "runtime": 5,
     "recipes": 6, "tune": 6, "testing": 6, "cli": 6,
     "": 6,  # the package's own names (tinytc.jit, tinytc.parse): the facade the tools share

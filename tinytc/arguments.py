@@ -3,26 +3,20 @@ checked against a function's signature. Shared by the JIT and the reference inte
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from . import aliasing, bf16
+from . import aliasing
 from .array_table import read_arrays
-from .ir import BF16, Function, GroupType, MemrefType, ScalarType, Type
+from .errors import ArgumentError as ArgumentError  # the call's errors, public here
+from .errors import ArgumentTypeError, ArgumentValueError
+from .ir import Function, GroupType, MemrefType, ScalarType, Type
 from .ir.param_attributes import violation
-
-
-def dtype_of(t: ScalarType) -> np.dtype:
-    """The numpy storage type of a scalar type (bf16 is stored as its 16 bits in uint16)."""
-    if t == BF16:
-        return np.dtype(np.uint16)
-    if t.is_bool:
-        return np.dtype(np.bool_)
-    return np.dtype(f"{t.family.numpy_prefix}{t.bits}")
+from .scalar_arguments import dtype_of as dtype_of
+from .scalar_arguments import scalar, show
 
 
 @dataclass(frozen=True)
@@ -80,29 +74,13 @@ class BoundGroup:
         return BoundMemref(array, tuple(shape), tuple(stride))
 
 
-class ArgumentError(Exception):
-    """An argument does not fit the kernel's signature: the common base of
-    ``ArgumentTypeError`` (the wrong kind of object or dtype) and ``ArgumentValueError`` (a
-    shape, stride, range or memory the kernel cannot take), which are also Python's
-    ``TypeError`` and ``ValueError``, as numpy's errors of the same kind are."""
-
-
-class ArgumentTypeError(ArgumentError, TypeError):
-    """An argument of the wrong kind: not an array, a scalar of the wrong kind, a dtype."""
-
-
-class ArgumentValueError(ArgumentError, ValueError):
-    """An argument of the right kind whose value does not fit: a shape, a stride, a range,
-    memory shared with a written parameter, a read-only array for a written one."""
-
-
 HOWMANY_LIMIT = 2**63  # group_id is an index, a signed 64-bit integer
 
 
 def check_howmany(howmany: Any) -> int:
     """The number of work-groups as an int: an integer (not a bool) in 0 .. 2^63 - 1."""
     if isinstance(howmany, bool | np.bool_) or not isinstance(howmany, int | np.integer):
-        raise ArgumentTypeError(f"howmany must be a non-negative integer, got {_show(howmany)}")
+        raise ArgumentTypeError(f"howmany must be a non-negative integer, got {show(howmany)}")
     if not 0 <= int(howmany) < HOWMANY_LIMIT:
         raise ArgumentValueError(
             f"howmany must be in 0 .. 2^63 - 1 (group_id is an index, i64), got {int(howmany)}"
@@ -242,7 +220,7 @@ def _writeable(array: Any) -> bool:
 
 def _bind(t: Type, arg: Any, what: str) -> Any:
     if isinstance(t, ScalarType):
-        return _scalar(t, arg, what)
+        return scalar(t, arg, what)
     if isinstance(t, MemrefType):
         return bind_memref(t, arg, what)
     assert isinstance(t, GroupType)
@@ -337,62 +315,9 @@ def _address(array: Any, what: str) -> int:
     if not isinstance(array, np.ndarray):
         raise ArgumentTypeError(
             f"{what}: group members must be host arrays (numpy, or DLPack tensors on the CPU),"
-            f" got {_show(array)}; the kernel reads their addresses from a table in host memory"
+            f" got {show(array)}; the kernel reads their addresses from a table in host memory"
         )
     return int(array.__array_interface__["data"][0])
-
-
-def _scalar(t: ScalarType, arg: Any, what: str) -> Any:
-    """A numpy scalar of ``t``: integers in the range of their width and signedness; finite
-    floats that the type can hold (inf and nan given as such are kept)."""
-    if isinstance(arg, bool | np.bool_):
-        arg = int(arg)
-    if t.is_integer:
-        if isinstance(arg, float | np.floating) and np.isfinite(arg) and float(arg).is_integer():
-            arg = int(arg)
-        if not isinstance(arg, int | np.integer):
-            raise ArgumentTypeError(f"{what}: {t} takes an integer scalar, got {_show(arg)}")
-        dtype = dtype_of(t)
-        low, high = (0, 1) if t.is_bool else (np.iinfo(dtype).min, np.iinfo(dtype).max)
-        if not low <= int(arg) <= high:
-            raise ArgumentValueError(f"{what}: {_show(arg)} is out of range of {t} [{low}, {high}]")
-        return dtype.type(int(arg))
-    if t.is_complex:
-        return _complex_scalar(t, arg, what)
-    if not isinstance(arg, int | float | np.integer | np.floating):
-        raise ArgumentTypeError(f"{what}: {t} takes a real scalar, got {_show(arg)}")
-    finite = bool(np.isfinite(arg)) if isinstance(arg, float | np.floating) else True
-    try:
-        value = float(arg)
-    except OverflowError:  # an int beyond every float type
-        value = math.inf
-    with np.errstate(over="ignore"):
-        out = bf16.round_to_bf16(value) if t == BF16 else dtype_of(t).type(value)
-    if finite and not np.isfinite(out):
-        raise ArgumentValueError(f"{what}: {_show(arg)} is out of range of {t}")
-    return out
-
-
-def _complex_scalar(t: ScalarType, arg: Any, what: str) -> Any:
-    """A complex scalar (passed as float2 or double2) from a Python or numpy number whose
-    finite parts the type can hold."""
-    if not isinstance(arg, int | float | complex | np.number):
-        raise ArgumentError(f"{what}: {t} takes a number, got {_show(arg)}")
-    try:
-        value = complex(arg)
-    except OverflowError:  # an int beyond every float type
-        raise ArgumentError(f"{what}: {_show(arg)} is out of range of {t}") from None
-    with np.errstate(over="ignore"):
-        out = dtype_of(t).type(value)
-    for part, got in ((value.real, out.real), (value.imag, out.imag)):
-        if np.isfinite(part) and not np.isfinite(got):
-            raise ArgumentError(f"{what}: {_show(arg)} is out of range of {t}")
-    return out
-
-
-def _show(arg: Any) -> str:
-    text = repr(arg)
-    return f"{type(arg).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
 
 
 def bind_memref(t: MemrefType, arr: Any, what: str) -> BoundMemref:
@@ -457,7 +382,7 @@ def host_view(arr: Any, what: str) -> Any:
         kind, number = arr.__dlpack_device__()
     except (AttributeError, TypeError, ValueError) as e:
         raise ArgumentTypeError(
-            f"{what}: {_show(arr)} has no usable __dlpack_device__: {e}"
+            f"{what}: {show(arr)} has no usable __dlpack_device__: {e}"
         ) from None
     if int(kind) != KDL_CPU:
         raise ArgumentTypeError(
@@ -468,7 +393,7 @@ def host_view(arr: Any, what: str) -> Any:
         return np.from_dlpack(arr)
     except (BufferError, TypeError, ValueError, RuntimeError) as e:
         raise ArgumentTypeError(
-            f"{what}: numpy cannot view {_show(arr)} through DLPack: {e}"
+            f"{what}: numpy cannot view {show(arr)} through DLPack: {e}"
         ) from None
 
 
@@ -488,7 +413,7 @@ def _check_array(t: MemrefType, arr: Any, what: str) -> None:
     if not isinstance(arr, np.ndarray) and not _is_pyopencl(arr):
         raise ArgumentTypeError(
             f"{what}: {t} takes a numpy array, a pyopencl array or a DLPack tensor on the CPU,"
-            f" got {_show(arr)}"
+            f" got {show(arr)}"
         )
 
 

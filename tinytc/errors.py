@@ -1,4 +1,5 @@
-"""Source locations and the one diagnostic type of the compiler."""
+"""Source locations and the one diagnostic type of the compiler; the errors of a kernel call's
+arguments."""
 
 from __future__ import annotations
 
@@ -89,3 +90,19 @@ def format_diagnostic(location: Location, message: str) -> str:
     excerpt = location.excerpt()
     head = f"{location}: {message}"
     return f"{head}\n{excerpt}" if excerpt else head
+
+
+class ArgumentError(Exception):
+    """An argument does not fit the kernel's signature: the common base of
+    ``ArgumentTypeError`` (the wrong kind of object or dtype) and ``ArgumentValueError`` (a
+    shape, stride, range or memory the kernel cannot take), which are also Python's
+    ``TypeError`` and ``ValueError``, as numpy's errors of the same kind are."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong kind: not an array, a scalar of the wrong kind, a dtype."""
+
+
+class ArgumentValueError(ArgumentError, ValueError):
+    """An argument of the right kind whose value does not fit: a shape, a stride, a range,
+    memory shared with a written parameter, a read-only array for a written one."""

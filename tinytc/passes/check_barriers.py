@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from ..ir import BarrierInst, ForInst, IfInst, Inst, ParallelInst, Program, Region, Value, YieldInst
 from ..ir.instructions.atomic import AtomicInst
-from ..ir.instructions.workgroup import SubgroupIdInst, SubgroupLocalIdInst
 from ..ir.instructions.subgroup import SubgroupInst
+from ..ir.instructions.workgroup import SubgroupIdInst, SubgroupLocalIdInst
 from ..ir.types import CoopMatrixType
 
 VARYING_SOURCES = (SubgroupIdInst, SubgroupLocalIdInst, SubgroupInst, AtomicInst)
