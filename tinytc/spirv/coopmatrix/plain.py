@@ -85,6 +85,10 @@ class Plain:
             pointer = access.pointer(e)
             cond = access.condition(e, t)
             read = lambda p=pointer: load_scalar(lo, access.m, p)  # noqa: E731
+            if el.is_complex and self.replicated(t):
+                from ..convert_complex import load_by_parts
+
+                read = lambda p=pointer: load_by_parts(lo, access.m, p)  # noqa: E731
             components.append(read() if cond is None else lo.if_value(cond, rt, read, zero))
         return CoopMatrix(t, components)
 
