@@ -114,10 +114,12 @@ class CollectiveStatements(ViewStatements):
 
     def input_elements(self, el: ScalarType, mixed: bool) -> list[ScalarType]:
         """The element types the inputs may have: el, or a narrower one for mixed precision;
-        for a complex el at times any float or complex type that promotes to it (each input
-        its own, as v0.4's promotion order allows)."""
-        if el.is_complex and self.flag(40):
-            return [el] + [t for t in self.types(PROMOTED_INPUTS) if t != el and promotable(t, el)]
+        for a complex el at times also one float or complex type that promotes to it (each
+        input either, as v0.4's promotion order allows; two such types, f16 and bf16 or c32
+        and f64, may have no type they both promote to)."""
+        promoted = [t for t in self.types(PROMOTED_INPUTS) if t != el and promotable(t, el)]
+        if el.is_complex and promoted and self.flag(40):
+            return [el, self.pick(promoted)]
         inputs_el = [el]
         if mixed:
             inputs_el = self.types((F16, BF16) if el == F32 else (I8,)) or [el]
