@@ -68,7 +68,8 @@ def _kind(inst: ir.Inst) -> list[str]:
             kinds.append(f"{name}.negative")
         if isinstance(inst, ir.CoopMatrixStoreInst):
             el = cm[0].element
-            kinds += [f"store.atomic_add.{'float' if el.is_float else 'int'}"] * inst.atomic_add
+            sort = "complex" if el.is_complex else "float" if el.is_float else "int"
+            kinds += [f"store.atomic_add.{sort}"] * inst.atomic_add
             kinds += ["store.alloca"] * isinstance(root(inst.operands[1]).owner, ir.AllocaInst)
             kinds += ["store.stripe"] * any(_from_subgroup_id(p) for p in position)
             kinds += ["store.one_subgroup"] * _one_subgroup(inst)

@@ -324,6 +324,16 @@ def test_values_of_two_registers_take_half_the_row_blocks_and_step_k_by_two() ->
     assert (f32.rows_per_item, f32.cols_per_item, f32.k_unroll) == (4, 4, 2)
 
 
+def test_c64_accumulators_leave_half_the_registers() -> None:
+    """c64 n=64 in 16 lanes: a value takes 4 registers (2 per part); 1 x 4 blocks (16
+    registers), where 1 x 8 took all 32 and spilled."""
+    c64 = choose_tiling(64, 64, (16, 1), CPU, 1, (65536, 65536), 16)
+    assert (c64.rows_per_item, c64.cols_per_item, c64.k_unroll) == (1, 4, 2)
+    for cols in COLS:
+        mb, nb = register_block(64, cols, 16, CPU, element_size=16)
+        assert mb * nb * 4 <= STRIP_REGISTERS
+
+
 def test_f64_in_8_lanes_fills_a_strip_too() -> None:
     """f64 n=32 in 8 lanes: 4 row blocks of one register each, a whole column strip of 4
     columns (16 accumulator registers), stepping K by 2 like the f32 strip."""

@@ -137,6 +137,9 @@ def register_block(
     columns. f64 n=64 2x4 against 4x2, A and B in cache: nn 1.16x, nt 1.23x, tn 1.16x; tn
     gains only since its staging copy transposes in registers (transpose_group; before, the
     scattering copy left 4x2 ahead by 1.04-1.07x).
+
+    c64 values (16 bytes, 4 registers in 16 lanes) fill at most STRIP_REGISTERS registers
+    with accumulators: c64 n=64 1 x 4, where 1 x 8 took all 32 registers.
     """
     accumulators = min(ACCUMULATORS, max(target.num_registers // 2, 1))
     per_value = registers_per_value(lanes, element_size, target)
@@ -148,6 +151,8 @@ def register_block(
         registers = min(STRIP_REGISTERS, target.num_registers // 2)
         strip = min(MAX_COLS_PER_ITEM, registers // (mb * per_value))
         nb_max = max(nb_max, strip)
+    if element_size > 8:  # c64 (16 lanes: 4 registers a value, 1 x 8 would take all 32)
+        nb_max = max(1, min(nb_max, STRIP_REGISTERS // (mb * per_value)))
     if cols is None or cols == 0:
         return mb, nb_max
     return mb, max(d for d in range(1, min(nb_max, cols) + 1) if cols % d == 0)

@@ -302,6 +302,14 @@ class Lowering:
         self.m.version = max(self.m.version, (1, 4))
         return (LoopControl.PartialCount, unroll)
 
+    def select(self, t: ir.ScalarType, cond: Id, a: Id, b: Id) -> Id:
+        """cond ? a : b for values of type t. A complex value is a 2-vector, and SPIR-V before
+        1.4 wants a condition per component of a vector (the Select of the core spec)."""
+        if t.is_complex:
+            bvec = self.m.type_vector(self.m.type_bool(), 2)
+            cond = self.op(Op.CompositeConstruct, bvec, cond, cond)
+        return self.op(Op.Select, self.scalar_type(t), cond, a, b)
+
     def if_value(self, cond: Id, type_: Id, then: Callable[[], Id], otherwise: Id) -> Id:
         """cond ? then() : otherwise, with then() evaluated only when cond holds (a load
         that must not happen outside its memref)."""

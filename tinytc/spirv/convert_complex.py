@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from .. import ir
 from ..errors import CompilationError
 from ..ir.types import SCALAR_KINDS
-from ._grammar import MemorySemantics, Op, OpenCLStd, Scope, StorageClass
+from ._grammar import MemoryAccess, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
 from .convert import Lowering, Memref
 from .convert_scalar import BINARY, COMPARE, CONVERT, UNARY, convert
 from .instruction import Id
@@ -41,6 +41,19 @@ def per_part(lo: Lowering, t: ir.ScalarType, z: Id, fn: Callable[[Id, Id], Id]) 
     ct = lo.scalar_type(t.component)
     re, im = parts(lo, t, z)
     return join(lo, t, fn(ct, re), fn(ct, im))
+
+
+def load_by_parts(lo: Lowering, m: Memref, pointer: Id) -> Id:
+    """A complex value read as two scalar loads of its parts. Where every lane reads the same
+    entry (a matrix_b), each part then feeds the fmas straight from memory (a broadcast
+    operand on the CPU) rather than a vector load taken apart by two shuffles per entry."""
+    t = m.type.element
+    ct = lo.scalar_type(t.component)
+    at = lo.op(Op.Bitcast, lo.pointer_type(m.space, t.component), pointer)
+    im_at = lo.offset_pointer(at, m.space, t.component, 1)
+    size = t.component.size
+    re = lo.op(Op.Load, ct, at, MemoryAccess.Aligned, size)
+    return join(lo, t, re, lo.op(Op.Load, ct, im_at, MemoryAccess.Aligned, size))
 
 
 def complex_of(lo: Lowering, rt: Id) -> ir.ScalarType | None:
@@ -188,7 +201,7 @@ def mul_add(
     """D = A B + C for a complex acc (operands: A's and B's element type and components, in
     the plain layout): the real and imaginary parts of each entry of C are summed apart, 4
     real fma per complex product (2 where A or B is real), with the parts of A and B taken
-    apart once per entry, not once per product, and B's imaginary parts negated once."""
+    apart once per entry, not once per product, and A's imaginary parts negated once."""
     ct = lo.scalar_type(acc.component)
 
     def split(el: ir.ScalarType, values: Sequence[Id]) -> list[tuple[Id, Id | None]]:
@@ -200,7 +213,9 @@ def mul_add(
     a_parts, b_parts = split(a_el, a), split(b_el, b)
     if MUL_ADD_FORM == "3m" and a_el.is_complex and b_el.is_complex:
         return _mul_add_3m(lo, acc, a_parts, b_parts, c, blocks, k_count)  # type: ignore[arg-type]
-    minus = [None if yi is None else lo.op(Op.FNegate, ct, yi) for _, yi in b_parts]
+    # -ai, a vector: the fma takes its sign (vfnmadd on x86), where a negated B part was
+    # negated before its broadcast (an xor and a shuffle per entry of B for c64)
+    minus = [None if xi is None else lo.op(Op.FNegate, ct, xi) for _, xi in a_parts]
     fma = lambda x, y, z: lo.b.ext_inst(ct, OpenCLStd.fma, x, y, z)  # noqa: E731
     result = []
     for n in range(len(c) // blocks):
@@ -210,7 +225,7 @@ def mul_add(
                 (xr, xi), (yr, yi) = a_parts[blk + blocks * k], b_parts[k + k_count * n]
                 re = fma(xr, yr, re)
                 if xi is not None and yi is not None:
-                    re = fma(xi, minus[k + k_count * n], re)  # type: ignore[arg-type]
+                    re = fma(minus[blk + blocks * k], yi, re)  # type: ignore[arg-type]
                 if yi is not None:
                     im = fma(xr, yi, im)
                 if xi is not None:

@@ -135,7 +135,10 @@ def _buffer_for(
     lead, tail = int(rng.integers(0, 3)), 2
     span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
     size = lead + span + tail
-    if element.is_float:
+    if element.is_complex:  # both parts in [-1, 1]
+        values = rng.uniform(-1.0, 1.0, size) + 1j * rng.uniform(-1.0, 1.0, size)
+        buffer = values.astype(dtype_of(element))
+    elif element.is_float:
         values = rng.uniform(-1.0, 1.0, size)
         if element == BF16:
             buffer = bf16.to_bits(values.astype(np.float32))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import bf16
+from ..arguments import dtype_of
 from ..errors import CompilationError
 from ..ir import BF16, GroupType, MemrefType, Program, ScalarType
 from ..ir.printer import print_program
@@ -343,6 +344,9 @@ def compare(got: np.ndarray, want: np.ndarray, element: ScalarType, work: float)
     """Why got differs from want ('' if it does not): integers must be equal, floats must
     have NaN and infinities where want has them and be within tolerance(element, work)
     relative to 1 + the largest magnitude of want."""
+    if element.is_complex:  # each part as a float
+        element = element.component
+        got, want = got.view(dtype_of(element)), want.view(dtype_of(element))
     if not element.is_float:
         bad = np.flatnonzero(got != want)
         if bad.size:

@@ -10,9 +10,10 @@ from ..ir import ScalarType
 from ..reference import int_arith
 
 # Largest magnitude a float value may reach (an estimate for reductions), far from overflow.
-MAG_LIMIT = {"f16": 2.0e3, "bf16": 1.0e6, "f32": 1.0e6, "f64": 1.0e6}
+MAG_LIMIT = {"f16": 2.0e3, "bf16": 1.0e6, "f32": 1.0e6, "f64": 1.0e6, "c32": 1.0e6, "c64": 1.0e6}
 # Two units in the last place at 1: the base of the tolerance of float outputs.
 EPSILON = {"f16": 2.0**-9, "bf16": 2.0**-6, "f32": 2.0**-22, "f64": 2.0**-51}
+EPSILON.update(c32=EPSILON["f32"], c64=EPSILON["f64"])  # of each part
 INPUT_INTS = (-8, 8)  # the range of integer input data (unsigned: 0..8)
 
 
@@ -41,7 +42,7 @@ def constant_range(t: ScalarType) -> tuple[int, int]:
 def tolerance(element: ScalarType, work: float = 0.0) -> float:
     """Accepted max_error of a float output after ``work`` roundings (reduction length plus
     scalar operations); 0 for integers."""
-    return EPSILON[element.name] * (4.0 + work) if element.is_float else 0.0
+    return EPSILON[element.name] * (4.0 + work) if element.is_float or element.is_complex else 0.0
 
 
 def int_interval(op: str, a: Interval, b: Interval, t: ScalarType) -> tuple[int, int]:

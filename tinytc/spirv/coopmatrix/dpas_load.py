@@ -130,8 +130,7 @@ def block_load(lo: Lowering, impl: Dpas, t: ir.CoopMatrixType, access: Access,
                 for part, v in words[row, u]:
                     value = parts[part]
                     if inside is not None:
-                        value = lo.op(Op.Select, lo.scalar_type(el), inside, value,
-                                      lo.const(el, 0))  # fmt: skip
+                        value = lo.select(el, inside, value, lo.const(el, 0))
                     components[v] = value
             runs = runs[width:]
     assert all(c is not None for c in components)
@@ -217,7 +216,7 @@ def column_load(lo: Lowering, impl: Dpas, t: ir.CoopMatrixType, access: Access) 
         values = [x for w in words for x in split(lo, el, w, per_word)]
         for (_, v), value in zip(held, values):
             if inside is not None:
-                value = lo.op(Op.Select, lo.scalar_type(el), inside, value, lo.const(el, 0))
+                value = lo.select(el, inside, value, lo.const(el, 0))
             components[v] = value
     assert all(c is not None for c in components)
     return components  # type: ignore[return-value]
@@ -256,7 +255,7 @@ def gather(lo: Lowering, impl: Dpas, t: ir.CoopMatrixType, access: Access) -> li
         offset = lo.as_id(lo.add(access.start, offset))
         safe = lo.op(Op.Select, lo.i64, cond, offset, lo.as_id(0))
         value = load_element(lo, m, lo.offset_pointer(m.pointer, m.space, el, safe))
-        components.append(lo.op(Op.Select, lo.scalar_type(el), cond, value, lo.const(el, 0)))
+        components.append(lo.select(el, cond, value, lo.const(el, 0)))
     return components
 
 

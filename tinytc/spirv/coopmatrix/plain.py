@@ -84,6 +84,10 @@ class Plain:
             pointer = access.pointer(e)
             cond = access.condition(e, t)
             value = lambda: load_scalar(lo, access.m, pointer)  # noqa: E731
+            if el.is_complex and self.replicated(t):  # parts broadcast straight into the FMAs
+                from ..convert_complex import load_by_parts
+
+                value = lambda: load_by_parts(lo, access.m, pointer)  # noqa: E731
             return value() if cond is None else lo.if_value(cond, rt, value, zero)
 
         if self.over_cap(lo, t):
@@ -346,11 +350,10 @@ class Plain:
         blocks = t.row_blocks(sgs)
         block, col = k % blocks, k // blocks
         lane, boolean = lo.lane(), lo.m.type_bool()
-        rt = lo.scalar_type(t.element)
         value = lo.const(t.element, 0)  # pick row lane + S * block of the column
         for r in range(block * sgs, min((block + 1) * sgs, t.rows)):
             mine = lo.op(Op.IEqual, boolean, lane, lo.as_id(r - block * sgs))
-            value = lo.op(Op.Select, rt, mine, m.components[r + t.rows * col], value)
+            value = lo.select(t.element, mine, m.components[r + t.rows * col], value)
         return value
 
     def whole(self, lo: Lowering, t: ir.CoopMatrixType, held: list[Id]) -> list[Id]:
@@ -375,17 +378,14 @@ class Plain:
         if self.replicated(t):
             return self._pick(lo, m, inst.index)
         sgs = subgroup_size(lo)
-        rt, zero = lo.scalar_type(t.element), lo.const(t.element, 0)
+        zero = lo.const(t.element, 0)
         block = inst.index % t.row_blocks(sgs)
         value = m.components[inst.index]
         if (block + 1) * sgs <= t.rows:
             return value
         row = lo.add(lo.lane(), sgs * block)
         inside = lo.op(Op.SLessThan, lo.m.type_bool(), row, lo.as_id(t.rows))
-        if t.element.is_complex:  # before SPIR-V 1.4 a vector select takes a vector condition
-            both = lo.m.type_vector(lo.m.type_bool(), 2)
-            inside = lo.op(Op.CompositeConstruct, both, inside, inside)
-        return lo.op(Op.Select, rt, inside, value, zero)
+        return lo.select(t.element, inside, value, zero)
 
     def insert(self, lo: Lowering, inst: ir.CoopMatrixInsertInst) -> CoopMatrix:
         value = lo.get(inst.operands[0])
@@ -434,7 +434,7 @@ class Plain:
                 x = m.components[b + blocks * c]
                 if e.padded:
                     inside = lo.op(Op.SLessThan, lo.m.type_bool(), e.row, lo.as_id(m.type.rows))
-                    x = lo.op(Op.Select, rt, inside, x, identity)
+                    x = lo.select(el, inside, x, identity)
                 parts.append(x)
             own = _fold(combine, parts)
             if el.is_complex:  # (only add) each part summed over the subgroup

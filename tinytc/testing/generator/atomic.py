@@ -71,7 +71,9 @@ class AtomicStatements(CumsumStatements):
     def atomic_form(self, element: ScalarType) -> str | None:
         """The memory semantics for the atomic form of a load or store that foreach draws, at
         times (32- and 64-bit elements); None for the plain form (memory.py emits either)."""
-        if element.bits not in (32, 64) or not self.allows("atomic") or not self.flag(15):
+        if element.bits not in (32, 64) or element.is_complex:  # no complex atomic loads
+            return None
+        if not self.allows("atomic") or not self.flag(15):
             return None
         return str(self.pick(["relaxed", "sequentially_consistent"]))
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ...ir import Builder, Inst, ScalarType
 from ...ir.definition import register
-from .features import ELEMENT_TYPES, Limits, type_feature
+from .features import ELEMENT_TYPES, Limits, type_features
 from .model import GroupValue, Scalar, Scope, View
 
 
@@ -77,7 +77,7 @@ class GeneratorBase:
 
     def types(self, candidates: Sequence[ScalarType]) -> list[ScalarType]:
         """The candidates whose features are on."""
-        return [t for t in candidates if (f := type_feature(t)) is None or self.allows(f)]
+        return [t for t in candidates if all(self.allows(f) for f in type_features(t))]
 
     def element_type(self) -> ScalarType:
         """Mostly the kernel's element type, else any element type that is on."""

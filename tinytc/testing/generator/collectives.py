@@ -11,8 +11,10 @@ from typing import Any
 from ... import ir
 from ...ir import (
     BF16,
+    C32,
     F16,
     F32,
+    F64,
     I8,
     I32,
     INDEX,
@@ -27,11 +29,15 @@ from ...ir import (
     SumInst,
     Value,
 )
+from ...ir.types import promotable
 from ..intervals import MAG_LIMIT
 from .base import generates
-from .features import ELEMENT_TYPES
+from .features import ELEMENT_TYPES, rounds
 from .model import Ctx, Scalar, View
 from .views import ViewStatements
+
+# Input types a complex output may take besides its own (those that promote to it).
+PROMOTED_INPUTS = (F32, F64, F16, BF16, C32)
 
 # An input view with the extents of a spec (None: any extent), or None.
 Getter = Callable[[list[int | None]], View | None]
@@ -60,12 +66,12 @@ class CollectiveStatements(ViewStatements):
         if c is None:
             return
         el = c.root.element
-        ins = self.inputs(kind, c, self.input_element(el, mixed), {id(c.root)})
+        ins = self.inputs(kind, c, self.input_elements(el, mixed), {id(c.root)})
         if ins is None:
             return
         views, flags, depth = ins
         alpha, beta = self.coefficients(c, atomic, shared)
-        if el.is_float:
+        if rounds(el):
             mags = [max(v.root.mag, 1.0) for v in views]
             groups = self.howmany if shared else 1
             mag = groups * alpha.mag * depth * math.prod(mags) + beta.mag * c.root.mag
@@ -97,8 +103,8 @@ class CollectiveStatements(ViewStatements):
         outs = self.types(ELEMENT_TYPES)
         if mixed:
             outs = [t for t in (F32, I32) if t in outs]
-        if atomic:
-            outs = [t for t in outs if t.bits in (32, 64)]
+        if atomic:  # complex: per part
+            outs = [t for t in outs if t.component.bits in (32, 64)]
         if not outs:
             return None
         order = {GemmInst: 2, GerInst: 2, GemvInst: 1, HadamardProductInst: 1}.get(kind)
@@ -106,22 +112,30 @@ class CollectiveStatements(ViewStatements):
             order = self.int(0, 2) if kind is AxpbyInst else self.int(0, 1)
         return self.acquire([None] * order, outs, "shared" if shared else "write", set())
 
-    def input_element(self, el: ScalarType, mixed: bool) -> ScalarType:
-        """The element type of the inputs: el, or a narrower one for mixed precision."""
+    def input_elements(self, el: ScalarType, mixed: bool) -> list[ScalarType]:
+        """The element types the inputs may have: el, or a narrower one for mixed precision;
+        for a complex el at times also one float or complex type that promotes to it (each
+        input either, as v0.4's promotion order allows; two such types, f16 and bf16 or c32
+        and f64, may have no type they both promote to)."""
+        promoted = [t for t in self.types(PROMOTED_INPUTS) if t != el and promotable(t, el)]
+        if el.is_complex and promoted and self.flag(40):
+            return [el, self.pick(promoted)]
         inputs_el = [el]
         if mixed:
             inputs_el = self.types((F16, BF16) if el == F32 else (I8,)) or [el]
-        return self.pick(inputs_el)
+        return [self.pick(inputs_el)]
 
     def coefficients(self, c: View, atomic: bool, shared: bool) -> tuple[Scalar, Scalar]:
         """alpha and beta; beta is 0 where c is not yet written, and for atomics a constant
         (1 where groups add to shared memory, whose order of updates must not matter)."""
         el = c.root.element
-        alpha = self.operand(el) if self.flag(30) else self.small(el, [1, 2, -1, 0.5])
+        scalar = el.component if el.is_complex and self.flag(30) else el  # promotes to el
+        alpha = self.operand(scalar) if self.flag(30) else self.small(scalar, [1, 2, -1, 0.5])
         initialized = self.initialized(c.root)
         if atomic and not shared and initialized and self.flag(50):
-            # beyond 1 a compare-exchange loop per entry, which v0.4 does not allow
-            beta = self.small(el, [1] if self.limits.dialect == "v0.4" else [1, 2, -1])
+            # beyond 1 a compare-exchange loop per entry, which v0.4 (and complex) do not allow
+            one = self.limits.dialect == "v0.4" or el.is_complex
+            beta = self.small(el, [1] if one else [1, 2, -1])
         elif atomic:
             beta = self.constant(el, 1 if shared else 0)
         elif initialized and self.flag(30):
@@ -130,14 +144,16 @@ class CollectiveStatements(ViewStatements):
             beta = self.small(el, [0, 1, -1, 2] if initialized else [0])
         return alpha, beta
 
-    def inputs(self, kind: type, c: View, el: ScalarType, exclude: set[int]) -> Inputs | None:
+    def inputs(
+        self, kind: type, c: View, el: Sequence[ScalarType], exclude: set[int]
+    ) -> Inputs | None:
         """The input views of a collective writing c, its transpose flags and the length of
         its reduction."""
         t = [self.flag(40) for _ in range(2)]
         shape = c.shape
 
         def get(spec: list[int | None]) -> View | None:
-            return self.acquire(spec, [el], "read", exclude)
+            return self.acquire(spec, el, "read", exclude)
 
         if kind is GemmInst or kind is GemvInst:
             return self.product_inputs(get, kind, shape, t)
@@ -198,7 +214,7 @@ class CollectiveStatements(ViewStatements):
                 return self.readable(v)
             if role == "shared":
                 return r.kind == "shared"
-            return r.kind in ("out", "alloca") and not (r.exact and r.element.is_float)
+            return r.kind in ("out", "alloca") and not (r.exact and rounds(r.element))
 
         candidates = self.views(fits)
         if candidates:
@@ -227,7 +243,7 @@ class CollectiveStatements(ViewStatements):
             if not self.initialized(view.root):
                 return None
             return view
-        if view is not None and el.is_float:
+        if view is not None and rounds(el):
             view.root.exact = False  # collectives write values that are not exact
         return view
 

@@ -8,8 +8,10 @@ result is marked inexact. The instructions keep the generators scalars.py regist
 
 from __future__ import annotations
 
-from ...ir import C32, C64, F32, F64, ArithInst, ArithUnaryInst, CastInst, Constant
-from ..intervals import MAG_LIMIT, widen
+import math
+
+from ...ir import C32, C64, F32, F64, ArithInst, ArithUnaryInst, CastInst, Constant, ScalarType
+from ..intervals import EPSILON, MAG_LIMIT, widen
 from .base import GeneratorBase
 from .model import Scalar
 
@@ -18,7 +20,28 @@ DIVISOR_PARTS = (1.0, 2.0, 0.5, -1.0)  # |d| >= 0.5 sqrt(2): |w / d| < 2 |w|
 
 
 class ComplexStatements(GeneratorBase):
-    """arith, cast and math on complex values, between real ones (feature 'complex')."""
+    """arith, cast and math on complex values, between real ones (feature 'complex'), and
+    what the other statements need for values of complex types (which have no interval:
+    model.unbounded_if_complex)."""
+
+    def complex_divisor(self, t: ScalarType) -> Scalar:
+        """A constant of type t with both parts at least 0.5 in size."""
+        d = complex(self.pick(DIVISOR_PARTS), self.pick(DIVISOR_PARTS))
+        return Scalar(Constant(d, t), d, d, mag=abs(d))
+
+    def complex_cast(self, a: Scalar, to: ScalarType) -> Scalar | None:
+        """A cast to a complex type (from an integer, real or complex value), or None where it
+        is not defined (complex to real, i1 to complex) or could overflow."""
+        src = a.type
+        if not to.is_complex or src.is_bool:
+            return None
+        mag = max(abs(a.lo), abs(a.hi)) if src.is_integer or a.bounded else a.mag
+        if mag > MAG_LIMIT[to.name]:
+            return None
+        if not src.is_integer and not a.exact and EPSILON[src.name] > EPSILON[to.name]:
+            return None  # it carries its narrow type's error
+        value = self.emit(CastInst(a.value, to)).result
+        return self.add_scalar(Scalar(value, -math.inf, math.inf, a.exact, False, float(mag)))
 
     def complex_statement(self) -> Scalar | None:
         real = self.pick(self.types((F32, F64)) or [F32])

@@ -64,6 +64,7 @@ from .coopmatrix_base import (
     magnitude,
 )
 from .coopmatrix_compute import CoopMatrixCompute
+from .features import rounds
 from .model import Ctx, Matrix, Scalar
 
 
@@ -305,7 +306,7 @@ class CoopMatrixStatements(CoopMatrixCompute):
                 fits = self.matrices(
                     lambda x, c=c: (
                         x.type == c.type
-                        and (not c.type.element.is_float or magnitude(x) <= c.mag)
+                        and (not rounds(c.type.element) or magnitude(x) <= c.mag)
                         and x.eps <= c.eps
                     )
                 )
@@ -321,7 +322,7 @@ class CoopMatrixStatements(CoopMatrixCompute):
         """What a carried matrix holds: any integer of its type, or floats up to four times
         the initial magnitude (which the yields keep)."""
         el = m.type.element
-        if not el.is_float:
+        if not rounds(el):
             lo, hi = value_range(el)
             return lo, hi, True, True, 0.0
         mag = magnitude(m)

@@ -11,14 +11,18 @@ from typing import Any
 
 from ...ir import (
     BF16,
+    C32,
+    C64,
     F16,
     F32,
+    F64,
     I8,
     I32,
     CoopMatrixType,
     ScalarType,
 )
 from ..intervals import EPSILON
+from .features import rounds
 from .model import Matrix, Scalar, View
 from .subgroup import SubgroupStatements
 
@@ -31,6 +35,8 @@ MAX_WORK_ITEMS = 128  # per work-group (the reference runs them one by one)
 # caps of values per work-item a case may be compiled with (Case.max_values): below BUDGET,
 # so that the lowering over the cap runs at the generator's small shapes
 SMALL_CAPS = (16, 8, 32)
+# A and B types mixed precision may draw for an accumulator (complex: types that promote to it)
+NARROW = {F32: (F16, BF16), I32: (I8,), C32: (F32, F16, BF16), C64: (F64, F32, C32)}
 
 
 @dataclass
@@ -65,7 +71,7 @@ def rounding(x: Any) -> float:
     if isinstance(x, Matrix):
         return x.eps
     t = x.type
-    return EPSILON[t.name] if t.is_float and not x.exact else 0.0
+    return EPSILON[t.name] if rounds(t) and not x.exact else 0.0
 
 
 def checked_flag(modes: set[int], transpose: bool) -> str:
@@ -170,7 +176,7 @@ class CoopMatrixBase(SubgroupStatements):
         """The element type of A and B for an accumulator: the same, or narrower (mixed
         precision: f16 / bf16 into f32, i8 into i32)."""
         if self.allows("mixed_precision") and self.flag(50):
-            narrow = self.types({F32: (F16, BF16), I32: (I8,)}.get(acc, ()))
+            narrow = self.types(NARROW.get(acc, ()))
             if narrow:
                 return self.pick(narrow)
         return acc
@@ -180,6 +186,6 @@ class CoopMatrixBase(SubgroupStatements):
         they may, and by a rounding of its element type if it is not exact."""
         el = value.type.element
         eps = max([rounding(x) for x in inputs] + [0.0])
-        if el.is_float and not meta[2]:
+        if rounds(el) and not meta[2]:
             eps = max(eps, EPSILON[el.name])
         return self.add_matrix(Matrix(value, *meta, eps=eps))

@@ -34,6 +34,7 @@ from .coopmatrix_base import (
     magnitude,
 )
 from .coopmatrix_store import CoopMatrixStores
+from .features import rounds
 from .model import Ctx, Matrix, Scalar
 from .scalars import MATH_DOMAINS, _away_from_zero
 
@@ -68,7 +69,7 @@ class CoopMatrixCompute(CoopMatrixStores):
     def fma_meta(self, a: Matrix, b: Matrix, c: Matrix, k: int) -> Meta | None:
         """The entries of A B + C with k products per entry (None: too large a float)."""
         el = c.type.element
-        if not el.is_float:
+        if not rounds(el):
             corners = [x * y for x in (int(a.lo), int(a.hi)) for y in (int(b.lo), int(b.hi))]
             lo, hi = int(c.lo) + k * min(corners), int(c.hi) + k * max(corners)
             t_lo, t_hi = value_range(el)
@@ -89,7 +90,7 @@ class CoopMatrixCompute(CoopMatrixStores):
         value = self.emit(CoopMatrixMulAddInst(a.value, b.value, c.value)).result
         for m in (a, b, c):
             m.uses += 1
-        if c.type.element.is_float:
+        if rounds(c.type.element):
             self.work += (a.type.cols + 2) * ctx.trips
         return self.matrix(value, meta, a, b, c)
 
@@ -103,13 +104,13 @@ class CoopMatrixCompute(CoopMatrixStores):
         meta = self.combine("mul", alpha, m, el)
         if meta is not None:
             value = self.emit(CoopMatrixScaleInst(alpha.value, m.value)).result
-            self.work += ctx.trips if el.is_float else 0
+            self.work += ctx.trips if rounds(el) else 0
             self.matrix(value, meta, alpha, m)
 
     def combine(self, op: str, a: Any, b: Any, el: ScalarType) -> Meta | None:
         """The entries of arith.OP of two values or matrices of element type el (None: a float
         could grow too large)."""
-        if not el.is_float:
+        if not rounds(el):
             lo, hi = int_interval(op, a, b, el)
             return lo, hi, True, True, 0.0
         if a.bounded and b.bounded:
@@ -122,6 +123,9 @@ class CoopMatrixCompute(CoopMatrixStores):
         if mag > MAG_LIMIT[el.name]:
             return None
         exact = a.exact and b.exact and (op != "div" or el.bits == 64)
+        if el.is_complex:  # mul and div round parts of up to mag in size (FMAs too)
+            exact = exact and op in ("add", "sub")
+            self.work += 0 if exact else 2 * max(1.0, mag)
         return lo, hi, exact, bounded, mag
 
     def cm_arith(self, ctx: Ctx) -> None:
@@ -132,14 +136,16 @@ class CoopMatrixCompute(CoopMatrixStores):
         op = self.pick(["add", "mul", "sub", "neg", "div"])
         if op == "neg":
             lo, hi = -m.hi, -m.lo
-            if not el.is_float:
+            if not rounds(el):
                 t_lo, t_hi = value_range(el)
                 if not (t_lo <= lo and hi <= t_hi and el.kind == "int"):
                     lo, hi = t_lo, t_hi
             value = self.emit(ArithUnaryInst("neg", m.value)).result
             self.matrix(value, (lo, hi, m.exact, m.bounded, magnitude(m)), m)
             return
-        if op == "div" and el.is_float:
+        if op == "div" and el.is_complex:
+            b = self.construct_constant(t, self.complex_divisor(el).value.constant)
+        elif op == "div" and el.is_float:
             away = self.matrices(lambda x: x.type == t and _away_from_zero(x))
             b = self.pick(away) if away else self.construct_constant(t, self.pick([2.0, -1.0]))
         else:
@@ -149,7 +155,7 @@ class CoopMatrixCompute(CoopMatrixStores):
             return
         b.uses += 1
         value = self.emit(ArithInst(op, m.value, b.value)).result
-        self.work += ctx.trips if el.is_float else 0
+        self.work += ctx.trips if rounds(el) else 0
         self.matrix(value, meta, m, b)
 
     def cm_math(self, ctx: Ctx) -> None:
@@ -245,11 +251,12 @@ class CoopMatrixCompute(CoopMatrixStores):
         m = self.some_matrix()
         assert m is not None
         el = m.type.element
-        op, mode = self.pick([(o, m) for o in ("add", "max", "min") for m in ("row", "column")])
+        mode = self.pick(["row", "column"])
+        op = "add" if el.is_complex else self.pick(["add", "max", "min"])  # (not on complex)
         n = m.type.cols if mode == "row" else m.type.rows
         lo, hi, exact, bounded, mag = m.lo, m.hi, m.exact, m.bounded, magnitude(m)
         if op == "add" and n > 1:
-            if el.is_float:
+            if rounds(el):
                 mag *= n
                 if mag > MAG_LIMIT[el.name]:
                     return

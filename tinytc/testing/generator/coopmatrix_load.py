@@ -17,7 +17,7 @@ from ...ir import (
     LoadInst,
     ScalarType,
 )
-from ..intervals import MAG_LIMIT, value_range, widen
+from ..intervals import EPSILON, MAG_LIMIT, value_range, widen
 from .base import generates
 from .coopmatrix_base import (
     MAX_EXTENT,
@@ -27,6 +27,7 @@ from .coopmatrix_base import (
     extents,
     magnitude,
 )
+from .features import rounds
 from .model import Ctx, Matrix, Scalar, View
 
 
@@ -188,7 +189,15 @@ class CoopMatrixLoads(CoopMatrixBase):
         the range of an integer type or a magnitude grow too large."""
         src = m.type.element
         lo, hi, exact, bounded, mag = m.lo, m.hi, m.exact, m.bounded, magnitude(m)
-        if to.is_float:
+        if to.is_complex:  # from integers, floats or complex numbers (not into real types)
+            if src.is_bool or mag > MAG_LIMIT[to.name]:
+                return None
+            if rounds(src) and not exact and EPSILON[src.name] > EPSILON[to.name]:
+                return None  # it carries its narrow type's error
+            lo, hi, bounded = -math.inf, math.inf, False
+        elif src.is_complex:
+            return None
+        elif to.is_float:
             if not src.is_float or bounded:
                 lo, hi = widen(float(lo), float(hi))
                 bounded, mag = True, max(abs(lo), abs(hi))

@@ -22,6 +22,7 @@ from .coopmatrix_base import (
     magnitude,
 )
 from .coopmatrix_load import CoopMatrixLoads
+from .features import rounds
 from .model import Ctx, Matrix, Scalar, View
 
 
@@ -58,7 +59,7 @@ class CoopMatrixStores(CoopMatrixLoads):
         v = self.pick(same if same and self.flag(75) else views)
         root, el = v.root, v.root.element
         shared = root.kind == "shared"
-        atomic = shared or (atomics and el.bits in (32, 64) and self.flag(25))
+        atomic = shared or (atomics and el.component.bits in (32, 64) and self.flag(25))
         if (atomic and id(root) in par.plain) or (not atomic and id(root) in par.atomic):
             return False
         if m.type.element != el:
@@ -68,7 +69,7 @@ class CoopMatrixStores(CoopMatrixLoads):
             m = converted
         groups = self.howmany if shared else 1
         mag = root.mag
-        if el.is_float:
+        if rounds(el):
             if not shared and root.exact and (atomic or not m.exact):
                 return False
             if m.eps > EPSILON[el.name]:  # the tolerance of el would not cover it
@@ -112,10 +113,10 @@ class CoopMatrixStores(CoopMatrixLoads):
         m.uses += 1
         if atomic:
             par.atomic.add(id(root))
-            self.work += groups * par.nsg * ctx.trips if el.is_float else 0
+            self.work += groups * par.nsg * ctx.trips if rounds(el) else 0
         else:
             par.plain[id(root)] = key
-        if el.is_float:
+        if rounds(el):
             root.mag = mag
         self.observable += root.kind != "alloca"
         par.stores += 1

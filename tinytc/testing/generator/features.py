@@ -5,7 +5,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir import BF16, F16, F32, F64, I8, I16, I32, I64, INDEX, U8, U16, U32, U64, ScalarType
+from ...ir import (
+    BF16,
+    C32,
+    C64,
+    F16,
+    F32,
+    F64,
+    I8,
+    I16,
+    I32,
+    I64,
+    INDEX,
+    U8,
+    U16,
+    U32,
+    U64,
+    ScalarType,
+)  # fmt: skip
 
 FEATURES = frozenset(
     "arith cast cmp load store mixed_store subview expand fuse size group group_id group_size"
@@ -53,14 +70,31 @@ class Limits:
 
 INT_TYPES = (I32, INDEX, I64, I16, I8, U32, U8, U16, U64)
 FLOAT_TYPES = (F32, F64, F16, BF16)
-ELEMENT_TYPES = (F32, I32, F64, I64, F16, BF16, INDEX, I16, I8, U32, U8, U16, U64)
-SCALAR_PARAMETER_TYPES = (I32, F32, INDEX, F64, I64, F16, BF16, U32, I8, U8, I16)
+COMPLEX_TYPES = (C32, C64)
+ELEMENT_TYPES = (F32, I32, F64, I64, F16, BF16, INDEX, I16, I8, U32, U8, U16, U64, C32, C64)
+SCALAR_PARAMETER_TYPES = (I32, F32, INDEX, F64, I64, F16, BF16, U32, I8, U8, I16, C32, C64)
 SHARED_TYPES = (F32, I32, F64, I64, U32, U64, INDEX)  # of memory that groups update atomically
 LOOP_TYPES = (I32, I16, I8, U8, U16, U32, I64, U64)  # of loop variables, other than index
 
 
+def rounds(t: ScalarType) -> bool:
+    """Real and complex floats: values that round, tracked by magnitude (complex values have
+    no interval: the generator keeps them unbounded, model.py)."""
+    return t.is_float or t.is_complex
+
+
+def type_features(t: ScalarType) -> tuple[str, ...]:
+    """The features that switch a scalar type off (c64 also goes with f64)."""
+    if t.is_complex:
+        return ("complex", *type_features(t.component))
+    f = type_feature(t)
+    return (f,) if f else ()
+
+
 def type_feature(t: ScalarType) -> str | None:
-    """The feature that switches a scalar type off, if any."""
+    """The feature that switches a real scalar type off, if any (type_features: all of them)."""
+    if t.is_complex:
+        return "complex"
     if t.name in ("f16", "bf16", "f64"):
         return t.name
     if t.kind == "uint":

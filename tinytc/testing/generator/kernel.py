@@ -127,7 +127,9 @@ class KernelGenerator(RegionStatements):
     def scalar_parameter(self, name: str) -> ParamSpec:
         """A scalar parameter and its value: small integers, or float constants."""
         t = self.pick(self.types(SCALAR_PARAMETER_TYPES))
-        if t.is_float:
+        if t.is_complex:
+            value = complex(self.pick(FLOAT_CONSTANTS), self.pick(FLOAT_CONSTANTS))
+        elif t.is_float:
             value = self.pick(FLOAT_CONSTANTS)
         else:
             lo, hi = value_range(t)

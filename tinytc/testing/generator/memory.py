@@ -19,6 +19,7 @@ from ...ir import (
 )
 from ..intervals import INPUT_INTS, value_range
 from .base import generates
+from .features import rounds
 from .model import Ctx, Foreach, Root, Scalar, View
 from .scalars import ScalarStatements
 
@@ -44,7 +45,9 @@ class MemoryStatements(ScalarStatements):
     def loaded(self, value: Value, root: Root) -> Scalar:
         """A value loaded from root, with the interval its memory holds."""
         t = root.element
-        if t.is_float:
+        if t.is_complex and root.kind == "in":  # both parts in [-1, 1]
+            return Scalar(value, -math.inf, math.inf, bounded=False, mag=1.5)
+        if rounds(t):
             if root.kind == "in":
                 return Scalar(value, -1.0, 1.0, mag=1.0)
             return Scalar(value, -math.inf, math.inf, root.exact, False, root.mag)
@@ -128,7 +131,7 @@ class MemoryStatements(ScalarStatements):
     def store_value(self, root: Root) -> Scalar:
         """A value to store: preferably one computed recently (cast to the element type)."""
         t = root.element
-        exact = root.exact and t.is_float
+        exact = root.exact and rounds(t)
         fresh = self.scalars(lambda s: (s.exact or not exact) and not s.type.is_bool)
         recent = [s for s in fresh if not s.uses][-4:] or fresh[-4:]
         s = None
@@ -139,7 +142,7 @@ class MemoryStatements(ScalarStatements):
                 s = self.cast(s, t) if self.allows("cast") else None
         if s is None:
             s = self.operand(t, lambda s: s.exact or not exact)
-        if root.element.is_float:
+        if rounds(root.element):
             root.mag = max(root.mag, s.mag)
         return s
 
@@ -201,12 +204,12 @@ class MemoryStatements(ScalarStatements):
                 same = [v for v in views if v.root.element == s.type]
                 v = self.pick(same if same and self.flag(80) else views)
                 t = v.root.element
-                exact = v.root.exact and t.is_float
+                exact = v.root.exact and rounds(t)
                 if s.type != t and (not self.allows("cast") or not (s := self.cast(s, t))):
                     continue
                 if exact and not s.exact:
                     continue
-                if t.is_float:
+                if rounds(t):
                     v.root.mag = max(v.root.mag, s.mag)
                 self.emit(StoreInst(s.value, v.value, self.indices(v)))
                 self.observable += 1

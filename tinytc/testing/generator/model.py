@@ -3,6 +3,7 @@ behind views, scopes, and what a foreach or the enclosing statements allow."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +23,25 @@ class Scalar:
     affine: tuple[int, int] | None = None  # (foreach id, c): the loop variable plus c
     uses: int = 0  # by operands the generator picked (unused values are preferred)
 
+    def __post_init__(self) -> None:  # the value may be a matrix's (its entries' meta), or None
+        t = getattr(self.value, "type", None)
+        unbounded_if_complex(self, t.element if isinstance(t, CoopMatrixType) else t)
+
     @property
     def type(self) -> ScalarType:
         """The type of the value."""
         return self.value.type  # type: ignore[return-value]
+
+
+def unbounded_if_complex(x: Any, t: ScalarType | None) -> None:
+    """Complex values have no interval: only their magnitude (mag) bounds them, as for floats
+    whose interval is unknown; a bound given as an interval goes into mag."""
+    if t is None or not t.is_complex:
+        return
+    ends = [abs(e) for e in (x.lo, x.hi) if math.isfinite(abs(e))]
+    if x.bounded and ends:
+        x.mag = max(x.mag, *ends)
+    x.lo, x.hi, x.bounded = -math.inf, math.inf, False
 
 
 @dataclass(eq=False)
@@ -41,6 +57,9 @@ class Matrix:
     mag: float = 0.0
     uses: int = 0
     eps: float = 0.0  # floats: the coarsest rounding (EPSILON) that may make entries differ
+
+    def __post_init__(self) -> None:
+        unbounded_if_complex(self, self.type.element)
 
     @property
     def type(self) -> CoopMatrixType:

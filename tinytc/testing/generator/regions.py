@@ -27,7 +27,7 @@ from ...ir import (
 from ..intervals import value_range
 from .base import generates
 from .coopmatrix import CoopMatrixStatements
-from .features import LOOP_TYPES
+from .features import LOOP_TYPES, rounds
 from .model import Ctx, Foreach, Scalar
 
 # Weights of statements per style of kernel (drawn per kernel, to make programs dense in one
@@ -262,7 +262,7 @@ class RegionStatements(CoopMatrixStatements):
             self.region(inner, minimum=1)
             if carried:  # yield values no larger than the carried ones may be
                 yields = [
-                    self.operand(c.type, lambda s, c=c: not s.type.is_float or s.mag <= c.mag)
+                    self.operand(c.type, lambda s, c=c: not rounds(s.type) or s.mag <= c.mag)
                     for c in carried
                 ]
                 self.emit(YieldInst([y.value for y in yields]))
@@ -290,7 +290,7 @@ class RegionStatements(CoopMatrixStatements):
         """The value of a loop-carried parameter: anything its type holds (floats: no more than four
         times the initial magnitude, which the yields keep)."""
         t = init.type
-        if t.is_float:
+        if rounds(t):
             return Scalar(param, -math.inf, math.inf, False, False, 4 * max(init.mag, 1.0))
         return Scalar(param, *value_range(t))
 

@@ -37,7 +37,7 @@ from ..intervals import (
 )
 from .base import generates
 from .complex import ComplexStatements
-from .features import FLOAT_TYPES, INT_TYPES
+from .features import COMPLEX_TYPES, FLOAT_TYPES, INT_TYPES, rounds
 from .model import Ctx, Scalar
 
 # the arguments math_instruction gives each function (the result stays small)
@@ -64,6 +64,9 @@ class ScalarStatements(ComplexStatements):
         if value is None:
             if t.is_bool:
                 value = self.int(0, 1)
+            elif t.is_complex:
+                parts = FLOAT_CONSTANTS if self.allows("inexact_constants") else EXACT_CONSTANTS
+                value = complex(self.pick(parts), self.pick(parts))
             elif t.is_float:
                 inexact = self.allows("inexact_constants")
                 value = self.pick(FLOAT_CONSTANTS if inexact else EXACT_CONSTANTS)
@@ -75,7 +78,7 @@ class ScalarStatements(ComplexStatements):
     def small(self, t: ScalarType, choices: Sequence[float]) -> Scalar:
         """A constant among choices (integers only where t holds them)."""
         lo, hi = constant_range(t)
-        fits = [c for c in choices if t.is_float or (c == int(c) and lo <= c <= hi)]
+        fits = [c for c in choices if rounds(t) or (c == int(c) and lo <= c <= hi)]
         return self.constant(t, self.pick(fits or [1]))
 
     def operand(self, t: ScalarType, pred: Callable[[Scalar], bool] = lambda s: True) -> Scalar:
@@ -137,7 +140,7 @@ class ScalarStatements(ComplexStatements):
             source = self.constant(self.pick(self.types(kinds) or [I32]))
         else:
             source = self.operand(self.scalar_type())
-        self.cast(source, self.pick(self.types(INT_TYPES + FLOAT_TYPES + (I1,))))
+        self.cast(source, self.pick(self.types(INT_TYPES + FLOAT_TYPES + (I1,) + COMPLEX_TYPES)))
 
     @generates(ir.GroupIdInst)
     def group_id_instruction(self) -> None:
@@ -175,6 +178,11 @@ class ScalarStatements(ComplexStatements):
         t = self.scalar_type()
         if t.is_bool:
             op = self.pick(["and", "or", "xor"])
+        elif t.is_complex:  # a divisor of at least 0.5 sqrt(2) in size: |a / b| < 2 |a|
+            op = self.pick(["add", "mul", "sub", "div"])
+            a = self.operand(t)
+            b = self.complex_divisor(t) if op == "div" else self.operand(t)
+            return self.binary(op, a, b, ctx)
         elif t.is_float:
             op = self.pick(["add", "mul", "sub", "div", "rem"])
         else:
@@ -190,7 +198,7 @@ class ScalarStatements(ComplexStatements):
     def binary(self, op: str, a: Scalar, b: Scalar, ctx: Ctx | None = None) -> Scalar | None:
         """Emit arith.OP a, b (unless a float result could overflow) and track the result."""
         t = a.type
-        if not t.is_float:
+        if not rounds(t):
             if op in ("div", "rem") and b.value.constant == 0 and self.limits.dialect == "v0.4":
                 b = self.constant(t, 1)  # v0.4 refuses an integer division by a constant zero
             value = self.emit(ArithInst(op, a.value, b.value)).result
@@ -209,6 +217,9 @@ class ScalarStatements(ComplexStatements):
         if mag > MAG_LIMIT[t.name]:
             return None
         exact = a.exact and b.exact and (op != "div" or t == F64)
+        if t.is_complex:  # mul and div round parts of up to mag in size (FMAs too)
+            exact = exact and op in ("add", "sub")
+            self.work += 0 if exact else 2 * max(1.0, mag) * (ctx.trips if ctx else 1)
         value = self.emit(ArithInst(op, a.value, b.value)).result
         self.work += ctx.trips if ctx else 1
         return self.add_scalar(Scalar(value, lo, hi, exact, bounded, mag))
@@ -217,10 +228,12 @@ class ScalarStatements(ComplexStatements):
     def unary(self) -> None:
         """A neg or not, with the interval of its result."""
         t = self.scalar_type()
-        op = "neg" if t.is_float or (not t.is_bool and self.flag(50)) else "not"
+        op = "neg" if rounds(t) or (not t.is_bool and self.flag(50)) else "not"
+        if t.is_complex and self.flag(50):
+            op = "conj"
         a = self.operand(t)
         value = self.emit(ArithUnaryInst(op, a.value)).result
-        if t.is_float:
+        if rounds(t):
             self.add_scalar(Scalar(value, -a.hi, -a.lo, a.exact, a.bounded, a.mag))
             return
         lo_t, hi_t = value_range(t)
@@ -273,6 +286,8 @@ class ScalarStatements(ComplexStatements):
         """A cast of a to type to with the interval of its result, or None where it could be
         undefined (floats out of the range of an integer type) or overflow."""
         src = a.type
+        if to.is_complex or src.is_complex:
+            return self.complex_cast(a, to)
         lo_t, hi_t = value_range(to) if not to.is_float else (0, 0)
         exact, bounded, mag, affine = a.exact, a.bounded, a.mag, None
         lo, hi = a.lo, a.hi
@@ -306,7 +321,7 @@ class ScalarStatements(ComplexStatements):
         t = self.scalar_type()
         a = self.operand(t, lambda s: s.exact)
         b = self.operand(t, lambda s: s.exact)
-        cond = self.pick(["lt", "eq", "ne", "gt", "ge", "le"])
+        cond = self.pick(["eq", "ne"] if t.is_complex else ["lt", "eq", "ne", "gt", "ge", "le"])
         value = self.emit(CompareInst(cond, a.value, b.value)).result
         return self.add_scalar(Scalar(value, 0, 1))
 
