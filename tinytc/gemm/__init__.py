@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..target import CoreInfo
 
@@ -18,6 +18,7 @@ ACCUMULATORS = 12  # register-block entries per lane
 STRIP_REGISTERS = 16  # vector registers of accumulators of a whole column strip
 MAX_ROW_BLOCKS = 4
 MAX_COLS_PER_ITEM = 8
+OPTIONAL = {"optional": True}  # a field printed only where it differs from its default
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,13 @@ class Tiling:
     # gemm's tiling then has the same rows_per_item and its K, the temporary's columns, in
     # one step (k_unroll); it prefetches nothing itself and fuses with nothing.
     fuse: bool = False
+    # The output's rows (its columns; the depth K) are not static but a known multiple of the
+    # row tile (the column tile; the K step) that the lowering walks them in, as tile-linalg
+    # found from the parameter attributes (tinytc/passes/lower_linalg/whole.py): those tiles
+    # go unchecked and no remainder follows them. Printed only when set.
+    whole_rows: bool = field(default=False, metadata=OPTIONAL)
+    whole_cols: bool = field(default=False, metadata=OPTIONAL)
+    whole_k: bool = field(default=False, metadata=OPTIONAL)
 
     @property
     def rows_per_tile(self) -> int:
