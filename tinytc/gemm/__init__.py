@@ -69,6 +69,17 @@ class Tiling:
         return self.work_group[1] * self.cols_per_item
 
 
+def retiled(tiling: Tiling, rows_per_item: int, cols_per_item: int, k_unroll: int) -> Tiling:
+    """The tiling with other tile sizes: a size marked as whole tiles (Tiling.whole_rows, ...)
+    stays marked where the new tile divides the old one."""
+    return dataclasses.replace(
+        tiling, rows_per_item=rows_per_item, cols_per_item=cols_per_item, k_unroll=k_unroll,
+        whole_rows=tiling.whole_rows and tiling.rows_per_item % rows_per_item == 0,
+        whole_cols=tiling.whole_cols and tiling.cols_per_item % cols_per_item == 0,
+        whole_k=tiling.whole_k and tiling.k_unroll % k_unroll == 0,
+    )  # fmt: skip
+
+
 def lanes_per_register(element_size: int, target: CoreInfo) -> int:
     """The subgroup size that fills one vector register with ``element_size``-byte values,
     clamped to the target's subgroup sizes (docs/performance-cpu.md lesson 7)."""
