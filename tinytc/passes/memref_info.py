@@ -149,14 +149,16 @@ class MemrefInfo:
         size = inst.operands[0].memref_type.element.size
         shape: list[int] = []
         stride: list[int] = []
-        for mode, (kind, _, length) in enumerate(inst.slices()):
+        for mode, (kind, off, length) in enumerate(inst.slices()):
             if kind == "index":
                 continue
             if kind == "slice":
                 assert length is not None
                 shape.append(self.known[inst.operands[length]])
             else:  # the rest of the mode: its size less the offset
-                shape.append(math.gcd(parent.shape[mode], offsets[mode]))
+                given = inst.operands[off].constant
+                offset = offsets[mode] if given is None else int(given)
+                shape.append(math.gcd(parent.shape[mode], offset))
             stride.append(parent.stride[mode])
         return MemrefFacts(parent.offset_alignment(size, offsets), tuple(shape), tuple(stride))
 

@@ -21,6 +21,7 @@ from ..matrix_unit import matrix_unit_of
 from ..memref_info import MemrefInfo
 
 FLAGS = ("whole_rows", "whole_cols", "whole_k")
+WHAT = ("number of rows", "number of columns", "depth K")
 
 
 def with_whole(
@@ -42,10 +43,9 @@ def why_not_whole(inst: LinalgInst, tiling: Tiling, func: Function, target: Core
     if not any(asked):
         return ""
     proven = provable(inst, tiling, func, target, MemrefInfo(func))
-    for name, want, have in zip(FLAGS, asked, proven):
+    for name, what, want, have in zip(FLAGS, WHAT, asked, proven):
         if want and not have:
-            what = name.removeprefix("whole_")
-            return f"{name}: the {what} are not known to be a multiple of the tiling's {what} tile"
+            return f"{name}: the {what} is not known to be a multiple of its tile"
     return ""
 
 
