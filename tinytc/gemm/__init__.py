@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..target import CoreInfo
 
@@ -18,6 +18,7 @@ ACCUMULATORS = 12  # register-block entries per lane
 STRIP_REGISTERS = 16  # vector registers of accumulators of a whole column strip
 MAX_ROW_BLOCKS = 4
 MAX_COLS_PER_ITEM = 8
+OPTIONAL = {"optional": True}  # a field printed only where it differs from its default
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,13 @@ class Tiling:
     # gemm's tiling then has the same rows_per_item and its K, the temporary's columns, in
     # one step (k_unroll); it prefetches nothing itself and fuses with nothing.
     fuse: bool = False
+    # The output's rows (its columns; the depth K) are not static but a known multiple of the
+    # row tile (the column tile; the K step) that the lowering walks them in, as tile-linalg
+    # found from the parameter attributes (tinytc/passes/lower_linalg/whole.py): those tiles
+    # go unchecked and no remainder follows them. Printed only when set.
+    whole_rows: bool = field(default=False, metadata=OPTIONAL)
+    whole_cols: bool = field(default=False, metadata=OPTIONAL)
+    whole_k: bool = field(default=False, metadata=OPTIONAL)
 
     @property
     def rows_per_tile(self) -> int:
@@ -59,6 +67,17 @@ class Tiling:
     @property
     def cols_per_tile(self) -> int:
         return self.work_group[1] * self.cols_per_item
+
+
+def retiled(tiling: Tiling, rows_per_item: int, cols_per_item: int, k_unroll: int) -> Tiling:
+    """The tiling with other tile sizes: a size marked as whole tiles (Tiling.whole_rows, ...)
+    stays marked where the new tile divides the old one."""
+    return dataclasses.replace(
+        tiling, rows_per_item=rows_per_item, cols_per_item=cols_per_item, k_unroll=k_unroll,
+        whole_rows=tiling.whole_rows and tiling.rows_per_item % rows_per_item == 0,
+        whole_cols=tiling.whole_cols and tiling.cols_per_item % cols_per_item == 0,
+        whole_k=tiling.whole_k and tiling.k_unroll % k_unroll == 0,
+    )  # fmt: skip
 
 
 def lanes_per_register(element_size: int, target: CoreInfo) -> int:

@@ -25,9 +25,15 @@ def format_constant(value: int | float | complex, type: ScalarType) -> str:
 
 def format_attribute(value: object) -> str:
     """An attribute as the parser reads it back: dictionaries {name=value, ...} (also of a
-    dataclass's fields), arrays [a, b], integers, booleans and strings."""
+    dataclass's fields, but for those marked optional that keep their default), arrays
+    [a, b], integers, booleans and strings."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        fields = dataclasses.fields(value)
+        value = {
+            f.name: getattr(value, f.name)
+            for f in fields
+            if not (f.metadata.get("optional") and getattr(value, f.name) == f.default)
+        }
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}={format_attribute(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list | tuple):

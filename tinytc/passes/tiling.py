@@ -4,7 +4,9 @@ on the target's matrix unit (dpas), copies op(A) to local memory first (stage_a)
 output in registers for the next gemm (fuse); entries per work-group are the function's
 batch_per_group. tinytc-opt prints it (attributes{tiling={...}}), the parser reads it back,
 a tuner may replace it; lower-linalg executes it as it is, or refuses it with a located
-error. An instruction that has a tiling already (parsed, or a tuner's) keeps it.
+error. An instruction that has a tiling already (parsed, or a tuner's) keeps it. A tiling of
+its own says where sizes that are not static come in whole tiles (Tiling.whole_rows, ...:
+lower_linalg/whole.py, from the parameter attributes).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from ..target import CoreInfo, summed_type
 from .lower_linalg.cumsum import cumsum_tiling
 from .lower_linalg.fusion import fusion_partner, pair_operands
 from .lower_linalg.staging import why_not_staged
+from .lower_linalg.whole import with_whole
 from .matrix_unit import matrix_unit_of
+from .memref_info import MemrefInfo
 from .work_group_size import require_sizes
 
 STAGED_SHARE = 4  # a staged A takes at most this share of local memory
@@ -46,6 +50,7 @@ class TilingPass:
         for func in program.functions:
             if any(isinstance(i, LinalgInst) for i in func.walk()):
                 require_sizes(func, self.name)
+                self.info = MemrefInfo(func)
                 self.region(func, func.body)
 
     def region(self, func: Function, region: Region) -> None:
@@ -65,6 +70,11 @@ class TilingPass:
         return default_tiling(inst, func, self.target, self.max_k_unroll, self.staging)
 
     def decide(self, func: Function, region: Region, position: int) -> Tiling:
+        """choose's tiling, with the sizes that come in whole tiles marked (whole.py)."""
+        inst: LinalgInst = region.insts[position]  # type: ignore[assignment]
+        return with_whole(inst, self.choose(func, region, position), func, self.target, self.info)
+
+    def choose(self, func: Function, region: Region, position: int) -> Tiling:
         """The instruction's default tiling, or, for a gemm whose temporary fits in registers
         and the next gemm, both on fma, a fused one (docs/performance-cpu.md lesson 9)."""
         inst: LinalgInst = region.insts[position]  # type: ignore[assignment]

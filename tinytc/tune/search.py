@@ -23,7 +23,7 @@ import numpy as np
 from ..arguments import ArgumentError
 from ..compiler import as_program, compile_to_module, tiled
 from ..errors import CompilationError
-from ..gemm import MAX_COLS_PER_ITEM, MAX_ROW_BLOCKS, Tiling, check_tiling
+from ..gemm import MAX_COLS_PER_ITEM, MAX_ROW_BLOCKS, Tiling, check_tiling, retiled
 from ..gemm.dpas import BLOCK_ROWS, MAX_TILE_ROWS, check_dpas_tiling
 from ..ir import LinalgInst, Program
 from ..passes.lower_linalg.fusion import fusion_partner, pair_operands
@@ -194,9 +194,7 @@ def _with_prefetch(default: Tiling, sizes: list[tuple[int, int, int]], most: int
     """The default with each (rows_per_item, cols_per_item, k_unroll) of ``sizes`` and each
     prefetch of 0 to ``most`` operands, of the entry 1, 2, 4 or 8 ahead."""
     return [
-        dataclasses.replace(
-            default, rows_per_item=r, cols_per_item=c, k_unroll=k, prefetch=p, prefetch_ahead=ahead
-        )
+        dataclasses.replace(retiled(default, r, c, k), prefetch=p, prefetch_ahead=ahead)
         for r, c, k in sizes
         for p in sorted({*range(most + 1), default.prefetch})
         for ahead in (sorted({*PREFETCH_AHEADS, default.prefetch_ahead}) if p else [1])

@@ -53,7 +53,10 @@ def lower_dpas(low: Lowering, inst: LinalgInst) -> None:
     rows, cols = e.size(out.value, 0), e.size(out.value, 1)
     depth = e.size(a.value, 0 if inst.trans_a else 1)
     acc = summed_type(out.type.element)
-    checked = both(ragged(rows, tm, "rows"), ragged(cols, tn, "cols"))
+    checked = both(
+        "" if tiling.whole_rows else ragged(rows, tm, "rows"),
+        "" if tiling.whole_cols else ragged(cols, tn, "cols"),
+    )
     nexts = next_entries(low, inst.accessed[: tiling.prefetch], tiling.prefetch_ahead)
     with low.parallel():
         first_col: Size = 0
@@ -65,7 +68,8 @@ def lower_dpas(low: Lowering, inst: LinalgInst) -> None:
             def row_tile(m0: Size) -> list[Value]:
                 t = Tile(m0, n0, tm, tn, checked)
                 touch = prefetcher(low, nexts, n0, tn, cols, depth, kd)
-                total = dpas_product(low, t, a, b, depth, (kd, shape.k), acc, touch)
+                steps = (kd, shape.k)
+                total = dpas_product(low, t, a, b, depth, steps, acc, touch, tiling.whole_k)
                 low.update(inst, out, t, total, acc)
                 return []
 
@@ -77,11 +81,11 @@ def lower_dpas(low: Lowering, inst: LinalgInst) -> None:
 
 def dpas_product(
     low: Lowering, t: Tile, a: Operand, b: Operand, depth: Size, steps: tuple[int, int],
-    acc: ScalarType, touch: Touch | None,
+    acc: ScalarType, touch: Touch | None, whole_k: bool = False,
 ) -> Value:  # fmt: skip
     """sum over K of op(A) op(B) on one tile, in K steps of steps[0] (whole DPAS K blocks
     of steps[1]); the rest in single blocks checked along K (a static remainder or a
-    dynamic depth)."""
+    dynamic depth, unless it is a multiple of steps[0]: ``whole_k``)."""
     e = low.e
     el = a.type.element
     step_k, block_k = steps
@@ -101,10 +105,12 @@ def dpas_product(
     total = low.zeros(CoopMatrixType(acc, t.rows, t.cols, "matrix_acc"))
     if isinstance(depth, int):
         main: Size = depth - depth % step_k
+    elif whole_k:
+        main = depth
     else:
         main = e.arith("sub", depth, e.arith("rem", depth, step_k))
     (total,) = e.loop(0, main, step_k, [total], whole)
-    if not isinstance(depth, int) or depth % step_k:
+    if depth % step_k if isinstance(depth, int) else not whole_k:
         tail = lambda k, c: step(k, block_k, True, c)  # noqa: E731
         (total,) = e.loop(main, depth, block_k, [total], tail)
     return total

@@ -122,11 +122,12 @@ def ragged(size: Size, tile: int, check: str) -> str:
     return check if not isinstance(size, int) or size % tile else ""
 
 
-def col_tiles(cols: Size, nb: int) -> tuple[int, str]:
-    """Columns of a tile, and "cols" when some tile may hang over a dynamic or ragged edge."""
+def col_tiles(cols: Size, nb: int, whole: bool = False) -> tuple[int, str]:
+    """Columns of a tile, and "cols" when some tile may hang over a dynamic or ragged edge
+    (not where dynamic columns are ``whole`` tiles)."""
     if isinstance(cols, int):
         return min(nb, cols), "" if cols % nb == 0 else "cols"
-    return nb, "cols"
+    return nb, "" if whole else "cols"
 
 
 def checked_rows(t: Tile) -> str:

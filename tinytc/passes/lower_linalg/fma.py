@@ -77,9 +77,10 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
             b_op = inputs[1]
             if isinstance(inst, GerInst):
                 b_op = Operand(b_op.value, transpose=True)  # b as a row
-            return low.product(t, inputs[0], b_op, depth, tiling.k_unroll, a_el, acc, touch)
+            ku, whole = tiling.k_unroll, tiling.whole_k
+            return low.product(t, inputs[0], b_op, depth, ku, a_el, acc, touch, whole)
         if isinstance(inst, SumInst):
-            return row_sum(low, t, inputs[0], depth, tiling.k_unroll, acc, touch)
+            return row_sum(low, t, inputs[0], depth, tiling.k_unroll, acc, touch, tiling.whole_k)
         mt = CoopMatrixType(a_el, t.rows, t.cols, "matrix_acc")
         x = low.convert(e.load(inputs[0], t.row, t.col, mt, t.checked), acc)
         if isinstance(inst, HadamardProductInst):
@@ -166,9 +167,9 @@ def tiles(
         first_col = e.arith("mul", sg_index, nb)
 
     def col_tile(n0: Size) -> list[Value]:
-        tile_cols, col_check = col_tiles(cols, nb)
+        tile_cols, col_check = col_tiles(cols, nb, tiling.whole_cols)
         low.row_tiles(rows, mt, lambda m0, r, rc: body(
-            Tile(m0, n0, r, tile_cols, both(rc, col_check))))  # fmt: skip
+            Tile(m0, n0, r, tile_cols, both(rc, col_check))), tiling.whole_rows)  # fmt: skip
         return []
 
     e.loop(first_col, cols, col_step, [], col_tile)
@@ -182,8 +183,10 @@ def row_sum(
     unroll: int,
     acc: ScalarType,
     touch: Touch | None,
+    whole: bool = False,
 ) -> Value:
-    """sum_k op(A)(tile rows, k): chunks of columns reduced along their rows."""
+    """sum_k op(A)(tile rows, k): chunks of columns reduced along their rows (``whole``: the
+    depth is a multiple of unroll)."""
     e = low.e
     el = a.type.element
     vector = a.type.order == 1
@@ -200,4 +203,4 @@ def row_sum(
         return [e.add(ArithInst("add", total, reduced)).result]
 
     zero = low.zeros(CoopMatrixType(acc, t.rows, 1, "matrix_acc"))
-    return low.sum_over_k(depth, unroll, zero, step, touch)
+    return low.sum_over_k(depth, unroll, zero, step, touch, whole)

@@ -32,6 +32,7 @@ from ...ir import (
 from ...ir.instructions.linalg import MIXED_PRECISION
 from ...target import CoreInfo
 from .emitter import Emitter, Operand, Size, Tile, Touch, checked_cols, checked_rows
+from .whole import why_not_whole
 
 
 class Lowering:
@@ -56,6 +57,7 @@ class Lowering:
                 inst.loc, f"{inst.mnemonic} has no tiling: run tile-linalg before lower-linalg"
             )
         problem = check_tiling(inst.tiling, wg, self.sgs)
+        problem = problem or why_not_whole(inst, inst.tiling, self.func, self.target)
         if problem:
             self.refuse(inst, problem)
         return inst.tiling
@@ -69,12 +71,15 @@ class Lowering:
         with self.e.b.at(par.regions[0]):
             yield
 
-    def row_tiles(self, rows: Size, mt: int, body: Callable[[Size, int, str], None]) -> None:
+    def row_tiles(
+        self, rows: Size, mt: int, body: Callable[[Size, int, str], None], whole: bool = False
+    ) -> None:
         """Full tiles of mt rows, then (static sizes) one tile of the rows left, or (dynamic
-        sizes) checked tiles."""
+        sizes) checked tiles, unchecked where the rows are ``whole`` tiles."""
         e = self.e
         if not isinstance(rows, int):
-            e.loop(0, rows, mt, [], lambda m0: body(m0, mt, "rows") or [])
+            check = "" if whole else "rows"
+            e.loop(0, rows, mt, [], lambda m0: body(m0, mt, check) or [])
             return
         full = rows - rows % mt
         if full:
@@ -92,8 +97,10 @@ class Lowering:
         el: ScalarType,
         acc: ScalarType,
         touch: Touch | None = None,
+        whole: bool = False,
     ) -> Value:
-        """sum_k op(A)(tile rows, k) op(B)(k, tile cols) in a register tile of type acc."""
+        """sum_k op(A)(tile rows, k) op(B)(k, tile cols) in a register tile of type acc
+        (``whole``: the depth is a multiple of unroll)."""
         e = self.e
         b_el = b.type.element
         # A and B of types cooperative_matrix_mul_add does not take together (v0.4's mixed
@@ -109,7 +116,7 @@ class Lowering:
             return [e.add(CoopMatrixMulAddInst(x, y, c)).result]
 
         zero = self.zeros(CoopMatrixType(acc, t.rows, t.cols, "matrix_acc"))
-        return self.sum_over_k(depth, unroll, zero, step, touch)
+        return self.sum_over_k(depth, unroll, zero, step, touch, whole)
 
     def sum_over_k(
         self,
@@ -118,10 +125,11 @@ class Lowering:
         init: Value,
         step: Callable[[Size, int, Value], list[Value]],
         touch: Touch | None = None,
+        whole: bool = False,
     ) -> Value:
         """init carried through step(k, ku, total) for k = 0, ku, ... < depth: a loop in steps of
-        unroll, then the rest (one static step, or a loop of single steps). touch(i) runs in
-        iteration i of the loop."""
+        unroll, then the rest (one static step, or a loop of single steps; none where the
+        depth is a ``whole`` multiple of unroll). touch(i) runs in iteration i of the loop."""
         e = self.e
         total = init
 
@@ -136,6 +144,9 @@ class Lowering:
                 (total,) = e.loop(0, main, unroll, [total], unrolled)
             if depth % unroll:
                 (total,) = step(main, depth % unroll, total)
+            return total
+        if whole:
+            (total,) = e.loop(0, depth, unroll, [total], unrolled)
             return total
         main = e.arith("sub", depth, e.arith("rem", depth, unroll))
         (total,) = e.loop(0, main, unroll, [total], unrolled)

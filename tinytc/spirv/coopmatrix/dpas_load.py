@@ -13,7 +13,9 @@ Lane l of every DPAS layout holds entries whose column moves with l: column c + 
 
 Both need addresses aligned to 4 bytes, which only the run time knows of a base pointer:
 a branch every lane takes alike picks them or the gathers, which read each entry where it
-lies. Everything else gathers too.
+lies; where the parameter attributes prove the addresses aligned at compile time
+(tinytc/passes/memref_info.py), the branch and the gathers are left out. Everything else
+gathers too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ... import ir
+from ...passes.memref_info import MemrefInfo, pow2
 from .._grammar import MemoryAccess, Op, SelectionControl, StorageClass
 from ..convert import Dim, Lowering, Memref
 from ..convert_memory import load_scalar
@@ -45,12 +48,16 @@ def load(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst) -> list[Id]:
     types = [lo.scalar_type(t.element)] * impl.count(t, subgroup_size(lo))
     per_word = block_word(lo, impl, inst, access)
     if per_word:
+        if known_aligned(lo, inst, access.row_mode):
+            return block_load(lo, impl, t, access, per_word)
         return branch(
             lo, aligned(lo, access, access.row_stride), types,
             lambda: block_load(lo, impl, t, access, per_word),
             lambda: gather(lo, impl, t, access),
         )  # fmt: skip
     if column_loadable(lo, impl, inst, access):
+        if known_aligned(lo, inst, access.col_mode):
+            return column_load(lo, impl, t, access)
         return branch(
             lo, aligned(lo, access, access.col_stride), types,
             lambda: column_load(lo, impl, t, access),
@@ -100,6 +107,23 @@ def aligned(lo: Lowering, access: Access, stride: Dim) -> Id:
     either = lo.op(Op.BitwiseOr, u64, lo.as_id(first), lo.as_id(lo.mul(stride, size)))
     low = lo.op(Op.BitwiseAnd, u64, either, lo.as_id(BLOCK_ALIGNMENT - 1))
     return lo.op(Op.IEqual, lo.m.type_bool(), low, lo.as_id(0))
+
+
+def known_aligned(lo: Lowering, inst: ir.CoopMatrixLoadInst, stride_mode: int) -> bool:
+    """Whether ``aligned`` holds at compile time: the memref's base alignment, lowered by what
+    the load's position (x, y) adds, and the stride of ``stride_mode`` in bytes are multiples
+    of BLOCK_ALIGNMENT (memref_info: the parameter attributes and static strides)."""
+    assert lo.func is not None
+    key = ("memref_info", lo.func)
+    if key not in lo.coopmatrix_state:
+        lo.coopmatrix_state[key] = MemrefInfo(lo.func)
+    info: MemrefInfo = lo.coopmatrix_state[key]
+    memref, x, y = inst.operands[:3]
+    facts = info.memref(memref)
+    size = memref.memref_type.element.size
+    first = facts.offset_alignment(size, [info.divisor(x), info.divisor(y)])
+    stride = (*facts.stride, 0, 0)[stride_mode]  # a vector's missing mode: no stride
+    return min(first, pow2(stride * size)) >= BLOCK_ALIGNMENT
 
 
 def block_load(lo: Lowering, impl: Dpas, t: ir.CoopMatrixType, access: Access,
