@@ -8,7 +8,7 @@ register themselves in ``HANDLERS``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -29,12 +29,16 @@ from ._grammar import (
     SelectionControl,
     StorageClass,
 )
-from .convert_bf16 import from_bf16
 from .function import Block, Builder, Function
 from .instruction import Id, Instruction
 from .module import Module
+from .signature import Dim as Dim  # these three: public here, as the handlers use them
+from .signature import Group as Group
+from .signature import Memref as Memref
+from .signature import argument_count as argument_count  # public here (the runtime's)
+from .signature import hidden_argument_count as hidden_argument_count
+from .signature import parameter
 
-Dim = int | Id  # a size known at compile time, or an i64 computed at run time
 HANDLERS: dict[type[ir.Inst], Callable[[Lowering, Any], None]] = {}
 
 
@@ -62,28 +66,6 @@ def check_types(func: ir.Function, target: CoreInfo) -> None:
         if missing.get(part):  # c64 needs f64
             of = f" (its parts are {part})" if part != el else ""
             raise CompilationError(v.loc, f"{el}{of} is not supported by target {target.name}")
-
-
-@dataclass
-class Memref:
-    """A memref at run time: a typed pointer plus every shape and stride entry."""
-
-    type: ir.MemrefType
-    pointer: Id
-    space: StorageClass
-    shape: list[Dim]
-    stride: list[Dim]
-
-
-@dataclass
-class Group:
-    """A group at run time: the pointer array, per-entry i64 arrays and the offset."""
-
-    type: ir.GroupType
-    pointers: Id
-    dynamic: dict[tuple[str, int], Id]  # ('shape' | 'stride', mode) -> pointer to i64 array
-    offset: Dim
-    size: Dim  # the number of members
 
 
 class Lowering:
@@ -373,7 +355,7 @@ class Lowering:
         param_types: list[Id] = []
         binders: list[Callable[[list[Id]], None]] = []
         for p in func.params:
-            types, bind = self.parameter(p)
+            types, bind = parameter(self, p)
             param_types += types
             binders.append(bind)
         batch = func.batch_per_group
@@ -418,72 +400,6 @@ class Lowering:
             self.if_then(inside, lambda: self.region(func.body))
 
         self.loop(ir.INDEX, self.as_id(0), self.as_id(batch), self.as_id(1), entry)
-
-    def parameter(self, p: ir.Value) -> tuple[list[Id], Callable[[list[Id]], None]]:
-        """Kernel argument types of a parameter and a function binding them (in order)."""
-        t = p.type
-        cw = StorageClass.CrossWorkgroup
-        if isinstance(t, ir.ScalarType):
-            arg_type = self.storage_type(t)
-
-            def bind_scalar(args: list[Id]) -> None:
-                value = args.pop(0)
-                if t == ir.BF16:
-                    value = from_bf16(self, value)
-                self.values[p] = value
-
-            return [arg_type], bind_scalar
-        if isinstance(t, ir.MemrefType):
-            types = [self.pointer_type(cw, t.element)] + [self.i64] * len(dynamic_entries(t))
-
-            def bind_memref(args: list[Id]) -> None:
-                pointer = args.pop(0)
-                shape: list[Dim] = [s if s is not None else args.pop(0) for s in t.shape]
-                stride: list[Dim] = [s if s is not None else args.pop(0) for s in t.stride]
-                self.values[p] = Memref(t, pointer, cw, shape, stride)
-
-            return types, bind_memref
-        assert isinstance(t, ir.GroupType)
-        mt = t.memref
-        entries = dynamic_entries(mt)
-        member = self.pointer_type(cw, mt.element)
-        types = [self.m.type_pointer(cw, member)]
-        types += [self.m.type_pointer(cw, self.i64)] * len(entries)
-        types += [self.i64] if t.offset is None else []
-        types += [self.i64] if t.size is None else []
-
-        def bind_group(args: list[Id]) -> None:
-            pointers = args.pop(0)
-            dynamic = {entry: args.pop(0) for entry in entries}
-            offset: Dim = args.pop(0) if t.offset is None else t.offset
-            size: Dim = args.pop(0) if t.size is None else t.size
-            self.values[p] = Group(t, pointers, dynamic, offset, size)
-
-        return types, bind_group
-
-
-def dynamic_entries(t: ir.MemrefType) -> list[tuple[str, int]]:
-    """The '?' sizes, then the '?' strides, of a memref type: one kernel argument each."""
-    entries = [("shape", i) for i, s in enumerate(t.shape) if s is None]
-    return entries + [("stride", i) for i, s in enumerate(t.stride) if s is None]
-
-
-def argument_count(t: ir.Type) -> int:
-    """The number of SPIR-V kernel arguments of a parameter of type t, as ``Lowering.parameter``
-    makes them: one for a scalar; a pointer and the '?' entries of a memref; for a group a
-    pointer to the member pointers, one pointer per '?' entry, the offset if it is '?' and
-    the number of members if it is '?'."""
-    if isinstance(t, ir.MemrefType):
-        return 1 + len(dynamic_entries(t))
-    if isinstance(t, ir.GroupType):
-        return 1 + len(dynamic_entries(t.memref)) + int(t.offset is None) + int(t.size is None)
-    return 1
-
-
-def hidden_argument_count(func: ir.Function) -> int:
-    """Kernel arguments after the parameters': howmany, when work-groups run several entries."""
-    return int(func.batch_per_group > 1)
-
 
 # A yield lowers as its region's result (Lowering.region)
 definition.register("lowering", ir.YieldInst)(Lowering.region)
