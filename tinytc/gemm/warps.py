@@ -61,6 +61,9 @@ WORK_PER_GROUP = 2048  # multiply-adds per work-group below which it runs severa
 STAGE_MIN_BYTES = 1024  # a smaller operand is read from global memory (L1)
 FUSED_K_UNROLL = 4  # K step of a fused pair's first gemm whose B is staged
 CHUNKED_K_UNROLL = 8  # K step of a gemm whose A and B are staged in chunks of K
+STAGE_PAD = 4  # values a staged transposed A's columns are padded by (Tiling.stage_pad)
+PREFETCH_OPERANDS = 2  # A and B of a later entry, where several run in a work-group
+PREFETCH_AHEAD = 4096  # ... that many entries ahead (into L2)
 
 
 def sized_gemm(linalg: list[LinalgInst]) -> GemmInst | None:
@@ -141,12 +144,14 @@ def copy_width(rows: int, cols: int, lanes: int, subgroups: int) -> int:
 
 def gemm_tiling(
     gemm: GemmInst, work_group: tuple[int, int], lanes: int, target: CoreInfo, max_k_unroll: int,
-    staging: bool = True,
+    staging: bool = True, entries: int = 1,
 ) -> Tiling:  # fmt: skip
-    """The tiling of a gemm sized here: block's register tiles, operand_staging's copies; where
-    A and B do not fit local memory together, both staged in chunks of K (k_chunk) with K steps
-    of CHUNKED_K_UNROLL where the tiles allow it (module docstring; staging is on from -O2,
-    where max_k_unroll only caps the general K step)."""
+    """The tiling of a gemm sized here: block's register tiles, operand_staging's copies (a
+    transposed A padded by STAGE_PAD, read transposed); where A and B do not fit local memory
+    together, both staged in chunks of K (k_chunk) with K steps of CHUNKED_K_UNROLL where the
+    tiles allow it; in work-groups of several ``entries`` with nothing staged and A not
+    transposed, PREFETCH_OPERANDS of the entry PREFETCH_AHEAD on prefetched (module docstring;
+    staging is on from -O2, where max_k_unroll only caps the general K step)."""
     rows, cols = gemm.output.memref_type.shape
     assert isinstance(rows, int) and isinstance(cols, int) and target.warp_size
     size = max(summed_type(gemm.output.memref_type.element).size, 4)
@@ -155,16 +160,24 @@ def gemm_tiling(
     stage_a, stage_b = operand_staging(gemm, target, staging)
     tiling = Tiling(work_group, mb, nb, min(ku, max_k_unroll), stage_a=stage_a, stage_b=stage_b)
     a, b = (v.memref_type for v in gemm.operands[1:3])
-    if stage_a == stage_b or min(operand_bytes(a), operand_bytes(b)) < STAGE_MIN_BYTES:
-        return tiling
-    both = dataclasses.replace(tiling, k_unroll=CHUNKED_K_UNROLL, stage_a=True, stage_b=True)
-    depth = a.shape[0 if gemm.trans_a else 1]
-    assert isinstance(depth, int)
-    shape = (rows, cols, depth)
-    element = max(a.element.size, b.element.size)
     limit = target.local_memory_size or 0
-    trans = (gemm.trans_a, gemm.trans_b)
-    return both if k_chunk(shape, element, trans, lanes, both, limit)[0] else tiling
+    if entries > 1 and not (stage_a or stage_b or gemm.trans_a):
+        ahead = PREFETCH_AHEAD
+        return dataclasses.replace(tiling, prefetch=PREFETCH_OPERANDS, prefetch_ahead=ahead)
+    chunked = stage_a != stage_b and min(operand_bytes(a), operand_bytes(b)) >= STAGE_MIN_BYTES
+    if chunked:
+        both = dataclasses.replace(tiling, k_unroll=CHUNKED_K_UNROLL, stage_a=True, stage_b=True)
+        depth = a.shape[0 if gemm.trans_a else 1]
+        assert isinstance(depth, int)
+        element = max(a.element.size, b.element.size)
+        trans = (gemm.trans_a, gemm.trans_b)
+        if k_chunk((rows, cols, depth), element, trans, lanes, both, limit)[0]:
+            return both
+    if stage_a and gemm.trans_a:
+        copies = operand_bytes(a) + (operand_bytes(b) if stage_b else 0)
+        if copies + STAGE_PAD * a.shape[1] * a.element.size <= limit:  # type: ignore[operator]
+            return dataclasses.replace(tiling, stage_pad=STAGE_PAD)
+    return tiling
 
 
 def operand_bytes(t: MemrefType) -> int:

@@ -153,7 +153,8 @@ def default_tiling(
     if sized is not None and sized is inst:
         assert isinstance(rows, int) and isinstance(cols, int) and func.subgroup_size
         wg, lanes = func.work_group_size, func.subgroup_size
-        return warps.gemm_tiling(sized, wg, lanes, target, max_k_unroll, staging)
+        entries = func.batch_per_group
+        return warps.gemm_tiling(sized, wg, lanes, target, max_k_unroll, staging, entries)
     tiling = choose_tiling(
         rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes,
         max(summed.size, 4),  # narrower integers are blocked as 32-bit values too
