@@ -63,7 +63,9 @@ FUSED_K_UNROLL = 4  # K step of a fused pair's first gemm whose B is staged
 CHUNKED_K_UNROLL = 8  # K step of a gemm whose A and B are staged in chunks of K
 STAGE_PAD = 4  # values a staged transposed A's columns are padded by (Tiling.stage_pad)
 PREFETCH_OPERANDS = 2  # A and B of a later entry, where several run in a work-group
-PREFETCH_AHEAD = 4096  # ... that many entries ahead (into L2)
+PREFETCH_AHEAD_BYTES = 6 << 20  # ... so many entries ahead that this many operand bytes lie
+# between (into L2)
+FUSED_PREFETCH_MIN_BYTES = 8 << 10  # a fused pair's entry operands from which it prefetches
 
 
 def sized_gemm(linalg: list[LinalgInst]) -> GemmInst | None:
@@ -160,10 +162,15 @@ def gemm_tiling(
     stage_a, stage_b = operand_staging(gemm, target, staging)
     tiling = Tiling(work_group, mb, nb, min(ku, max_k_unroll), stage_a=stage_a, stage_b=stage_b)
     a, b = (v.memref_type for v in gemm.operands[1:3])
+    c = gemm.output.memref_type
     limit = target.local_memory_size or 0
-    if entries > 1 and not (stage_a or stage_b or gemm.trans_a):
-        ahead = PREFETCH_AHEAD
-        return dataclasses.replace(tiling, prefetch=PREFETCH_OPERANDS, prefetch_ahead=ahead)
+    if entries > 1 and not (stage_a or stage_b):
+        ahead = prefetch_ahead(operand_bytes(a) + operand_bytes(b) + operand_bytes(c))
+        tiling = dataclasses.replace(tiling, prefetch=PREFETCH_OPERANDS, prefetch_ahead=ahead)
+        if not gemm.trans_a or not staging:
+            return tiling
+        fits = operand_bytes(a) + STAGE_PAD * a.shape[1] * a.element.size <= limit  # type: ignore[operator]
+        return dataclasses.replace(tiling, stage_a=fits, stage_pad=STAGE_PAD if fits else 0)
     chunked = stage_a != stage_b and min(operand_bytes(a), operand_bytes(b)) >= STAGE_MIN_BYTES
     if chunked:
         both = dataclasses.replace(tiling, k_unroll=CHUNKED_K_UNROLL, stage_a=True, stage_b=True)
@@ -182,6 +189,21 @@ def gemm_tiling(
 
 def operand_bytes(t: MemrefType) -> int:
     return math.prod(t.shape) * t.element.size  # type: ignore[arg-type]
+
+
+def prefetch_ahead(entry_bytes: int) -> int:
+    """Entries between one and the later one whose operands it prefetches: about
+    PREFETCH_AHEAD_BYTES of operands (module docstring)."""
+    return max(1, PREFETCH_AHEAD_BYTES // max(1, entry_bytes))
+
+
+def fused_prefetch(entry_bytes: int, count: int) -> tuple[int, int]:
+    """(prefetch, prefetch_ahead) of a fused pair whose operands that change with the batch
+    entry take entry_bytes, of its ``count`` operands: all of them from
+    FUSED_PREFETCH_MIN_BYTES on, PREFETCH_AHEAD_BYTES ahead; else none (module docstring)."""
+    if entry_bytes < FUSED_PREFETCH_MIN_BYTES:
+        return 0, 1
+    return count, prefetch_ahead(entry_bytes)
 
 
 def fused_stage_b(first: GemmInst, target: CoreInfo, staging: bool = True) -> bool:
