@@ -59,7 +59,7 @@ MAX_ROW_BLOCKS = 8
 MAX_COLS_PER_ITEM = 8
 WORK_PER_GROUP = 2048  # multiply-adds per work-group below which it runs several entries
 STAGE_MIN_BYTES = 1024  # a smaller operand is read from global memory (L1)
-FUSED_K_UNROLL = 4  # K step of a fused pair's first gemm whose B is staged
+FUSED_K_UNROLL = 8  # K step of a fused pair's first gemm whose B is staged
 CHUNKED_K_UNROLL = 8  # K step of a gemm whose A and B are staged in chunks of K
 STAGE_PAD = 4  # values a staged transposed A's columns are padded by (Tiling.stage_pad)
 PREFETCH_OPERANDS = 2  # A and B of a later entry, where several run in a work-group
@@ -169,8 +169,11 @@ def gemm_tiling(
         tiling = dataclasses.replace(tiling, prefetch=PREFETCH_OPERANDS, prefetch_ahead=ahead)
         if not gemm.trans_a or not staging:
             return tiling
-        fits = operand_bytes(a) + STAGE_PAD * a.shape[1] * a.element.size <= limit  # type: ignore[operator]
-        return dataclasses.replace(tiling, stage_a=fits, stage_pad=STAGE_PAD if fits else 0)
+        copies = operand_bytes(a) + operand_bytes(b) + STAGE_PAD * a.shape[1] * a.element.size  # type: ignore[operator]
+        fits = copies <= limit
+        return dataclasses.replace(
+            tiling, stage_a=fits, stage_b=fits, stage_pad=STAGE_PAD if fits else 0
+        )
     chunked = stage_a != stage_b and min(operand_bytes(a), operand_bytes(b)) >= STAGE_MIN_BYTES
     if chunked:
         both = dataclasses.replace(tiling, k_unroll=CHUNKED_K_UNROLL, stage_a=True, stage_b=True)
