@@ -41,7 +41,19 @@ Measured on the H100 (tools/bench_gpu.py --variants @tools/gpu_sweep1.txt and
   against 0.0782; chunks of 16 or 8 lost, and so did chunking the f32-64 operands that fit.
 - The chain's fused pair (one warp walks the row tiles: 16 and 8 lanes lost, f32 0.156 and
   0.220 ms) with its first B staged and K step 4: f32 0.096 ms against 0.134, f64 0.102
-  against 0.128 (staged with K step 2: 0.101, 0.111).
+  against 0.128 (staged with K step 2: 0.101, 0.111); FUSED_K_UNROLL 8 against 4
+  (@tools/gpu_sweep10.txt): f32 0.0937 against 0.0975, f64 0.0902 against 0.0967. Its
+  operands prefetched 512-1024 entries ahead: f64 (8.7 KB per entry) 0.0947-0.0958 against
+  0.1016, f32 (4.4 KB) 0.101-0.117 against 0.096 (FUSED_PREFETCH_MIN_BYTES).
+- Prefetch of A and B PREFETCH_AHEAD_BYTES of operands ahead into L2 (@tools/gpu_sweep8.txt,
+  @tools/gpu_sweep9.txt), where a work-group runs several entries in turn, each waiting for
+  its loads: f32-8-nn 0.0917 ms without, 0.0785 4096 entries ahead, 0.0730 8192, 0.0764
+  16384, 0.086 the next entry (L1); f64-8-nn 0.0726 at 4096, 0.0828 at 8192. A transposed A
+  there is staged with B, padded: f32-8-tn 0.0817 against 0.0894 gathering.
+- A transposed A copied as it is, columns padded by STAGE_PAD, read transposed, against the
+  transposing copy (@tools/gpu_sweep8.txt, @tools/gpu_sweep9.txt): f32-64-tn 0.0800 ms
+  against 0.0977, f32-32-tn 0.0738 against 0.0787, f32-16-tn 0.0731 against 0.0783, f64-32-tn
+  0.0743 against 0.0759, f64-16-tn 0.0718 against 0.0714; pad 1 ran f64-16-tn 0.079.
 """
 
 from __future__ import annotations
