@@ -144,7 +144,8 @@ class CoreInfo:
     # nothing (docs/performance-cpu.md lesson 8).
     block_reads_pay: bool = False
     # Whether cooperative_matrix_prefetch calls LLVM's prefetch intrinsic, imported by name:
-    # the CPU runtime links it to a prefetch instruction (docs/runtime-cpu.md, "Prefetch").
+    # the CPU runtime links it to a prefetch instruction (docs/runtime-cpu.md, "Prefetch"), the
+    # PTX translation makes it PTX's prefetch (docs/gpu.md).
     prefetch_intrinsic: bool = False
     # SPV_INTEL_subgroups shuffles (OpSubgroupShuffleXorINTEL); without them a transposing
     # store shuffles with OpGroupNonUniformShuffleXor (SPIR-V 1.3).
@@ -343,6 +344,7 @@ SM_90 = CoreInfo(
     subgroup_block_io=False,
     dpas=None,
     cache_line=128,
+    prefetch_intrinsic=True,
     preferred_subgroup_size=32,
     warp_size=32,
     lane_registers=128,

@@ -120,11 +120,14 @@ def variant_source(source: str, spec: str) -> str:
     """The source with a variant's attributes: "0" is the compiler's choice; otherwise tokens
     joined by "_": sS subgroup size, wMxN work-group size, bB batch_per_group, tRxCxK the
     gemm's tiling (rows and columns per item, K unroll; needs w), a0/a1 its stage_a (default:
-    the compiler's for the shape), B0/B1 its stage_b (default: false)."""
+    the compiler's for the shape), B0/B1 its stage_b (default: false), pP its prefetch (operands
+    of entry group_id + ahead fetched in the K loop; default 0), hH that ahead (default 1) and
+    dD its stage_pad (default 0)."""
     if spec == "0":
         return source
     head, rest = source.split(") {", 1)
     attrs, tiling, stage, stage_b = [], None, None, False
+    prefetch, ahead, pad = 0, 1, 0
     for token in spec.split("_"):
         key, value = token[0], token[1:]
         if key == "s":
@@ -140,6 +143,12 @@ def variant_source(source: str, spec: str) -> str:
             stage = value == "1"
         elif key == "B":
             stage_b = value == "1"
+        elif key == "p":
+            prefetch = int(value)
+        elif key == "h":
+            ahead = int(value)
+        elif key == "d":
+            pad = int(value)
         else:
             raise ValueError(f"unknown variant token {token!r}")
     source = f"{head}) {' '.join(attrs)} {{{rest}"
@@ -149,8 +158,9 @@ def variant_source(source: str, spec: str) -> str:
             stage = ".t.n " in source or ".t.t " in source
         mb, nb, ku = tiling
         text = (f" attributes{{tiling={{work_group=[{wg.replace(',', ', ')}], rows_per_item={mb}, "
-                f"cols_per_item={nb}, k_unroll={ku}, prefetch=0, prefetch_ahead=1, dpas=false, "
-                f"stage_a={str(stage).lower()}, stage_b={str(stage_b).lower()}, "
+                f"cols_per_item={nb}, k_unroll={ku}, prefetch={prefetch}, prefetch_ahead={ahead}, "
+                "dpas=false, "
+                f"stage_a={str(stage).lower()}, stage_b={str(stage_b).lower()}, stage_pad={pad}, "
                 "fuse=false}}")  # fmt: skip
         line = next(x for x in source.splitlines() if x.strip().startswith("gemm."))
         source = source.replace(line, line + text)
@@ -215,7 +225,7 @@ def chain_variant(source: str, spec: str) -> str:
     """The chain with a variant of its sm_90 tiling: "0" is the compiler's choice; otherwise
     tokens joined by "_" applied to the program tile-linalg printed: sS subgroups (and
     work-groups) of S lanes, rR rows_per_item of both gemms, kK the first's K unroll, B0/B1
-    the first's stage_b."""
+    the first's stage_b, pP the first's prefetch (of the pair's operands) and hH its ahead."""
     if spec == "0":
         return source
     from tinytc.compiler import run_pipeline
@@ -237,6 +247,10 @@ def chain_variant(source: str, spec: str) -> str:
                         for x in (one, two))  # fmt: skip
         elif key == "k":
             one = re.sub(r"k_unroll=\d+", f"k_unroll={value}", one)
+        elif key == "p":
+            one = re.sub(r"prefetch=\d+", f"prefetch={value}", one)
+        elif key == "h":
+            one = re.sub(r"prefetch_ahead=\d+", f"prefetch_ahead={value}", one)
         elif key == "B":
             one = one.replace("stage_b=false", f"stage_b={'true' if value == '1' else 'false'}")
             one = one.replace("stage_b=true", f"stage_b={'true' if value == '1' else 'false'}")

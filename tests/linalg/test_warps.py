@@ -23,9 +23,7 @@ from bench_cases import gemm_source
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def sized(
-    ty: str, n: int, trans: str
-) -> tuple[int, tuple[int, int], int, tuple[int, int, int, bool, bool]]:
+def sized(ty: str, n: int, trans: str) -> tuple[int, tuple[int, int], int, tuple, tuple]:
     program = run_pipeline(
         gemm_source(ty, n, trans[0], trans[1]), SM_90, 2, ["work-group-size", "tile-linalg"]
     )
@@ -38,23 +36,26 @@ def sized(
         func.work_group_size,
         func.batch_per_group,
         (t.rows_per_item, t.cols_per_item, t.k_unroll, t.stage_a, t.stage_b),
+        (t.prefetch, t.prefetch_ahead, t.stage_pad),
     )
 
 
 @pytest.mark.parametrize(
     ("shape", "want"),
     [
-        # one warp of 4 subgroups, 4 entries of 512 multiply-adds per work-group
-        (("f32", 8, "nn"), (8, (8, 4), 4, (1, 2, 4, False, False))),
-        # 256-byte operands are read from global memory, not staged
-        (("f32", 8, "tn"), (8, (8, 4), 4, (1, 2, 4, False, False))),
-        # staged operands: 16 lanes
-        (("f32", 16, "tn"), (16, (16, 2), 1, (1, 8, 4, True, True))),
-        (("f32", 32, "nn"), (16, (16, 4), 1, (2, 8, 4, True, True))),
+        # one warp of 4 subgroups, 4 entries of 512 multiply-adds per work-group; A and B of
+        # the entry 6 MiB of operands on (8192 of 768 bytes, 4096 of 1536) prefetched
+        (("f32", 8, "nn"), (8, (8, 4), 4, (1, 2, 4, False, False), (2, 8192, 0))),
+        (("f64", 8, "nt"), (8, (8, 4), 4, (1, 2, 4, False, False), (2, 4096, 0))),
+        # a transposed A of 256 bytes copied as it is, padded, with B, and the prefetch
+        (("f32", 8, "tn"), (8, (8, 4), 4, (1, 2, 4, True, True), (2, 8192, 4))),
+        # staged operands: 16 lanes; a transposed A copied as it is, padded
+        (("f32", 16, "tn"), (16, (16, 2), 1, (1, 8, 4, True, True), (0, 1, 4))),
+        (("f32", 32, "nn"), (16, (16, 4), 1, (2, 8, 4, True, True), (0, 1, 0))),
         # 64 KB of A and B do not fit the 48 KB: both, in chunks of K, K steps of 8
-        (("f64", 64, "nn"), (16, (16, 8), 1, (4, 8, 8, True, True))),
-        (("f64", 64, "tn"), (16, (16, 8), 1, (4, 8, 8, True, True))),
-        (("f64", 64, "nt"), (16, (16, 8), 1, (4, 8, 8, True, True))),
+        (("f64", 64, "nn"), (16, (16, 8), 1, (4, 8, 8, True, True), (0, 1, 0))),
+        (("f64", 64, "tn"), (16, (16, 8), 1, (4, 8, 8, True, True), (0, 1, 0))),
+        (("f64", 64, "nt"), (16, (16, 8), 1, (4, 8, 8, True, True), (0, 1, 0))),
     ],
 )
 def test_sizes(shape: tuple[str, int, str], want: tuple) -> None:
@@ -69,7 +70,14 @@ def test_other_targets_keep_one_subgroup() -> None:
 
 @pytest.mark.parametrize(
     ("ty", "n", "trans"),
-    [("f32", 8, "nt"), ("f64", 16, "tn"), ("f32", 32, "nn"), ("f64", 64, "nt"), ("f64", 64, "tn")],
+    [
+        ("f32", 8, "nt"),
+        ("f64", 8, "tn"),
+        ("f64", 16, "tn"),
+        ("f32", 32, "nn"),
+        ("f64", 64, "nt"),
+        ("f64", 64, "tn"),
+    ],
 )
 def test_sized_kernels_compute_right(ty: str, n: int, trans: str) -> None:
     rng = np.random.default_rng(n)
@@ -83,17 +91,19 @@ def test_sized_kernels_compute_right(ty: str, n: int, trans: str) -> None:
         np.testing.assert_allclose(c[:, :, e], x.astype(np.float64) @ y, rtol=1e-4, atol=1e-4)
 
 
-def test_the_chain_stages_its_b_and_computes_right() -> None:
-    """The fused pair's first gemm copies P to local memory first (stage_b, K step 4)."""
-    source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text()
+@pytest.mark.parametrize(
+    ("ty", "prefetch"),
+    [("f32", "prefetch=0, prefetch_ahead=1"), ("f64", "prefetch=4, prefetch_ahead=722")],
+)
+def test_the_chain_stages_its_b_and_computes_right(ty: str, prefetch: str) -> None:
+    """The fused pair's first gemm copies P to local memory first (stage_b, K step 8); in f64
+    (8712 bytes of P, A and Q per entry) it prefetches its operands 6 MiB ahead."""
+    source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
     printed = str(run_pipeline(source, SM_90, 2, ["work-group-size", "tile-linalg"]))
-    assert (
-        "k_unroll=4, prefetch=0, prefetch_ahead=1, dpas=false, stage_a=false, stage_b=true"
-        in printed
-    )
+    assert f"k_unroll=8, {prefetch}, dpas=false, stage_a=false, stage_b=true" in printed
     rng = np.random.default_rng(5)
     k, p, a, q = (
-        np.asfortranarray(rng.standard_normal(s).astype(np.float32))
+        np.asfortranarray(rng.standard_normal(s).astype(ty.replace("f", "float")))
         for s in ((56, 56), (56, 9, 3), (9, 9, 3), (56, 9, 3))
     )
     want = np.stack(
@@ -110,6 +120,12 @@ def test_the_chain_stages_its_b_and_computes_right() -> None:
             "cpu",
             "stage_a=false, stage_b=true",
             "stage_b: it copies the B of a gemm on targets of warps only",
+        ),
+        # only the copy of a transposed A is padded
+        (
+            "sm_90",
+            "stage_a=true, stage_b=false, stage_pad=4",
+            "stage_pad: it pads the copy of a transposed A that stage_a makes",
         ),
         # A and B exceed local memory; in chunks of K each subgroup needs one tile of C
         (

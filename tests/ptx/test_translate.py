@@ -157,6 +157,13 @@ def test_batch_runs_on_grid_x() -> None:
     assert "%ctaid.x" in module.text and "%ctaid.z" not in module.text
 
 
+def test_prefetch_becomes_ptx_prefetch() -> None:
+    """LLVM's generic prefetch, which the NVPTX back end drops, is PTX's prefetch: into L2 for
+    an entry another work-group runs (f32 n = 8 prefetches A and B 8192 entries ahead)."""
+    _, module = translated(BENCH["f32-8-nn"])
+    assert "prefetch.global.L2" in module.text and "prefetch.global.L1" not in module.text
+
+
 def test_translation_is_deterministic() -> None:
     source = BENCH["chain-f32"]
     assert translated(source)[1].text == translated(source)[1].text

@@ -45,6 +45,11 @@ class Tiling:
     # A gemm's static B is first copied into local memory as it is (targets of warps:
     # docs/gpu.md); the product reads op(B) there.
     stage_b: bool = False
+    # A transposed A that stage_a copies goes into local memory as it is, its columns
+    # stage_pad values longer than A's, and the product reads it transposed there (targets
+    # of warps: lanes on consecutive rows of op(A) then hit distinct banks; docs/gpu.md);
+    # 0: copied transposed.
+    stage_pad: int = 0
     # This gemm's output, an alloca temporary that only the next gemm reads (as its A), stays
     # in registers and the pair runs as one (lesson 9): in row tiles of rows_per_item blocks
     # by all the temporary's columns (cols_per_item), K steps of k_unroll, prefetching the
@@ -253,6 +258,8 @@ def prefetch_next(
     1.09-1.14x), and for entries of at least SEVERAL_ENTRIES_PREFETCH_BYTES: f64 n=16 (6 KB
     per entry, 8 per work-group) nn 1.05-1.07x at either memory speed of the VM, in one
     process (f32 n=16, 3 KB: 0.96-1.0x; f64 n=8 0.95-1.05x)."""
+    if target.warp_size:  # prefetching is measured there only where warps.py asks for it
+        return 0
     entry_bytes = sum(size for size in operand_bytes if size is not None)
     pays = entries_per_group == 1 or staged_a or entry_bytes >= SEVERAL_ENTRIES_PREFETCH_BYTES
     if not (target.prefetch_intrinsic and pays):

@@ -41,7 +41,19 @@ Measured on the H100 (tools/bench_gpu.py --variants @tools/gpu_sweep1.txt and
   against 0.0782; chunks of 16 or 8 lost, and so did chunking the f32-64 operands that fit.
 - The chain's fused pair (one warp walks the row tiles: 16 and 8 lanes lost, f32 0.156 and
   0.220 ms) with its first B staged and K step 4: f32 0.096 ms against 0.134, f64 0.102
-  against 0.128 (staged with K step 2: 0.101, 0.111).
+  against 0.128 (staged with K step 2: 0.101, 0.111); FUSED_K_UNROLL 8 against 4
+  (@tools/gpu_sweep10.txt): f32 0.0937 against 0.0975, f64 0.0902 against 0.0967. Its
+  operands prefetched 512-1024 entries ahead: f64 (8.7 KB per entry) 0.0947-0.0958 against
+  0.1016, f32 (4.4 KB) 0.101-0.117 against 0.096 (FUSED_PREFETCH_MIN_BYTES).
+- Prefetch of A and B PREFETCH_AHEAD_BYTES of operands ahead into L2 (@tools/gpu_sweep8.txt,
+  @tools/gpu_sweep9.txt), where a work-group runs several entries in turn, each waiting for
+  its loads: f32-8-nn 0.0917 ms without, 0.0785 4096 entries ahead, 0.0730 8192, 0.0764
+  16384, 0.086 the next entry (L1); f64-8-nn 0.0726 at 4096, 0.0828 at 8192. A transposed A
+  there is staged with B, padded: f32-8-tn 0.0817 against 0.0894 gathering.
+- A transposed A copied as it is, columns padded by STAGE_PAD, read transposed, against the
+  transposing copy (@tools/gpu_sweep8.txt, @tools/gpu_sweep9.txt): f32-64-tn 0.0800 ms
+  against 0.0977, f32-32-tn 0.0738 against 0.0787, f32-16-tn 0.0731 against 0.0783, f64-32-tn
+  0.0743 against 0.0759, f64-16-tn 0.0718 against 0.0714; pad 1 ran f64-16-tn 0.079.
 """
 
 from __future__ import annotations
@@ -59,8 +71,13 @@ MAX_ROW_BLOCKS = 8
 MAX_COLS_PER_ITEM = 8
 WORK_PER_GROUP = 2048  # multiply-adds per work-group below which it runs several entries
 STAGE_MIN_BYTES = 1024  # a smaller operand is read from global memory (L1)
-FUSED_K_UNROLL = 4  # K step of a fused pair's first gemm whose B is staged
+FUSED_K_UNROLL = 8  # K step of a fused pair's first gemm whose B is staged
 CHUNKED_K_UNROLL = 8  # K step of a gemm whose A and B are staged in chunks of K
+STAGE_PAD = 4  # values a staged transposed A's columns are padded by (Tiling.stage_pad)
+PREFETCH_OPERANDS = 2  # A and B of a later entry, where several run in a work-group
+PREFETCH_AHEAD_BYTES = 6 << 20  # ... so many entries ahead that this many operand bytes lie
+# between (into L2)
+FUSED_PREFETCH_MIN_BYTES = 8 << 10  # a fused pair's entry operands from which it prefetches
 
 
 def sized_gemm(linalg: list[LinalgInst]) -> GemmInst | None:
@@ -141,12 +158,14 @@ def copy_width(rows: int, cols: int, lanes: int, subgroups: int) -> int:
 
 def gemm_tiling(
     gemm: GemmInst, work_group: tuple[int, int], lanes: int, target: CoreInfo, max_k_unroll: int,
-    staging: bool = True,
+    staging: bool = True, entries: int = 1,
 ) -> Tiling:  # fmt: skip
-    """The tiling of a gemm sized here: block's register tiles, operand_staging's copies; where
-    A and B do not fit local memory together, both staged in chunks of K (k_chunk) with K steps
-    of CHUNKED_K_UNROLL where the tiles allow it (module docstring; staging is on from -O2,
-    where max_k_unroll only caps the general K step)."""
+    """The tiling of a gemm sized here: block's register tiles, operand_staging's copies (a
+    transposed A padded by STAGE_PAD, read transposed); where A and B do not fit local memory
+    together, both staged in chunks of K (k_chunk) with K steps of CHUNKED_K_UNROLL where the
+    tiles allow it; in work-groups of several ``entries`` with nothing staged and A not
+    transposed, PREFETCH_OPERANDS of the entry PREFETCH_AHEAD on prefetched (module docstring;
+    staging is on from -O2, where max_k_unroll only caps the general K step)."""
     rows, cols = gemm.output.memref_type.shape
     assert isinstance(rows, int) and isinstance(cols, int) and target.warp_size
     size = max(summed_type(gemm.output.memref_type.element).size, 4)
@@ -155,20 +174,51 @@ def gemm_tiling(
     stage_a, stage_b = operand_staging(gemm, target, staging)
     tiling = Tiling(work_group, mb, nb, min(ku, max_k_unroll), stage_a=stage_a, stage_b=stage_b)
     a, b = (v.memref_type for v in gemm.operands[1:3])
-    if stage_a == stage_b or min(operand_bytes(a), operand_bytes(b)) < STAGE_MIN_BYTES:
-        return tiling
-    both = dataclasses.replace(tiling, k_unroll=CHUNKED_K_UNROLL, stage_a=True, stage_b=True)
-    depth = a.shape[0 if gemm.trans_a else 1]
-    assert isinstance(depth, int)
-    shape = (rows, cols, depth)
-    element = max(a.element.size, b.element.size)
+    c = gemm.output.memref_type
     limit = target.local_memory_size or 0
-    trans = (gemm.trans_a, gemm.trans_b)
-    return both if k_chunk(shape, element, trans, lanes, both, limit)[0] else tiling
+    if entries > 1 and not (stage_a or stage_b):
+        ahead = prefetch_ahead(operand_bytes(a) + operand_bytes(b) + operand_bytes(c))
+        tiling = dataclasses.replace(tiling, prefetch=PREFETCH_OPERANDS, prefetch_ahead=ahead)
+        if not gemm.trans_a or not staging:
+            return tiling
+        copies = operand_bytes(a) + operand_bytes(b) + STAGE_PAD * a.shape[1] * a.element.size  # type: ignore[operator]
+        fits = copies <= limit
+        return dataclasses.replace(
+            tiling, stage_a=fits, stage_b=fits, stage_pad=STAGE_PAD if fits else 0
+        )
+    chunked = stage_a != stage_b and min(operand_bytes(a), operand_bytes(b)) >= STAGE_MIN_BYTES
+    if chunked:
+        both = dataclasses.replace(tiling, k_unroll=CHUNKED_K_UNROLL, stage_a=True, stage_b=True)
+        depth = a.shape[0 if gemm.trans_a else 1]
+        assert isinstance(depth, int)
+        element = max(a.element.size, b.element.size)
+        trans = (gemm.trans_a, gemm.trans_b)
+        if k_chunk((rows, cols, depth), element, trans, lanes, both, limit)[0]:
+            return both
+    if stage_a and gemm.trans_a:
+        copies = operand_bytes(a) + (operand_bytes(b) if stage_b else 0)
+        if copies + STAGE_PAD * a.shape[1] * a.element.size <= limit:  # type: ignore[operator]
+            return dataclasses.replace(tiling, stage_pad=STAGE_PAD)
+    return tiling
 
 
 def operand_bytes(t: MemrefType) -> int:
     return math.prod(t.shape) * t.element.size  # type: ignore[arg-type]
+
+
+def prefetch_ahead(entry_bytes: int) -> int:
+    """Entries between one and the later one whose operands it prefetches: about
+    PREFETCH_AHEAD_BYTES of operands (module docstring)."""
+    return max(1, PREFETCH_AHEAD_BYTES // max(1, entry_bytes))
+
+
+def fused_prefetch(entry_bytes: int, count: int) -> tuple[int, int]:
+    """(prefetch, prefetch_ahead) of a fused pair whose operands that change with the batch
+    entry take entry_bytes, of its ``count`` operands: all of them from
+    FUSED_PREFETCH_MIN_BYTES on, PREFETCH_AHEAD_BYTES ahead; else none (module docstring)."""
+    if entry_bytes < FUSED_PREFETCH_MIN_BYTES:
+        return 0, 1
+    return count, prefetch_ahead(entry_bytes)
 
 
 def fused_stage_b(first: GemmInst, target: CoreInfo, staging: bool = True) -> bool:

@@ -25,7 +25,20 @@ from ..gemm import (
     warps,
 )
 from ..gemm.dpas import dpas_tiling
-from ..ir import CumsumInst, Function, GemmInst, GemvInst, LinalgInst, MemrefType, Program, Region
+from ..ir import (
+    CumsumInst,
+    Function,
+    GemmInst,
+    GemvInst,
+    GroupIdInst,
+    LinalgInst,
+    LoadInst,
+    MemrefType,
+    Program,
+    Region,
+    SubviewInst,
+    Value,
+)
 from ..target import CoreInfo, summed_type
 from .lower_linalg.cumsum import cumsum_tiling
 from .lower_linalg.fusion import fusion_partner, pair_operands
@@ -92,12 +105,16 @@ class TilingPass:
         after = self.default(second, func)  # its prefetch: that of the whole pair
         prefetch = len(pair_operands(inst, second)) if after.prefetch else 0  # type: ignore[arg-type]
         unroll = fused_k_unroll(tiling.k_unroll, mb)
+        ahead = after.prefetch_ahead
         warp = bool(self.target.warp_size)
         stage_b = warp and warps.fused_stage_b(inst, self.target, self.staging)  # type: ignore[arg-type]
         if stage_b:
-            unroll = min(warps.FUSED_K_UNROLL, self.max_k_unroll)
+            unroll = warps.FUSED_K_UNROLL if self.max_k_unroll > 1 else 1  # staged from -O2
+            operands = pair_operands(inst, second)  # type: ignore[arg-type]
+            entry = sum(warps.operand_bytes(v.memref_type) for v in operands if per_entry(v))
+            prefetch, ahead = warps.fused_prefetch(entry, len(operands))
         fused = Tiling(
-            tiling.work_group, mb, k2, unroll, prefetch, after.prefetch_ahead, stage_b=stage_b,
+            tiling.work_group, mb, k2, unroll, prefetch, ahead, stage_b=stage_b,
             fuse=True,
         )  # fmt: skip
         given = second.tiling  # written in the program: fused only where it agrees
@@ -120,6 +137,17 @@ class TilingPass:
         else:
             nb = self.default(second, func).cols_per_item
         return Tiling(first.work_group, first.rows_per_item, nb, k2)
+
+
+def per_entry(v: Value) -> bool:
+    """Whether v is a static view of the batch entry: a subview or group load at group_id."""
+    inst = v.owner
+    return (
+        isinstance(inst, SubviewInst | LoadInst)
+        and isinstance(v.type, MemrefType)
+        and v.type.is_static
+        and any(type(x.owner) is GroupIdInst for x in inst.operands)
+    )
 
 
 def stage_pays(a: MemrefType, target: CoreInfo) -> bool:
@@ -163,7 +191,8 @@ def default_tiling(
     if sized is not None and sized is inst:
         assert isinstance(rows, int) and isinstance(cols, int) and func.subgroup_size
         wg, lanes = func.work_group_size, func.subgroup_size
-        return warps.gemm_tiling(sized, wg, lanes, target, max_k_unroll, staging)
+        entries = func.batch_per_group
+        return warps.gemm_tiling(sized, wg, lanes, target, max_k_unroll, staging, entries)
     tiling = choose_tiling(
         rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes,
         max(summed.size, 4),  # narrower integers are blocked as 32-bit values too

@@ -152,6 +152,7 @@ def nvptx_ir(text: str, kernels: dict[str, PtxKernel], data_layout: str) -> str:
     text = _CAST.sub(cast, text)
     text = text.replace("define spir_kernel ", "define ptx_kernel ").replace("spir_func ", "")
     text = _rename_subgroup_calls(text, kernels)
+    text = _prefetches(text)
     annotations = [
         f'!{{ptr @{k.name}, !"reqntid{axis}", i32 {n}}}'
         for k in kernels.values()
@@ -164,6 +165,32 @@ def nvptx_ir(text: str, kernels: dict[str, PtxKernel], data_layout: str) -> str:
         text += f"\n!nvvm.annotations = !{{{', '.join(ids)}}}\n"
         text += "".join(f"{i} = {a}\n" for i, a in zip(ids, annotations))
     return text
+
+
+_PREFETCH = re.compile(
+    r"call void @llvm\.prefetch\.p1\(ptr addrspace\(1\) ([^ ,]+), i32 0, i32 (\d), i32 1\)"
+)
+
+
+def _prefetches(text: str) -> str:
+    """LLVM's generic llvm.prefetch, which the NVPTX back end drops, as PTX's prefetch: into L1
+    for the highest locality (tinytc's cache level 0), into L2 otherwise (PTX ISA, "prefetch";
+    NVPTXUsage's llvm.nvvm.prefetch.global.*)."""
+    used = set()
+
+    def call(m: re.Match[str]) -> str:
+        level = "L1" if m[2] == "3" else "L2"
+        used.add(level)
+        return f"call void @llvm.nvvm.prefetch.global.{level}(ptr addrspace(1) {m[1]})"
+
+    text = _PREFETCH.sub(call, text)
+    if not used:
+        return text
+    text = re.sub(r"^declare void @llvm\.prefetch\.p1\(.*\n", "", text, flags=re.M)
+    return text + "".join(
+        f"declare void @llvm.nvvm.prefetch.global.{level}(ptr addrspace(1))\n"
+        for level in sorted(used)
+    )
 
 
 def _rename_subgroup_calls(text: str, kernels: dict[str, PtxKernel]) -> str:

@@ -59,7 +59,10 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
         if tiling.stage_a:
             transposed = inputs[0].transpose
-            inputs[0] = stage(low, inputs[0]) if transposed else stage_plain(low, inputs[0])
+            if transposed and not tiling.stage_pad:
+                inputs[0] = stage(low, inputs[0])
+            else:
+                inputs[0] = stage_plain(low, inputs[0], tiling.stage_pad)
         if tiling.stage_b:
             inputs[1] = stage_plain(low, inputs[1])
     elif isinstance(inst, SumInst):
@@ -72,7 +75,9 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
     def compute(t: Tile) -> Value:
         a_el = inputs[0].type.element
         per_tile = tiling.cols_per_item
-        touch = prefetcher(low, nexts, t.col, per_tile, cols, depth, tiling.k_unroll)
+        touch = prefetcher(
+            low, nexts, t.col, per_tile, cols, depth, tiling.k_unroll, tiling.prefetch_ahead
+        )
         if isinstance(inst, GemmInst | GemvInst | GerInst):
             b_op = inputs[1]
             if isinstance(inst, GerInst):
@@ -107,6 +112,8 @@ def check_staging(low: Lowering, inst: LinalgInst, tiling: Tiling, inputs: list[
     a gemm on targets of warps, in chunks of K (warps.k_chunk): their size, else 0."""
     warps = low.target.warp_size is not None
     gemm = isinstance(inst, GemmInst | GemvInst)
+    if tiling.stage_pad and (tiling.stage_pad < 0 or not (tiling.stage_a and inputs[0].transpose)):
+        low.refuse(inst, "stage_pad: it pads the copy of a transposed A that stage_a makes")
     copies: list[Operand] = []
     for flag, which, index in ((tiling.stage_a, "stage_a", 0), (tiling.stage_b, "stage_b", 1)):
         if not flag:
@@ -123,6 +130,11 @@ def check_staging(low: Lowering, inst: LinalgInst, tiling: Tiling, inputs: list[
         copies.append(inputs[index])
     total = sum(math.prod(d or 0 for d in x.type.shape) * x.type.element.size for x in copies)
     limit = low.target.local_memory_size
+    if tiling.stage_pad:  # never in chunks of K
+        a = inputs[0].type
+        total += tiling.stage_pad * (a.shape[1] or 0) * a.element.size
+        if limit is not None and total > limit:
+            low.refuse(inst, f"stage_pad: the copies take {total} bytes, more than {limit}")
     if len(copies) > 1 and limit is not None and total > limit:
         why = f"A and B take {total} bytes, more than the {limit} of local memory"
         if warps and isinstance(inst, GemmInst):

@@ -15,6 +15,7 @@ from ...ir import (
     CoopMatrixType,
     MemrefType,
     SubgroupIdInst,
+    SubviewInst,
     Value,
 )
 from ...target import CoreInfo
@@ -82,17 +83,21 @@ def stage(low: Lowering, a: Operand) -> Operand:
     return Operand(local)
 
 
-def stage_plain(low: Lowering, x: Operand) -> Operand:
+def stage_plain(low: Lowering, x: Operand, pad: int = 0) -> Operand:
     """A static operand (why_not_staged says '') copied as it is, column chunks per subgroup
     (every lane loads its rows of a chunk's columns before it stores them), into local memory;
-    the result keeps x's transposition. insert-barrier puts the barrier after the copy.
-    tile-linalg decides where (Tiling.stage_a of a non-transposed A, Tiling.stage_b)."""
+    the result keeps x's transposition; its columns lie rows + pad apart (Tiling.stage_pad).
+    insert-barrier puts the barrier after the copy. tile-linalg decides where (Tiling.stage_a
+    of a non-transposed A or with stage_pad, Tiling.stage_b)."""
     t = x.type
     rows, cols = t.shape
     assert isinstance(rows, int) and isinstance(cols, int)
     e = low.e
-    local = e.add(AllocaInst(MemrefType.make(t.element, (rows, cols)))).result
+    local = e.add(AllocaInst(MemrefType.make(t.element, (rows + pad, cols)))).result
     low.staged.append(local)
+    if pad:  # columns rows + pad apart: lanes reading a row of the copy hit distinct banks
+        slices = [(e.value(0), e.value(rows)), (e.value(0), e.value(cols))]
+        local = e.add(SubviewInst(local, slices)).result
     blocks = -(-rows // low.sgs)
     chunk = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks, cols))
     with low.parallel():
