@@ -191,6 +191,10 @@ class LaneView(Machine):
     def where(self) -> str:
         return self.spmd.frame.where
 
+    @property
+    def env(self) -> dict[Value, Any]:  # the work-group's values: parameters and above
+        return self.spmd.frame.env
+
 
 SpmdHandler = Callable[["Spmd", Any, np.ndarray], Any]
 SPMD_HANDLERS: dict[type[Inst], SpmdHandler] = {}

@@ -139,6 +139,26 @@ def test_associated_tells_whether_an_array_was_passed(passed: bool) -> None:
     assert out.tolist() == ([1, 1, 2] if passed else [0, 0, 0])
 
 
+def test_associated_inside_a_parallel_region() -> None:
+    """Each work-item of a parallel region asks too (the spmd reference had no env for it)."""
+    text = """\
+func @k(%a: memref<f32x?>, %out: memref<i32x16>) attributes{subgroup_size=16} {
+  parallel {
+    %x = associated %a : bool
+    %one = constant 1 : i32
+    %zero = constant 0 : i32
+    %xi = if %x -> (i32) { yield (%one) } else { yield (%zero) }
+    %l = subgroup_local_id : i32
+    %li = cast %l : index
+    store %xi, %out[%li]
+  }
+}
+"""
+    for a, want in [(np.ones(2, np.float32), 1), (None, 0)]:
+        (out,) = _run(tinytc.parse(text), [a, np.full(16, -1, np.int32)])[1:]
+        assert out.tolist() == [want] * 16
+
+
 def test_only_a_tested_parameter_may_be_none() -> None:
     with pytest.raises(tinytc.ArgumentError, match=r"argument 2 \(%out\)"):
         jit(tinytc.parse(ASSOCIATED)).k(None, None, None, howmany=1)
