@@ -32,7 +32,7 @@ KINDS = frozenset(
 )
 
 
-EXAMPLES = 1500  # generated only (about 7 s); the rarest kinds show up about 9 times
+EXAMPLES = 1500  # generated only; the rarest kinds show up a few times
 
 
 def _from_subgroup_id(value: ir.Value) -> bool:

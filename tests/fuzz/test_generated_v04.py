@@ -18,7 +18,7 @@ from tinytc.testing.worker import Worker
 V04_LIMITS = dataclasses.replace(CI_LIMITS, dialect="v0.4")
 
 
-@ci_settings(40)
+@ci_settings(25)
 @given(cases(V04_LIMITS))
 def test_v04_programs_compile_for_every_target(case: Case) -> None:
     assert case.dialect == "v0.4"
@@ -26,7 +26,7 @@ def test_v04_programs_compile_for_every_target(case: Case) -> None:
     check_static(case)
 
 
-@ci_settings(80)
+@ci_settings(40)
 @given(case=cases(V04_LIMITS))
 def test_v04_programs_run_as_the_reference(worker: Worker, case: Case) -> None:
     check_execution(case, worker)
