@@ -1,16 +1,19 @@
 """Lowering of the scalar atomics (tinytc/ir/instructions/atomic.py) to SPIR-V's atomic
 instructions: OpAtomicLoad, OpAtomicStore, OpAtomicIAdd / SMax / UMax / SMin / UMin for
 integers, OpAtomicFAddEXT for floats where the target has it (``native_atomic``), and
-elsewhere a compare-exchange loop on the element's bits (``cas_update``)."""
+elsewhere a compare-exchange loop on the element's bits (``cas_update``). A complex element
+is accessed part by part (``_parts``): pseudo-atomic, as v0.4 permits (docs/language.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from .. import ir
 from ..target import CoreInfo
 from ._grammar import Capability, LoopControl, MemorySemantics, Op, Scope, StorageClass
 from .convert import Lowering, Memref, converts
+from .convert_complex import join, parts
 from .convert_memory import element_pointer
 from .convert_scalar import binary
 from .instruction import Id
@@ -58,15 +61,6 @@ def semantics(order: str, space: StorageClass) -> int:
     return int(bits)
 
 
-def _access(lo: Lowering, inst: ir.AtomicInst) -> tuple[Memref, Id, Id, Id]:
-    """The memref, the element's pointer, the scope and the semantics of an atomic."""
-    m_at = inst.memory_access[0]
-    m: Memref = lo.get(inst.operands[m_at])
-    pointer = element_pointer(lo, m, inst.operands[m_at + 1 :])
-    scope = lo.u32(SCOPES[inst.scope])
-    return m, pointer, scope, lo.u32(semantics(inst.semantics, m.space))
-
-
 def _as_bits(lo: Lowering, m: Memref, pointer: Id) -> tuple[Id, Id]:
     """The pointer as one to integers of the element's width, and that integer type: the CPU
     runtime has no atomic exchange of doubles (OpAtomicStore of an f64 fails to link), so
@@ -77,7 +71,19 @@ def _as_bits(lo: Lowering, m: Memref, pointer: Id) -> tuple[Id, Id]:
     return lo.op(Op.Bitcast, lo.m.type_pointer(m.space, it), pointer), it
 
 
+def _parts(lo: Lowering, m: Memref, pointer: Id) -> tuple[Memref, list[Id]]:
+    """A complex element as its two parts: a memref of the component type and the pointers
+    to the real and the imaginary part."""
+    c = m.type.element.component
+    part = replace(m, type=replace(m.type, element=c))
+    at = lo.op(Op.Bitcast, lo.pointer_type(m.space, c), pointer)
+    return part, [at, lo.offset_pointer(at, m.space, c, 1)]
+
+
 def atomic_load(lo: Lowering, m: Memref, pointer: Id, scope: str, order: str) -> Id:
+    if m.type.element.is_complex:
+        part, at = _parts(lo, m, pointer)
+        return join(lo, m.type.element, *(atomic_load(lo, part, p, scope, order) for p in at))
     bits_pointer, it = _as_bits(lo, m, pointer)
     ordering = lo.u32(semantics(order, m.space))
     bits = lo.op(Op.AtomicLoad, it, bits_pointer, lo.u32(SCOPES[scope]), ordering)
@@ -86,6 +92,11 @@ def atomic_load(lo: Lowering, m: Memref, pointer: Id, scope: str, order: str) ->
 
 
 def atomic_store(lo: Lowering, m: Memref, pointer: Id, scope: str, order: str, value: Id) -> None:
+    if m.type.element.is_complex:
+        part, at = _parts(lo, m, pointer)
+        for p, v in zip(at, parts(lo, m.type.element, value)):
+            atomic_store(lo, part, p, scope, order, v)
+        return
     bits_pointer, it = _as_bits(lo, m, pointer)
     if m.type.element.is_float:
         value = lo.op(Op.Bitcast, it, value)
@@ -100,6 +111,13 @@ def atomic_update(
 ) -> Id:
     """element = element op value atomically; returns the element before."""
     el = m.type.element
+    if el.is_complex:  # add only (ir/instructions/atomic.py)
+        part, at = _parts(lo, m, pointer)
+        olds = [
+            atomic_update(lo, part, p, scope, order, op, v)
+            for p, v in zip(at, parts(lo, el, value))
+        ]
+        return join(lo, el, *olds)
     if not native_atomic(lo.target, op, el):
         combine = lambda old: binary(lo, op, el, old, value)  # noqa: E731
         return cas_update(lo, m, pointer, lo.u32(SCOPES[scope]), order, combine)

@@ -10,8 +10,9 @@ tinytc/spirv/convert_atomic.py.
 (the value before the update). SCOPE is cross_device, device, work_group (the default) or
 subgroup; SEMANTICS relaxed (the default), acquire, release, acquire_release or
 sequentially_consistent (a load neither releases nor a store acquires). The element type is a
-32- or 64-bit integer or float. They belong to spmd regions (foreach, parallel), where each
-work-item makes its own update.
+32- or 64-bit integer or float, or complex (c32, c64; no max or min): v0.4 lets a complex
+access be pseudo-atomic, each part atomic on its own (docs/language.md). They belong to spmd
+regions (foreach, parallel), where each work-item makes its own update.
 """
 
 from __future__ import annotations
@@ -77,11 +78,13 @@ class AtomicInst(Inst):
         return out + (f".{self.semantics}" if self.semantics != DEFAULT_SEMANTICS else "")
 
     def check_access(self) -> MemrefType:
-        """The memref (32- or 64-bit elements) and its index operands."""
+        """The memref (32- or 64-bit or complex elements) and its index operands."""
         m, first = self.memory_access[0], self.memory_access[0] + 1
         t = self.expect_memref(m, f"{self.print_name} target")
-        if t.element.bits not in (32, 64) or t.element.is_bool:
-            raise self.error(f"{self.print_name} needs 32- or 64-bit elements, got {t.element}", m)
+        if not t.element.is_complex and (t.element.bits not in (32, 64) or t.element.is_bool):
+            raise self.error(
+                f"{self.print_name} needs 32- or 64-bit or complex elements, got {t.element}", m
+            )
         count = len(self.operands) - first
         if count != t.order:
             raise self.error(f"{self.print_name} on {t} takes {t.order} indices, got {count}")
@@ -158,6 +161,8 @@ class AtomicUpdateInst(AtomicInst):
 
     def infer(self) -> list[Type]:
         t = self.check_access()
+        if t.element.is_complex and self.op != "add":  # complex numbers have no order
+            raise self.error(f"{self.print_name} is not defined on complex type {t.element}", 1)
         self.expect_type(0, t.element, "value")
         return [t.element]
 
