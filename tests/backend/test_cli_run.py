@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from backend_support import parse_file, plain_program
 
@@ -180,3 +181,13 @@ def test_generated_data_has_a_limit(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_main([path, "--howmany", "1", "--size", "2000000000"]) == 1
     err = capsys.readouterr().err
     assert "would take" in err and "choose a smaller --size or --howmany" in err
+
+
+def test_complex_outputs_are_compared_on_both_parts() -> None:
+    """tinytc-run's comparison of complex outputs sees the imaginary part too."""
+    from tinytc.ir import SCALAR_TYPES
+    from tinytc.testing.inputs import max_error
+
+    want = np.array([1 + 2j, 3 - 1j], np.complex64)
+    assert max_error(want.copy(), want, SCALAR_TYPES["c32"]) == 0.0
+    assert max_error(want + 0.5j, want, SCALAR_TYPES["c32"]) > 0.1

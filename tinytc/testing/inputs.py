@@ -130,6 +130,9 @@ def max_error(got: np.ndarray, want: np.ndarray, element: ScalarType) -> float:
     """Largest error relative to the data's finite magnitude (0 for exact agreement, NaN
     against NaN and an infinity against the same one included; inf where a NaN or an
     infinity differs)."""
+    if element.is_complex:  # each part as a real number (astype would drop the imaginary)
+        parts = [(got.real, want.real), (got.imag, want.imag)]
+        return max(max_error(g, w, element.component) for g, w in parts)
     if element == BF16:
         got, want = bf16.from_bits(got), bf16.from_bits(want)
     g, w = got.astype(np.float64), want.astype(np.float64)
