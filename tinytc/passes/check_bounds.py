@@ -436,6 +436,7 @@ class Checker(LoopChecks):
 # the access kinds checked, by instruction type; cooperative_matrix_prefetch is a hint that
 # reads nothing (the plain implementation drops it), and the reference takes any position
 
+
 def _check_of(inst: Inst) -> Callable[[Checker, Any], Inst] | None:
     """The check of an instruction: of its class or a base class (the cooperative-matrix
     atomics are loads and stores), or for one that declares the element it accesses (the

@@ -77,11 +77,11 @@ class MemrefInfo:
 
     def memref(self, value: Value) -> MemrefFacts:
         """The facts of a memref value."""
-        return self._solve(value)  # type: ignore[no-any-return]
+        return self._solve(value)
 
     def divisor(self, value: Value) -> int:
         """A power of two (at most CAP) that divides an integer value."""
-        return self._solve(value)  # type: ignore[no-any-return]
+        return self._solve(value)
 
     def _solve(self, value: Value) -> Any:
         """The fact of value, computing those it needs first with an explicit stack (index

@@ -401,6 +401,7 @@ class Lowering:
 
         self.loop(ir.INDEX, self.as_id(0), self.as_id(batch), self.as_id(1), entry)
 
+
 # A yield lowers as its region's result (Lowering.region)
 definition.register("lowering", ir.YieldInst)(Lowering.region)
 

@@ -225,7 +225,7 @@ def mul_add(
                 (xr, xi), (yr, yi) = a_parts[blk + blocks * k], b_parts[k + k_count * n]
                 re = fma(xr, yr, re)
                 if xi is not None and yi is not None:
-                    re = fma(minus[blk + blocks * k], yi, re)  # type: ignore[arg-type]
+                    re = fma(minus[blk + blocks * k], yi, re)
                 if yi is not None:
                     im = fma(xr, yi, im)
                 if xi is not None:

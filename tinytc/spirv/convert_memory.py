@@ -117,7 +117,7 @@ def _expand(lo: Lowering, inst: ir.ExpandInst) -> None:
     for s in sizes:
         new_stride.append(current)
         current = lo.mul(current, s)  # type: ignore[arg-type]
-    shape = m.shape[:mode] + sizes + m.shape[mode + 1 :]  # type: ignore[operator]
+    shape = m.shape[:mode] + sizes + m.shape[mode + 1 :]
     stride = m.stride[:mode] + new_stride + m.stride[mode + 1 :]
     lo.values[inst.result] = Memref(t, m.pointer, m.space, _known(t.shape, shape), stride)
 

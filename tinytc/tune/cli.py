@@ -153,7 +153,7 @@ def _tune(args: argparse.Namespace) -> Any:
                 raise ArgumentError("programs need --howmany N")
             program = read_program(args.file)
             return tune(program, args.howmany, size=args.size, opt_level=args.opt_level,
-                        **common)  # type: ignore[arg-type]  # fmt: skip
+                        **common)  # fmt: skip
         from ..recipes import conv2d
 
         if args.input is None or args.filter is None:
@@ -168,6 +168,6 @@ def _tune(args: argparse.Namespace) -> Any:
             padding=(padding[:2], padding[2:]), dtype=args.dtype, direction=args.direction,
             tiling=None,
         )  # fmt: skip
-        return tune(recipe, **common)  # type: ignore[arg-type]
+        return tune(recipe, **common)
     except RuntimeUnavailableError as err:
         raise ArgumentError(f"no device to tune on: {err}") from None

@@ -91,7 +91,7 @@ def tune(
     if hasattr(what, "problem") or type(what).__name__ == "Conv2dProblem":
         from ..recipes.conv2d_tune import tune_conv2d
 
-        return tune_conv2d(what, **common)  # type: ignore[arg-type]
+        return tune_conv2d(what, **common)
     source = what if isinstance(what, str | Program) else getattr(what, "source", what)
     if not isinstance(source, str | Program):
         raise ArgumentError(f"tune takes a program or a recipe, got {type(what).__name__}")
@@ -101,7 +101,7 @@ def tune(
     size = None if size is None else integer("size", size, 1, MAX_COUNT)
     if opt_level not in (0, 1, 2) or isinstance(opt_level, bool):
         raise ArgumentError(f"opt_level must be 0, 1 or 2, got {opt_level!r}")
-    return tune_program(source, howmany, opt_level=opt_level, size=size, **common)  # type: ignore[arg-type]
+    return tune_program(source, howmany, opt_level=opt_level, size=size, **common)
 
 
 def integer(name: str, value: Any, least: int = 0, most: int | None = None) -> int:

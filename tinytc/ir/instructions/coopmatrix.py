@@ -176,7 +176,7 @@ class CoopMatrixStoreInst(CoopMatrixInst):
 
     def reach(self) -> tuple[int | None, int | None]:
         """The indices the tile covers in the memref's unchecked modes (``tile_reach``)."""
-        return tile_reach(self.operands[0].type.shape, self.transpose, self.checked)  # type: ignore[attr-defined]
+        return tile_reach(self.operands[0].type.shape, self.transpose, self.checked)
 
     def print(self, p: Printer) -> None:
         v, m, x, y = self.operands

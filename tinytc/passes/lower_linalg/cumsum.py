@@ -92,7 +92,7 @@ def _slices(
         at = dict(zip(outer, index))
         zero = Constant(0, INDEX)
         slices = [(at[m], None) if m in at else (zero, "?") for m in range(order)]
-        a, b = (e.add(SubviewInst(m, slices)).result for m in (a, b))  # type: ignore[arg-type]
+        a, b = (e.add(SubviewInst(m, slices)).result for m in (a, b))
     lower = _along_columns if inst.mode else _down_rows
     lower(low, inst, tiling, Operand(a), Operand(b))
 

@@ -81,7 +81,7 @@ def prefetcher(
     iterations = e.arith("div", depth, unroll)
     base = e.arith("mul", e.arith("div", start, extent), iterations)
     schedule = {m: (1, 1) for m in nexts.values()}  # (spread, width) per view
-    widths = [(*m.type.shape, 1, 1)[1] for m in nexts.values()]  # type: ignore[attr-defined]
+    widths = [(*m.type.shape, 1, 1)[1] for m in nexts.values()]
     if all(isinstance(x, int) for x in [span, iterations, *widths]):
         steps = -(-span // extent) * iterations  # type: ignore[operator]
         columns: int = max(widths)  # type: ignore[type-var,assignment]
@@ -89,7 +89,7 @@ def prefetcher(
             schedule[m] = prefetch_schedule(steps, columns)
 
     def ahead(m: Value) -> bool:  # columns left to fetch, as far as is known
-        shape = (*m.type.shape, 1, 1)  # type: ignore[attr-defined]
+        shape = (*m.type.shape, 1, 1)
         spread, width = schedule[m]
         first = base // spread * width if isinstance(base, int) else 0
         return isinstance(shape[0], int) and not (isinstance(shape[1], int) and first >= shape[1])
@@ -106,8 +106,8 @@ def prefetcher(
             spread, width = key = schedule[m]
             if key not in cols:
                 cols[key] = e.value(e.arith("mul", e.arith("div", step, spread), width))
-            rows = m.type.shape[0] if m.type.order else 1  # type: ignore[attr-defined]
-            share = prefetch_rows(rows, spread, m.type.element.size, low.target)  # type: ignore[attr-defined]
+            rows = m.type.shape[0] if m.type.order else 1
+            share = prefetch_rows(rows, spread, m.type.element.size, low.target)
             if (spread, share) not in firsts:
                 part = e.arith("rem", step, spread) if share < rows else 0
                 firsts[spread, share] = e.arith("mul", part, share)

@@ -122,7 +122,7 @@ def _subgroup_builtin(lo: Lowering, inst: ir.SubgroupBuiltinInst) -> None:
     )
 
 
-def _handler(method: str):  # type: ignore[no-untyped-def]
+def _handler(method: str):
     def lower(lo: Lowering, inst: ir.Inst) -> None:
         result = getattr(implementation(lo, inst), method)(lo, inst)
         if inst.results:

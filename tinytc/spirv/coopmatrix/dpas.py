@@ -114,7 +114,7 @@ class Dpas(Plain):
     def holds(self, t: ir.Type) -> bool:
         return t in self.shapes
 
-    def replicated(self, t: ir.CoopMatrixType) -> bool:  # type: ignore[override]
+    def replicated(self, t: ir.CoopMatrixType) -> bool:
         return not self.holds(t) and self.plain.replicated(t)
 
     def count(self, t: ir.CoopMatrixType, sgs: int) -> int:
@@ -155,10 +155,10 @@ class Dpas(Plain):
             )
         return found
 
-    def block_readable(self, lo, inst, access) -> bool:  # type: ignore[no-untyped-def]
+    def block_readable(self, lo, inst, access) -> bool:
         return not self.holds(inst.type) and self.plain.block_readable(lo, inst, access)
 
-    def transposable(self, lo, inst, access) -> bool:  # type: ignore[no-untyped-def]
+    def transposable(self, lo, inst, access) -> bool:
         """Plain's transpose in registers assumes plain's components: DPAS layouts store
         entry by entry."""
         return not self.holds(inst.operands[0].type) and self.plain.transposable(lo, inst, access)

@@ -346,7 +346,7 @@ class CoopMatrixStatements(CoopMatrixCompute):
         pool = self.matrices()
         results = pool and self.allows("if_results") and self.flag(80 if par.outside else 40)
         types = [self.pick(pool).type] if results else []
-        inst = self.b.if_(cond.value, types)  # type: ignore[arg-type]
+        inst = self.b.if_(cond.value, types)
         inner = Ctx(True, ctx.depth + 1, ctx.trips, None, ctx.loop)
         par.nested += 1
         branches: list[list[Matrix]] = []

@@ -346,12 +346,12 @@ class ScalarStatements(ComplexStatements):
             return x
         span = hi - lo + 1
         if x.lo >= 0:
-            x = self.binary("rem", x, self.constant(INDEX, span))  # type: ignore[assignment]
+            x = self.binary("rem", x, self.constant(INDEX, span))
         else:
             mask = 2 ** (span.bit_length() - 1) - 1
-            x = self.binary("and", x, self.constant(INDEX, mask))  # type: ignore[assignment]
+            x = self.binary("and", x, self.constant(INDEX, mask))
         if lo:
-            x = self.binary("add", x, self.constant(INDEX, lo))  # type: ignore[assignment]
+            x = self.binary("add", x, self.constant(INDEX, lo))
         assert lo <= x.lo and x.hi <= hi, (x, lo, hi)
         return x
 
