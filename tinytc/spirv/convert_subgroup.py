@@ -88,9 +88,7 @@ def _operation_value(lo: Lowering, inst: ir.SubgroupOperationInst, t: ir.ScalarT
     return round_bf16(lo, result) if t == ir.BF16 else result
 
 
-def _by_parts(
-    lo: Lowering, t: ir.ScalarType, x: Id, fn: Callable[[ir.ScalarType, Id], Id]
-) -> Id:
+def _by_parts(lo: Lowering, t: ir.ScalarType, x: Id, fn: Callable[[ir.ScalarType, Id], Id]) -> Id:
     """fn(t, x), or for a complex value fn on its real and imaginary part: OpenCL's subgroup
     functions take no vectors, and a complex sum is the sums of its parts."""
     if not t.is_complex:
