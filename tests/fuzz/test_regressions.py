@@ -22,7 +22,11 @@ OPEN = set(OPEN_BUGS.values())
 
 
 def case_of(path: Path) -> Case:
-    text = path.read_text(encoding="utf-8")
+    return case_of_text(path.read_text(encoding="utf-8"))
+
+
+def case_of_text(text: str) -> Case:
+    """The program with random inputs (dynamic sizes 4) for each kernel, howmany 2."""
     rng = np.random.default_rng(0)
     kernels = []
     for func in tinytc.parse(text).functions:
@@ -49,3 +53,31 @@ def test_found_program_passes(path: Path, worker: Worker) -> None:
 
 def test_open_bugs_have_programs() -> None:
     assert {p.name for p in FOUND} >= OPEN
+
+
+# Checked cooperative_matrix_store at a constant position at or past a static end (campaign
+# seed 20261127): the CPU runtime wrote entries every check excludes, or died, until the
+# lowering decided such entries outside at compile time (docs/runtime-cpu.md section 6).
+PAST_END = {
+    "campaign": """func @k0(%o0: memref<i16x?>) subgroup_size(16) {
+  %0 = group_id
+  %1 = subview %o0[%0] : memref<i16x?>
+  parallel {
+    %2 = cooperative_matrix_construct -4 : coopmatrix<i16x16x16,matrix_acc>
+    cooperative_matrix_store.t.both_checked %2, %1[0, 1] : coopmatrix<i16x16x16,matrix_acc>, memref<i16>
+  }
+}""",
+    "rows-far-past": """func @k0(%o0: memref<i32x40>) subgroup_size(16) {
+  parallel {
+    %2 = cooperative_matrix_construct 7 : coopmatrix<i32x16x1,matrix_acc>
+    cooperative_matrix_store.n.rows_checked %2, %o0[40, 0] : coopmatrix<i32x16x1,matrix_acc>, memref<i32x40>
+  }
+}""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAST_END))
+def test_checked_store_past_a_static_end_writes_nothing(name: str, worker: Worker) -> None:
+    """The device's arrays (with slack around them) equal the reference's, which leaves
+    them as they were."""
+    check_execution(case_of_text(PAST_END[name]), worker)

@@ -60,14 +60,24 @@ class Access:
         lo = self.lo
         boolean = lo.m.type_bool()
         conds: list[Id] = []
+        starts = (self.y, self.x) if self.transpose else (self.x, self.y)
+        checks = [(starts[0], e.row, self.row_mode)] * (self.checked in ("rows", "both"))
+        checks += [(starts[1], e.col, self.col_mode)] * (self.checked in ("cols", "both"))
+        if any(self._past_end(start, mode) for start, _, mode in checks):
+            return lo.m.constant(boolean, False)
         if e.padded:
             conds.append(lo.op(Op.SLessThan, boolean, lo.as_id(e.row), lo.as_id(t.rows)))
-        starts = (self.y, self.x) if self.transpose else (self.x, self.y)
-        if self.checked in ("rows", "both"):
-            conds += self._inside(lo.add(starts[0], e.row), self.row_mode)
-        if self.checked in ("cols", "both"):
-            conds += self._inside(lo.add(starts[1], e.col), self.col_mode)
+        for start, offset, mode in checks:
+            conds += self._inside(lo.add(start, offset), mode)
         return conjunction(lo, conds)
+
+    def _past_end(self, start: Dim, mode: int) -> bool:
+        """Whether a start is known to lie at or past a known end of the mode, so that no
+        entry (offsets >= 0) is inside. Decided here, not left to the runtime: the CPU runtime
+        stores anyway where a lane-dependent `c + lane < n` has constants c >= n
+        (docs/runtime-cpu.md section 6, "Constant positions past the end")."""
+        extent = (*self.m.shape, 1, 1)[mode]
+        return isinstance(start, int) and isinstance(extent, int) and 0 <= extent <= start
 
     def _inside(self, index: Dim, mode: int) -> list[Id]:
         inside = below(self.lo, index, (*self.m.shape, 1, 1)[mode])
