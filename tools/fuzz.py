@@ -44,10 +44,11 @@ from tinytc.testing.case import Case, KernelCase, arguments_of, load_case, save_
 from tinytc.testing.checks import (  # noqa: E402
     TARGETS,
     FuzzFailure,
-    check_execution,
     check_malformed,
     check_static,
     failure,
+    finish_execution,
+    start_execution,
 )
 from tinytc.testing.generator import FEATURES, Limits  # noqa: E402
 from tinytc.testing.inputs import random_arguments  # noqa: E402
@@ -89,9 +90,16 @@ def guarded_cases(draw: Any, limits: Limits) -> Case | GeneratorError:
 
 
 def check(case: Case, worker: Worker, execute: bool = True) -> None:
-    check_static(case)
-    if execute:
-        check_execution(case, worker)
+    """check_static and check_execution, the worker running the kernels meanwhile (it
+    compiles and builds in a process of its own: two cores make the two overlap)."""
+    started = start_execution(case, worker) if execute else None
+    try:
+        check_static(case)
+    except BaseException:
+        if started is not None:  # the worker's answer is taken (the next request needs it)
+            started[2].outcome()
+        raise
+    finish_execution(started)
 
 
 class Job:

@@ -64,13 +64,15 @@ PAST_END = {
   %1 = subview %o0[%0] : memref<i16x?>
   parallel {
     %2 = cooperative_matrix_construct -4 : coopmatrix<i16x16x16,matrix_acc>
-    cooperative_matrix_store.t.both_checked %2, %1[0, 1] : coopmatrix<i16x16x16,matrix_acc>, memref<i16>
+    cooperative_matrix_store.t.both_checked %2, %1[0, 1]
+      : coopmatrix<i16x16x16,matrix_acc>, memref<i16>
   }
 }""",
     "rows-far-past": """func @k0(%o0: memref<i32x40>) subgroup_size(16) {
   parallel {
     %2 = cooperative_matrix_construct 7 : coopmatrix<i32x16x1,matrix_acc>
-    cooperative_matrix_store.n.rows_checked %2, %o0[40, 0] : coopmatrix<i32x16x1,matrix_acc>, memref<i32x40>
+    cooperative_matrix_store.n.rows_checked %2, %o0[40, 0]
+      : coopmatrix<i32x16x1,matrix_acc>, memref<i32x40>
   }
 }""",
 }

@@ -31,7 +31,7 @@ from .case import Argument, ArrayArg, Case, GroupArg, KernelCase, call_arguments
 from .intervals import tolerance
 
 if TYPE_CHECKING:
-    from .worker import Worker
+    from .worker import Pending, Worker
 
 TARGETS = tuple(PREDEFINED_TARGETS)
 DIALECTS = (REV2, V04)
@@ -63,21 +63,22 @@ def failure(kind: str, message: str, text: str = "") -> FuzzFailure:
 
 @contextlib.contextmanager
 def time_limit(seconds: float, what: str, text: str = "") -> Iterator[None]:
-    """Raise a 'hang' failure when the block takes longer (main thread only)."""
+    """Raise a 'hang' failure when the block takes longer, in CPU time of this process (so
+    that waiting for a core on a loaded machine is no hang; main thread only)."""
 
     def expired(signum: int, frame: Any) -> None:
-        raise failure("hang", f"{what} took longer than {seconds} s", text)
+        raise failure("hang", f"{what} took longer than {seconds} s of CPU time", text)
 
     if seconds <= 0 or os.name != "posix":
         yield
         return
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGPROF, expired)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 def retile(program: Program, seed: int, target: CoreInfo) -> None:
@@ -122,9 +123,10 @@ def dpas_unit(inst: Any, func: Any, target: CoreInfo) -> Any:
 
 
 def compile_case(
-    text: str, target: CoreInfo, opt_level: int = 2, tiling: int | None = None
+    text: str | Program, target: CoreInfo, opt_level: int = 2, tiling: int | None = None
 ) -> tuple[Program, bytes]:
-    """The pipeline of tinytc.compile, with random tilings when ``tiling`` is a seed."""
+    """The pipeline of tinytc.compile, with random tilings when ``tiling`` is a seed (of a
+    text, or of a parsed program, which is copied, not changed)."""
     from tinytc.compiler import run_pipeline
     from tinytc.passes import DEFAULT_PIPELINE, run_passes
     from tinytc.spirv.convert import lower
@@ -222,10 +224,10 @@ def _check_target(case: Case, program: Program, name: str, seconds: float) -> No
     text = case.text
     target = get_target(name)
     expected = expected_error(program, text, target)
-    try:
+    try:  # from the parsed program (run_pipeline copies it): the parser is checked already
         with time_limit(seconds, f"compiling for {name}", text):
-            binary = compile_case(text, target, case.opt_level, case.tiling)[1]
-            again = compile_case(text, target, case.opt_level, case.tiling)[1]
+            binary = compile_case(program, target, case.opt_level, case.tiling)[1]
+            again = compile_case(program, target, case.opt_level, case.tiling)[1]
     except CompilationError as e:
         if expected is None or not re.search(expected, e.message):
             raise failure(f"compile-{name}", str(e), text) from None
@@ -280,19 +282,36 @@ def _exception(e: BaseException) -> str:
 def check_execution(case: Case, worker: Worker) -> None:
     """Every kernel run on the CPU runtime (in the worker) writes what tinytc.reference
     writes, integers exactly and floats within the tolerance of their type and work."""
+    finish_execution(start_execution(case, worker))
+
+
+Execution = tuple[Case, Program, "Pending"]
+
+
+def start_execution(case: Case, worker: Worker) -> Execution | None:
+    """check_execution's run, sent to the worker without waiting (None where the case must
+    not run: the target refuses it); finish_execution checks it."""
     import tinytc
 
-    text = case.text
-    program = tinytc.parse(text)
-    if expected_error(program, text, get_target(case.target or "cpu")) is not None:
-        return
+    program = tinytc.parse(case.text)
+    if expected_error(program, case.text, get_target(case.target or "cpu")) is not None:
+        return None
     calls = [(k.name, k.arguments(), k.howmany) for k in case.kernels]
-    outcome = worker.run(text, calls, case.opt_level, case.tiling, target=case.target)
+    return case, program, worker.submit(case.text, calls, case.opt_level, case.tiling,
+                                        target=case.target)  # fmt: skip
+
+
+def finish_execution(started: Execution | None) -> None:
+    """The rest of check_execution: the worker's outcome against the reference."""
+    if started is None:
+        return
+    case, program, pending = started
+    outcome = pending.outcome()
     if outcome.status != "ok":
-        raise failure(outcome.status, outcome.message, text)
+        raise failure(outcome.status, outcome.message, case.text)
     assert outcome.results is not None
     for k, got in zip(case.kernels, outcome.results):
-        _check_kernel(program, k, got, text)
+        _check_kernel(program, k, got, case.text)
 
 
 def _check_kernel(program: Program, k: KernelCase, got: list[Argument], text: str) -> None:
