@@ -116,9 +116,12 @@ class Job:
         self.failures: list[dict[str, Any]] = []
         self.started = time.time()
 
+    def out_of_time(self) -> bool:
+        return bool(self.args.seconds) and time.time() - self.started > self.args.seconds
+
     def remaining(self) -> int:
         left = self.args.count - self.programs if self.args.count else BATCH
-        if self.args.seconds and time.time() - self.started > self.args.seconds:
+        if self.out_of_time():
             return 0
         return max(0, min(left, BATCH))
 
@@ -151,9 +154,11 @@ class Job:
         )
         @given(self.strategy())
         def prop(case: Case | GeneratorError) -> None:
+            if self.out_of_time() and not state["shrinking"]:
+                return  # --seconds is up: the rest of the batch is drawn, not checked
             if state["shrinking"]:
                 self.shrink_runs += 1
-                if self.shrink_runs - state["start"] > SHRINK_RUNS:
+                if self.shrink_runs - state["start"] > SHRINK_RUNS or self.out_of_time():
                     # enough: only the failures seen so far fail again (hypothesis replays
                     # the smallest one at the end)
                     if case.text in state["failed"]:
