@@ -83,3 +83,41 @@ def test_checked_store_past_a_static_end_writes_nothing(name: str, worker: Worke
     """The device's arrays (with slack around them) equal the reference's, which leaves
     them as they were."""
     check_execution(case_of_text(PAST_END[name]), worker)
+
+
+# The pre-launch check refused a call the generator drew as valid (campaign seed 20261127:
+# "arith.add (in index) ... wraps around"): add, sub and mul are exact modulo 2^64 whatever
+# an intermediate value does, so only the index itself (and a value that is widened) must be
+# exact (docs/jit-safety.md section 4).
+WRAP_THEN_BACK = """func @k(%a: memref<i32x?>) {
+  %g = group_id
+  %w = arith.add %g, 9223372036854775807 : index
+  %i = arith.sub %w, 9223372036854775806 : index
+  %z = arith.mul %w, 0 : index
+  %j = arith.add %i, %z : index
+  store 5, %a[%j] : memref<i32x?>
+}
+"""
+WRAPS_AT_THE_INDEX = """func @k(%a: memref<i32x?>) {
+  %g = group_id
+  %i = arith.add %g, 9223372036854775807 : index
+  store 5, %a[%i] : memref<i32x?>
+}
+"""
+
+
+def test_an_index_exact_modulo_2_64_runs(worker: Worker) -> None:
+    """g + (2^63 - 1) wraps for g >= 1, minus 2^63 - 2 it is g + 1 again: every entry but
+    the first is written, as the reference does."""
+    text = WRAP_THEN_BACK
+    args = arguments_of([np.zeros(5, np.int32)])
+    check_execution(Case(text, [KernelCase("k", 4, [], 0, 0.0, args)]), worker)
+    outcome = worker.run(text, [("k", args, 4)])
+    assert outcome.results is not None
+    assert outcome.results[0][0].view().tolist() == [0, 5, 5, 5, 5]  # type: ignore[union-attr]
+
+
+def test_an_index_that_wraps_is_still_refused(worker: Worker) -> None:
+    outcome = worker.run(WRAPS_AT_THE_INDEX, [("k", arguments_of([np.zeros(5, np.int32)]), 2)])
+    assert outcome.status == "error"
+    assert "arith.add (in index)" in outcome.message and "wraps around" in outcome.message
