@@ -91,15 +91,18 @@ def guarded_cases(draw: Any, limits: Limits) -> Case | GeneratorError:
 
 def check(case: Case, worker: Worker, execute: bool = True) -> None:
     """check_static and check_execution, the worker running the kernels meanwhile (it
-    compiles and builds in a process of its own: two cores make the two overlap)."""
+    compiles and builds in a process of its own: two cores make the two overlap). Where the
+    worker compiles for the CPU target, its module is the second compilation that checks
+    determinism for that target (across processes, which is stronger than twice in one)."""
     started = start_execution(case, worker) if execute else None
+    compared = started is not None and case.target is None
     try:
-        check_static(case)
+        binaries = check_static(case, once=("cpu",) if compared else ())
     except BaseException:
         if started is not None:  # the worker's answer is taken (the next request needs it)
             started[2].outcome()
         raise
-    finish_execution(started)
+    finish_execution(started, binaries.get("cpu") if compared else None)
 
 
 class Job:

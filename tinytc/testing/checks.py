@@ -10,12 +10,13 @@ shrinks) with the program text in its message.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
 import re
 import signal
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -159,12 +160,23 @@ def expected_error(program: Program, text: str, target: CoreInfo) -> str | None:
     return "|".join(patterns) or None
 
 
-def check_static(case: Case, targets: Sequence[str] = TARGETS, seconds: float = 60.0) -> None:
+def check_static(
+    case: Case,
+    targets: Sequence[str] = TARGETS,
+    seconds: float = 60.0,
+    once: Collection[str] = (),
+) -> dict[str, bytes]:
     """check-ir accepts the program, it prints back to the same text, it compiles for every
-    target (or fails as the target must) to modules spirv-val accepts, the same each time."""
+    target (or fails as the target must) to modules spirv-val accepts, the same each time
+    (compiled twice, except for the targets ``once``, whose module the caller compares with
+    another compilation). Returns the module of each target that compiled."""
     program = _check_printing(case)
+    binaries = {}
     for name in targets:
-        _check_target(case, program, name, seconds)
+        binary = _check_target(case, program, name, seconds, name not in once)
+        if binary is not None:
+            binaries[name] = binary
+    return binaries
 
 
 def _check_printing(case: Case) -> Program:
@@ -216,9 +228,11 @@ def _check_dialect(program: Program, canonical: str, dialect: str, own: str, tex
             raise failure(f"dialect-{dialect}", f"{dialect} text read {how} gives\n{back}", text)
 
 
-def _check_target(case: Case, program: Program, name: str, seconds: float) -> None:
-    """Two compilations for one target give the same module, which spirv-val accepts, or the
-    error the target must give."""
+def _check_target(
+    case: Case, program: Program, name: str, seconds: float, twice: bool = True
+) -> bytes | None:
+    """Two compilations for one target (one unless ``twice``) give the same module, which
+    spirv-val accepts and which is returned, or the error the target must give (None)."""
     from tinytc.spirv.tools import SpirvValidationError, validate
 
     text = case.text
@@ -227,23 +241,24 @@ def _check_target(case: Case, program: Program, name: str, seconds: float) -> No
     try:  # from the parsed program (run_pipeline copies it): the parser is checked already
         with time_limit(seconds, f"compiling for {name}", text):
             binary = compile_case(program, target, case.opt_level, case.tiling)[1]
-            again = compile_case(program, target, case.opt_level, case.tiling)[1]
+            again = compile_case(program, target, case.opt_level, case.tiling)[1] if twice else b""
     except CompilationError as e:
         if expected is None or not re.search(expected, e.message):
             raise failure(f"compile-{name}", str(e), text) from None
-        return
+        return None
     except FuzzFailure:
         raise
     except Exception as e:
         raise failure(f"exception-{name}", _exception(e), text) from None
     if expected is not None:
         raise failure(f"expected-error-{name}", f"no error matching /{expected}/", text)
-    if binary != again:
+    if twice and binary != again:
         raise failure(f"nondeterministic-{name}", "two compilations differ", text)
     try:
         validate(binary)
     except SpirvValidationError as e:
         raise failure(f"spirv-val-{name}", str(e), text) from None
+    return binary
 
 
 def check_malformed(text: str, target: str = "cpu", seconds: float = 20.0) -> None:
@@ -301,14 +316,19 @@ def start_execution(case: Case, worker: Worker) -> Execution | None:
                                         target=case.target)  # fmt: skip
 
 
-def finish_execution(started: Execution | None) -> None:
-    """The rest of check_execution: the worker's outcome against the reference."""
+def finish_execution(started: Execution | None, binary: bytes | None = None) -> None:
+    """The rest of check_execution: the worker's outcome against the reference; and the
+    module the worker compiled (in its own process, as tinytc.jit does for the CPU) is
+    ``binary`` if given: a compilation that depends on the process is nondeterministic."""
     if started is None:
         return
     case, program, pending = started
     outcome = pending.outcome()
     if outcome.status != "ok":
         raise failure(outcome.status, outcome.message, case.text)
+    if binary is not None and outcome.digest != hashlib.sha256(binary).hexdigest():
+        message = "the worker's compilation (another process) differs"
+        raise failure(f"nondeterministic-{case.target or 'cpu'}", message, case.text)
     assert outcome.results is not None
     for k, got in zip(case.kernels, outcome.results):
         _check_kernel(program, k, got, case.text)

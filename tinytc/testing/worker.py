@@ -22,6 +22,7 @@ The differential checks that use a worker are in ``tinytc.testing.checks``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import socket
@@ -46,6 +47,7 @@ class Outcome:
 
     status: str  # 'ok', 'error', 'crash' or 'timeout'
     results: list[list[Argument]] | None = None  # per call: its arguments after the call
+    digest: str = ""  # SHA-256 of the module the worker compiled and ran (a 'run')
     message: str = ""
 
 
@@ -180,7 +182,7 @@ class Worker:
         except (EOFError, OSError):
             return self._died()
         if status == "ok":
-            return Outcome("ok", results=payload)
+            return Outcome("ok", results=payload[0], digest=payload[1])
         return Outcome("error", message=payload)
 
     def _died(self) -> Outcome:
@@ -261,11 +263,11 @@ def _answer(message: dict[str, Any], queue: Any) -> tuple[str, Any]:
                     array.flags.writeable = False
             getattr(kernels, name)(*values, howmany=howmany)
             results.append(list(args))
-        return ("ok", results)
+        return ("ok", (results, hashlib.sha256(kernels.binary).hexdigest()))
     if message["op"] == "build":
         cl = __import__("pyopencl")
         cl.Program(queue.context, message["binary"]).build()
-        return ("ok", [])
+        return ("ok", ([], ""))
     return ("error", f"unknown request {message['op']!r}")
 
 
