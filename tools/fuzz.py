@@ -133,7 +133,7 @@ class Job:
         while (n := self.remaining()) > 0:
             self.batch(self.args.seed * 100003 + self.args.job * 1009 + batch, n)
             batch += 1
-            if batch % 10 == 0:
+            if batch % 10 == 0 or self.args.seconds:  # a timed campaign: after every batch
                 seconds = time.time() - self.started
                 print(
                     f"[job {self.args.job}] {self.programs} programs, {len(self.failures)} "
