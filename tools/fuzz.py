@@ -40,6 +40,8 @@ CORPUS = ROOT / "tests" / "programs"
 sys.path.insert(0, str(ROOT))
 
 import tinytc  # noqa: E402
+from tinytc.errors import CompilationError  # noqa: E402
+from tinytc.ir import Program  # noqa: E402
 from tinytc.testing.case import Case, KernelCase, arguments_of, load_case, save_case  # noqa: E402
 from tinytc.testing.checks import (  # noqa: E402
     TARGETS,
@@ -94,10 +96,14 @@ def check(case: Case, worker: Worker, execute: bool = True) -> None:
     compiles and builds in a process of its own: two cores make the two overlap). Where the
     worker compiles for the CPU target, its module is the second compilation that checks
     determinism for that target (across processes, which is stronger than twice in one)."""
-    started = start_execution(case, worker) if execute else None
+    try:  # read once for both (a text check-ir refuses is check_static's to report)
+        parsed: Program | None = tinytc.parse(case.text)
+    except CompilationError:
+        parsed = None
+    started = start_execution(case, worker, parsed) if execute and parsed else None
     compared = started is not None and case.target is None
     try:
-        binaries = check_static(case, once=("cpu",) if compared else ())
+        binaries = check_static(case, once=("cpu",) if compared else (), parsed=parsed)
     except BaseException:
         if started is not None:  # the worker's answer is taken (the next request needs it)
             started[2].outcome()
