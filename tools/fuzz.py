@@ -7,8 +7,13 @@
 
 Each job is a process that draws programs from ``tinytc.testing.strategies.cases`` (in
 batches, each with its own hypothesis seed), checks the static properties (check-ir, round
-trip, spirv-val for cpu, pvc and dg2, determinism) and runs every kernel on the CPU runtime in
-a crash-isolated worker against ``tinytc.reference``. A failure is shrunk by hypothesis to a
+trip, spirv-val for every target, determinism) and runs every kernel on the CPU runtime in
+a crash-isolated worker against ``tinytc.reference``. The worker compiles and runs while the
+job checks the static properties (two cores overlap them), and its module for the CPU is the
+second compilation the determinism check compares (the other targets compile twice in the
+job). Timeouts count CPU time, and a timeout is tried again with twice the time, so that a
+campaign at low priority on a loaded machine reports no timeouts that are only waiting
+(tinytc/testing/worker.py). A failure is shrunk by hypothesis to a
 small program and written as ``failure-J-N.ir`` (the program), ``.npz`` (its inputs) and
 ``.txt`` (the failure). The campaign then goes on; ``summary.json`` holds the counts (programs,
 shrink runs, instructions covered per kind, failures per kind).
