@@ -105,7 +105,7 @@ def check(case: Case, worker: Worker, execute: bool = True) -> None:
         parsed: Program | None = tinytc.parse(case.text)
     except CompilationError:
         parsed = None
-    started = start_execution(case, worker, parsed) if execute and parsed else None
+    started = start_execution(case, worker, parsed) if execute and parsed is not None else None
     compared = started is not None and case.target is None
     try:
         binaries = check_static(case, once=("cpu",) if compared else (), parsed=parsed)
