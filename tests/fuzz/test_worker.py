@@ -110,3 +110,20 @@ def test_a_crash_becomes_a_failure_carrying_the_program(monkeypatch: pytest.Monk
     with pytest.raises(FuzzFailure, match="exit status -11") as info:
         check_execution(case, Worker())
     assert info.value.kind == "crash" and COPY in str(info.value)
+
+
+def test_the_workers_module_is_the_second_compilation_of_the_determinism_check(
+    worker: Worker,
+) -> None:
+    """tools/fuzz.py compiles for the CPU once and compares the module the worker compiled
+    (as tinytc.jit does, in another process): equal for the same program, and a module that
+    differs is a 'nondeterministic-cpu' failure."""
+    from tinytc.target import get_target
+    from tinytc.testing.checks import compile_case, finish_execution, start_execution
+
+    case = Case(COPY, [KernelCase("copy", 1, [], 0, 0.0, copy_call()[1])], tinytc.parse(COPY))
+    binary = compile_case(COPY, get_target("cpu"))[1]
+    finish_execution(start_execution(case, worker), binary)
+    with pytest.raises(FuzzFailure) as info:
+        finish_execution(start_execution(case, worker), binary + b"\0\0\0\0")
+    assert info.value.kind == "nondeterministic-cpu"
