@@ -5,6 +5,9 @@ its entry from OPEN_BUGS in fuzz_support.py, and the generator feature comes bac
 
 from __future__ import annotations
 
+import functools
+import random
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +15,9 @@ import pytest
 from fuzz_support import OPEN_BUGS, PROGRAMS
 
 import tinytc
+from tinytc.ir import SCALAR_TYPES
+from tinytc.param_access import batch_requirements
+from tinytc.reference import int_arith, wrap_int
 from tinytc.testing.case import Case, KernelCase, arguments_of
 from tinytc.testing.checks import check_execution, check_static
 from tinytc.testing.inputs import random_arguments
@@ -121,3 +127,55 @@ def test_an_index_that_wraps_is_still_refused(worker: Worker) -> None:
     outcome = worker.run(WRAPS_AT_THE_INDEX, [("k", arguments_of([np.zeros(5, np.int32)]), 2)])
     assert outcome.status == "error"
     assert "arith.add (in index)" in outcome.message and "wraps around" in outcome.message
+
+
+INT_TYPES = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "index"]
+
+
+def _random_chain(rng: random.Random) -> tuple[str, Callable[[int], int]]:
+    """A kernel storing at an index computed from group_id by 1 to 5 casts and arith steps
+    with constants near 0 or near a type's limits, and that index per group id, computed
+    with the reference's wrapping arithmetic."""
+    lines, t, value = ["  %v0 = group_id"], "index", lambda g: g
+    for s in range(1, rng.randint(2, 6)):
+        op = rng.choice(["add", "sub", "mul", "cast", "cast"])
+        if op == "cast":
+            to = rng.choice(INT_TYPES)
+            lines.append(f"  %v{s} = cast %v{s - 1} : {t} -> {to}")
+            value = functools.partial(lambda f, T, g: wrap_int(f(g), T), value, SCALAR_TYPES[to])
+            t = to
+            continue
+        T = SCALAR_TYPES[t]
+        near = rng.choice([0, 2 ** (T.bits - 1), 2 ** (T.bits - 1) - 1, -(2 ** (T.bits - 1))])
+        c = wrap_int(near + rng.randint(-300, 300), T)
+        c = max(-(2**63) + 1, min(c, 2**63 - 1))  # what a literal may be (docs/language.md)
+        lines.append(f"  %v{s} = arith.{op} %v{s - 1}, {c} : {t}")
+        value = functools.partial(lambda f, o, c, T, g: int_arith(o, f(g), c, T), value, op, c, T)
+    last = f"%v{len(lines) - 1}"
+    if t != "index":
+        lines.append(f"  %i = cast {last} : {t} -> index")
+        value = functools.partial(lambda f, T, g: wrap_int(f(g), T), value, SCALAR_TYPES["index"])
+        last = "%i"
+    body = "\n".join(lines)
+    return (
+        f"func @k(%a: memref<f32x?>) {{\n{body}\n  store 1.0, %a[{last}] : memref<f32x?>\n}}",
+        value,
+    )
+
+
+def test_the_prelaunch_span_is_exact_for_what_it_approves() -> None:
+    """For random chains through every integer type, wherever the check finds the index
+    exact (no step wraps, one period at the index), its span is the smallest and largest
+    index the kernel computes, and most chains are approved."""
+    rng, approved = random.Random(20261128), 0
+    for _ in range(300):
+        text, value = _random_chain(rng)
+        (need,) = batch_requirements(tinytc.parse(text).functions[0])
+        groups = (rng.choice([1, 2, 3, 9, 200]), 1, 1)
+        span = need.index.value_span(groups)
+        if span is None or any(s.wraps(groups) for s in need.index.steps):
+            continue
+        approved += 1
+        indices = [value(g) for g in range(groups[0])]
+        assert span == (min(indices), max(indices)), text
+    assert approved > 150
