@@ -64,6 +64,7 @@ from tinytc.testing.worker import Worker  # noqa: E402
 
 BATCH = 100  # examples per hypothesis run (each with a seed of its own)
 SHRINK_RUNS = 300  # checks spent on shrinking one failure
+UNSHRUNK = frozenset({"timeout", "hang"})  # failures recorded as drawn, not shrunk
 
 
 class Malformed:
@@ -191,6 +192,9 @@ class Job:
                 else:
                     check(case, self.worker, not self.args.no_execute)
             except FuzzFailure as e:
+                if e.kind in UNSHRUNK and not state["shrinking"]:
+                    self.record(case, e)  # as drawn: each try of a shrink could take as long
+                    return
                 if not state["shrinking"]:
                     state["shrinking"], state["start"] = True, self.shrink_runs
                 state["last"] = (case, e)

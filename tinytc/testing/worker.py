@@ -83,6 +83,8 @@ class Pending:
                     self.worker.timeout /= 2
                 if retried.status != "timeout":
                     self._outcome = retried
+                else:
+                    self._outcome.message += f"; again with twice the time: {retried.message}"
         return self._outcome
 
 
