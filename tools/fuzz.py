@@ -25,6 +25,7 @@ tinytc/testing/generator/features.py), to go on past a bug that keeps being foun
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -97,6 +98,18 @@ def guarded_cases(draw: Any, limits: Limits) -> Case | GeneratorError:
         return GeneratorError(e)
 
 
+def identity(case: Case | GeneratorError | Malformed) -> str:
+    """What tells one drawn case from another: its program, its kernels' inputs (parameters
+    and seeds) and howmany, its options, target and dialect (SHA-256)."""
+    if isinstance(case, GeneratorError):
+        text = case.message
+    elif isinstance(case, Malformed):
+        text = repr(case)
+    else:  # the kernels with their parameters' shapes, strides and values
+        text = f"{case!r}\n{case.kernels!r}\n{case.target}\n{case.dialect}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def check(case: Case, worker: Worker, execute: bool = True) -> None:
     """check_static and check_execution, the worker running the kernels meanwhile (it
     compiles and builds in a process of its own: two cores make the two overlap). Where the
@@ -130,6 +143,7 @@ class Job:
         self.kinds: Counter[str] = Counter()
         self.failures: list[dict[str, Any]] = []
         self.started = time.time()
+        self.seen: set[str] = set()  # identity() of the cases checked
 
     def out_of_time(self) -> bool:
         return bool(self.args.seconds) and time.time() - self.started > self.args.seconds
@@ -171,6 +185,11 @@ class Job:
         def prop(case: Case | GeneratorError) -> None:
             if self.out_of_time() and not state["shrinking"]:
                 return  # --seconds is up: the rest of the batch is drawn, not checked
+            if not state["shrinking"]:
+                key = identity(case)
+                if key in self.seen:  # drawn again (hypothesis may): not checked, not counted
+                    return
+                self.seen.add(key)
             if state["shrinking"]:
                 self.shrink_runs += 1
                 if self.shrink_runs - state["start"] > SHRINK_RUNS or self.out_of_time():
