@@ -79,20 +79,48 @@ def show(groups: Groups) -> str:
 
 @dataclass(frozen=True)
 class Affine:
-    """``sum over the modes d of ids[d] * group_id.d + sizes[d] * num_groups.d, + constant``,
-    the value the kernel computes as long as every step in ``steps`` stays in the range of its
-    integer type."""
+    """``sum over the modes d of ids[d] * group_id.d + sizes[d] * num_groups.d, + constant``:
+    the value the kernel computes is this one modulo 2^bits of ``origin``'s type (exactly
+    this one without an origin: group ids, counts and constants), as long as every step in
+    ``steps`` stays in the range of its integer type. add, sub, mul and casts to a type no
+    wider are the same modulo 2^bits whatever their operands' wrapping (they are ring
+    operations, and a narrower modulus divides the wider), so only a value that is widened
+    must be exact: its origin becomes a step."""
 
     ids: tuple[int, int, int] = NONE
     sizes: tuple[int, int, int] = NONE
     constant: int = 0
     steps: tuple[Step, ...] = ()
+    origin: Step | None = None  # the instruction that computes it, with its type
 
     @staticmethod
-    def of(terms: Sequence[int], steps: tuple[Step, ...] = ()) -> Affine:
+    def of(
+        terms: Sequence[int], steps: tuple[Step, ...] = (), origin: Step | None = None
+    ) -> Affine:
         """The Affine of ``terms`` (ids, sizes, constant; 7 integers)."""
         ids, sizes = tuple(terms[0:3]), tuple(terms[3:6])
-        return Affine(ids, sizes, terms[6], steps)  # type: ignore[arg-type]
+        return Affine(ids, sizes, terms[6], steps, origin)  # type: ignore[arg-type]
+
+    def reduced(self) -> Affine:
+        """The same value modulo 2^bits of the origin's type, each coefficient of a group id
+        or count taken to its residue nearest 0 (2^64 * group_id is 0), the constant kept."""
+        if self.origin is None:
+            return self
+        period = 2**self.origin.type.bits
+        half = period // 2
+        coefficients = [(x + half) % period - half for x in (*self.ids, *self.sizes)]
+        return Affine.of([*coefficients, self.constant], self.steps, self.origin)
+
+    def value_span(self, groups: Groups) -> tuple[int, int] | None:
+        """Smallest and largest value the kernel computes over the box of group ids: the
+        span taken into the range of the origin's type modulo 2^bits; None where the values
+        do not all lie in one period of it (some wrap differently from others)."""
+        low, high = self.reduced().span(groups)
+        if self.origin is None:
+            return low, high
+        least, most = int_range(self.origin.type)
+        shift = (low - least) // (most - least + 1) * (most - least + 1)
+        return None if high - shift > most else (low - shift, high - shift)
 
     def span(self, groups: Groups) -> tuple[int, int]:
         """Smallest and largest value over every group_id.d in 0 .. groups[d] - 1 (at the
@@ -168,8 +196,10 @@ class Extent:
             return arg.shape[self.mode] - self.less
         first, last = 0, arg.count - 1
         if self.member is not None:
-            low, high = self.member.span(groups)
-            first, last = max(low, 0), min(high, last)
+            span = self.member.value_span(groups)
+            if span is None:  # the member index wraps: its own requirement refuses the call
+                return None
+            first, last = max(span[0], 0), min(span[1], last)
         if first > last:
             return None
         return int(arg.shapes[self.mode, first : last + 1].min()) - self.less
@@ -190,12 +220,16 @@ class Requirement:
         """Why these arguments do not satisfy it, or None."""
         if 0 in groups:
             return None
-        for step in self.index.steps:
+        span = self.index.value_span(groups)
+        origin = self.index.origin
+        wrapping = [origin] if span is None and origin is not None else []
+        for step in (*self.index.steps, *wrapping):
             wrapped = step.wraps(groups)
             if wrapped is not None:
                 return f"the index of {self.what} at {self.loc} is not exact: {wrapped}"
+        assert span is not None
         extent = self.extent.value(bound, groups)
-        low, high = self.index.span(groups)
+        low, high = span
         howmany = show(groups)
         if extent is None or (low >= 0 and high + self.reach <= extent):
             return None
@@ -247,7 +281,12 @@ def _affine_result(inst: Inst, affine: dict[Value, Affine]) -> None:
     elif isinstance(inst, ir.CastInst) and isinstance(inst.to, ir.ScalarType):
         a = _affine_of(inst.operands[0], affine)
         if a is not None and inst.to.is_integer and not inst.to.is_bool:
-            affine[inst.result] = _computed(a.terms, (a,), inst, inst.to)
+            exact: tuple[Step, ...] = ()
+            origin = a.origin
+            if origin is not None and inst.to.bits > origin.type.bits:
+                a = a.reduced()  # extended from its value, which must lie in its type's range
+                exact = (Step(Affine.of(a.terms), origin.type, origin.what, origin.loc),)
+            affine[inst.result] = _computed(a.terms, (a,), inst, inst.to, exact)
     elif isinstance(inst, ir.ArithInst) and inst.op in ("add", "sub", "mul"):
         x, y = (_affine_of(v, affine) for v in inst.operands)
         t = inst.result.type
@@ -266,14 +305,18 @@ def _affine_result(inst: Inst, affine: dict[Value, Affine]) -> None:
 
 
 def _computed(
-    terms: tuple[int, ...], operands: tuple[Affine, ...], inst: Inst, t: ir.ScalarType
+    terms: tuple[int, ...],
+    operands: tuple[Affine, ...],
+    inst: Inst,
+    t: ir.ScalarType,
+    exact: tuple[Step, ...] = (),
 ) -> Affine:
-    """The affine result of ``inst`` in type ``t``: exact while its operands' steps and its
-    own value stay in range."""
-    steps = tuple(dict.fromkeys(s for a in operands for s in a.steps))
+    """The affine result of ``inst`` in type ``t`` (modulo 2^bits): its operands' steps
+    hold, and the ``exact`` ones (a widened operand's value)."""
+    steps = tuple(dict.fromkeys([*(s for a in operands for s in a.steps), *exact]))
     what = f"{inst.mnemonic}" + (f".{inst.op}" if isinstance(inst, ir.ArithInst) else "")
     own = Step(Affine.of(terms), t, f"{what} (in {t})", inst.loc)
-    return Affine.of(terms, (*steps, own))
+    return Affine.of(terms, steps, own)
 
 
 def _accesses(inst: Inst, func: Function, affine: dict[Value, Affine], out: list) -> None:
@@ -312,7 +355,8 @@ def _accesses(inst: Inst, func: Function, affine: dict[Value, Affine], out: list
         if index is None:
             continue
         extent = _extent(memref, mode, func, affine)
-        if extent is None or (extent.static is not None and not index.varies and not index.steps):
+        computed = index.steps or index.origin is not None
+        if extent is None or (extent.static is not None and not index.varies and not computed):
             continue  # a constant index into a static extent is the verifier's (check-ir)
         if param is None and extent.static is None:
             continue

@@ -7,8 +7,13 @@
 
 Each job is a process that draws programs from ``tinytc.testing.strategies.cases`` (in
 batches, each with its own hypothesis seed), checks the static properties (check-ir, round
-trip, spirv-val for cpu, pvc and dg2, determinism) and runs every kernel on the CPU runtime in
-a crash-isolated worker against ``tinytc.reference``. A failure is shrunk by hypothesis to a
+trip, spirv-val for every target, determinism) and runs every kernel on the CPU runtime in
+a crash-isolated worker against ``tinytc.reference``. The worker compiles and runs while the
+job checks the static properties (two cores overlap them), and its module for the CPU is the
+second compilation the determinism check compares (the other targets compile twice in the
+job). Timeouts count CPU time, and a timeout is tried again with twice the time, so that a
+campaign at low priority on a loaded machine reports no timeouts that are only waiting
+(tinytc/testing/worker.py). A failure is shrunk by hypothesis to a
 small program and written as ``failure-J-N.ir`` (the program), ``.npz`` (its inputs) and
 ``.txt`` (the failure). The campaign then goes on; ``summary.json`` holds the counts (programs,
 shrink runs, instructions covered per kind, failures per kind).
@@ -20,6 +25,7 @@ tinytc/testing/generator/features.py), to go on past a bug that keeps being foun
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -40,14 +46,17 @@ CORPUS = ROOT / "tests" / "programs"
 sys.path.insert(0, str(ROOT))
 
 import tinytc  # noqa: E402
+from tinytc.errors import CompilationError  # noqa: E402
+from tinytc.ir import Program  # noqa: E402
 from tinytc.testing.case import Case, KernelCase, arguments_of, load_case, save_case  # noqa: E402
 from tinytc.testing.checks import (  # noqa: E402
     TARGETS,
     FuzzFailure,
-    check_execution,
     check_malformed,
     check_static,
     failure,
+    finish_execution,
+    start_execution,
 )
 from tinytc.testing.generator import FEATURES, Limits  # noqa: E402
 from tinytc.testing.inputs import random_arguments  # noqa: E402
@@ -56,6 +65,7 @@ from tinytc.testing.worker import Worker  # noqa: E402
 
 BATCH = 100  # examples per hypothesis run (each with a seed of its own)
 SHRINK_RUNS = 300  # checks spent on shrinking one failure
+UNSHRUNK = frozenset({"timeout", "hang"})  # failures recorded as drawn, not shrunk
 
 
 class Malformed:
@@ -88,10 +98,36 @@ def guarded_cases(draw: Any, limits: Limits) -> Case | GeneratorError:
         return GeneratorError(e)
 
 
+def identity(case: Case | GeneratorError | Malformed) -> str:
+    """What tells one drawn case from another: its program, its kernels' inputs (parameters
+    and seeds) and howmany, its options, target and dialect (SHA-256)."""
+    if isinstance(case, GeneratorError):
+        text = case.message
+    elif isinstance(case, Malformed):
+        text = repr(case)
+    else:  # the kernels with their parameters' shapes, strides and values
+        text = f"{case!r}\n{case.kernels!r}\n{case.target}\n{case.dialect}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def check(case: Case, worker: Worker, execute: bool = True) -> None:
-    check_static(case)
-    if execute:
-        check_execution(case, worker)
+    """check_static and check_execution, the worker running the kernels meanwhile (it
+    compiles and builds in a process of its own: two cores make the two overlap). Where the
+    worker compiles for the CPU target, its module is the second compilation that checks
+    determinism for that target (across processes, which is stronger than twice in one)."""
+    try:  # read once for both (a text check-ir refuses is check_static's to report)
+        parsed: Program | None = tinytc.parse(case.text)
+    except CompilationError:
+        parsed = None
+    started = start_execution(case, worker, parsed) if execute and parsed is not None else None
+    compared = started is not None and case.target is None
+    try:
+        binaries = check_static(case, once=("cpu",) if compared else (), parsed=parsed)
+    except BaseException:
+        if started is not None:  # the worker's answer is taken (the next request needs it)
+            started[2].outcome()
+        raise
+    finish_execution(started, binaries.get("cpu") if compared else None)
 
 
 class Job:
@@ -107,10 +143,14 @@ class Job:
         self.kinds: Counter[str] = Counter()
         self.failures: list[dict[str, Any]] = []
         self.started = time.time()
+        self.seen: set[str] = set()  # identity() of the cases checked
+
+    def out_of_time(self) -> bool:
+        return bool(self.args.seconds) and time.time() - self.started > self.args.seconds
 
     def remaining(self) -> int:
         left = self.args.count - self.programs if self.args.count else BATCH
-        if self.args.seconds and time.time() - self.started > self.args.seconds:
+        if self.out_of_time():
             return 0
         return max(0, min(left, BATCH))
 
@@ -119,7 +159,7 @@ class Job:
         while (n := self.remaining()) > 0:
             self.batch(self.args.seed * 100003 + self.args.job * 1009 + batch, n)
             batch += 1
-            if batch % 10 == 0:
+            if batch % 10 == 0 or self.args.seconds:  # a timed campaign: after every batch
                 seconds = time.time() - self.started
                 print(
                     f"[job {self.args.job}] {self.programs} programs, {len(self.failures)} "
@@ -143,9 +183,16 @@ class Job:
         )
         @given(self.strategy())
         def prop(case: Case | GeneratorError) -> None:
+            if self.out_of_time() and not state["shrinking"]:
+                return  # --seconds is up: the rest of the batch is drawn, not checked
+            if not state["shrinking"]:
+                key = identity(case)
+                if key in self.seen:  # drawn again (hypothesis may): not checked, not counted
+                    return
+                self.seen.add(key)
             if state["shrinking"]:
                 self.shrink_runs += 1
-                if self.shrink_runs - state["start"] > SHRINK_RUNS:
+                if self.shrink_runs - state["start"] > SHRINK_RUNS or self.out_of_time():
                     # enough: only the failures seen so far fail again (hypothesis replays
                     # the smallest one at the end)
                     if case.text in state["failed"]:
@@ -164,6 +211,9 @@ class Job:
                 else:
                     check(case, self.worker, not self.args.no_execute)
             except FuzzFailure as e:
+                if e.kind in UNSHRUNK and not state["shrinking"]:
+                    self.record(case, e)  # as drawn: each try of a shrink could take as long
+                    return
                 if not state["shrinking"]:
                     state["shrinking"], state["start"] = True, self.shrink_runs
                 state["last"] = (case, e)

@@ -75,22 +75,55 @@ def test_a_runtime_crash_is_a_failure_and_the_worker_restarts() -> None:
 def test_a_hanging_kernel_times_out_and_the_worker_restarts() -> None:
     with Worker(timeout=60) as worker:
         assert worker.run(COPY, [copy_call()]).status == "ok"  # start-up is not timed
-        worker.timeout = 3.0
+        worker.timeout = 1.0  # of CPU time; tried once more with 2.0
         huge = arguments_of([np.array([2**62], np.int64)])
         outcome = worker.run(HANG, [("hang", huge, 1)])
         assert outcome.status == "timeout"
         assert worker.run(COPY, [copy_call()]).status == "ok"
 
 
+def test_waiting_for_a_core_is_no_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timeout counts the worker's CPU time: a worker that gets no core (its CPU time
+    standing still, as for a campaign at low priority on a loaded machine) is waited for up
+    to WALL_FACTOR times the timeout."""
+    from tinytc.testing import worker as module
+
+    with Worker(timeout=60) as worker:
+        assert worker.run(COPY, [copy_call()]).status == "ok"  # start-up is not timed
+        monkeypatch.setattr(module, "cpu_seconds", lambda pid: 0.0, raising=False)
+        monkeypatch.setattr(module, "WALL_FACTOR", 1000.0, raising=False)
+        worker.timeout = 0.001
+        outcome = worker.run(COPY, [copy_call()])
+        assert outcome.status == "ok", outcome.message
+
+
 def test_a_crash_becomes_a_failure_carrying_the_program(monkeypatch: pytest.MonkeyPatch) -> None:
     """check_execution reports a dead worker as a FuzzFailure with the program text."""
     from tinytc.testing import worker as module
 
-    def crash(self: Worker, text: str, *args: object, **options: object) -> module.Outcome:
+    def crash(self: Worker) -> module.Outcome:
         return module.Outcome("crash", message="worker died with exit status -11")
 
-    monkeypatch.setattr(module.Worker, "run", crash)
+    monkeypatch.setattr(module.Worker, "send", lambda self, message: None)
+    monkeypatch.setattr(module.Worker, "receive", crash)
     case = Case(COPY, [KernelCase("copy", 1, [], 0, 0.0, copy_call()[1])], tinytc.parse(COPY))
     with pytest.raises(FuzzFailure, match="exit status -11") as info:
         check_execution(case, Worker())
     assert info.value.kind == "crash" and COPY in str(info.value)
+
+
+def test_the_workers_module_is_the_second_compilation_of_the_determinism_check(
+    worker: Worker,
+) -> None:
+    """tools/fuzz.py compiles for the CPU once and compares the module the worker compiled
+    (as tinytc.jit does, in another process): equal for the same program, and a module that
+    differs is a 'nondeterministic-cpu' failure."""
+    from tinytc.target import get_target
+    from tinytc.testing.checks import compile_case, finish_execution, start_execution
+
+    case = Case(COPY, [KernelCase("copy", 1, [], 0, 0.0, copy_call()[1])], tinytc.parse(COPY))
+    binary = compile_case(COPY, get_target("cpu"))[1]
+    finish_execution(start_execution(case, worker), binary)
+    with pytest.raises(FuzzFailure) as info:
+        finish_execution(start_execution(case, worker), binary + b"\0\0\0\0")
+    assert info.value.kind == "nondeterministic-cpu"

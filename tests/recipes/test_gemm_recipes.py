@@ -94,3 +94,20 @@ def test_tall_and_skinny_rejects_bad_arrays():
         recipe(1.0, a, b.T, 0.0, np.zeros((10, 3), np.float32, order="F"))
     with pytest.raises(tinytc.ArgumentError, match="column-major"):
         recipe(1.0, np.zeros((10, 4), np.float32), b, 0.0, np.zeros((10, 3), np.float32, "F"))
+
+
+@pytest.mark.parametrize(
+    "make, named",
+    [
+        (lambda: small_gemm_batched(2, 2, 2, strideA=2**62), "strideA"),  # 2^64 bytes of f32
+        (lambda: small_gemm_batched(2**62, 1, 1), "M, K and ldA"),
+        (lambda: small_gemm_batched(2, 2**60, 2, transB="t", dtype="f64"), "N, K and ldB"),
+        (lambda: tall_and_skinny(2**31, 2**31), "K and N"),
+        (lambda: tall_and_skinny(2, 2, M_block_size=2**63), "M_block_size"),
+    ],
+)
+def test_gemm_recipes_refuse_offsets_outside_i64_naming_the_argument(make, named):
+    """Issue 25 item 6: sizes whose byte offsets overflow i64 are refused when the recipe is
+    made, not inside the generated program (an OverflowError or a CompilationError)."""
+    with pytest.raises(tinytc.ArgumentError, match=f"^{named}.*2\\^63 - 1 bytes"):
+        make()

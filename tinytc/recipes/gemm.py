@@ -21,6 +21,7 @@ from ..arguments import ArgumentError, check_howmany
 from ..gemm import lanes_per_register
 from ..target import get_target
 from .build import compile_kernels
+from .conv2d_problem import MAX_BYTES
 
 if TYPE_CHECKING:
     from pyopencl import CommandQueue
@@ -41,6 +42,16 @@ def _positive(value: object, what: str) -> int:
     if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
         raise ArgumentError(f"{what} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def _addressable(elements: int, item: int, what: str) -> None:
+    """Refuse sizes whose byte offsets 64-bit signed offsets cannot hold (the kernel computes
+    them in i64, docs/language.md), naming the arguments that make them."""
+    if elements * item > MAX_BYTES:
+        raise ArgumentError(
+            f"{what}: {elements} elements of {item} bytes exceed the 2^63 - 1 bytes that "
+            "64-bit offsets address"
+        )
 
 
 def _memref(ty: str, shape: tuple[int | None, ...], stride: tuple[int | None, ...]) -> str:
@@ -136,6 +147,7 @@ def small_gemm_batched(
         raise ArgumentError(f"transA and transB must be 'n' or 't', got {transA!r}, {transB!r}")
     m, n, k = (_positive(v, w) for v, w in ((M, "M"), (N, "N"), (K, "K")))
     rows = (m if transA == "n" else k, k if transB == "n" else n, m)
+    sizes = ("M, K" if transA == "n" else "K, M", "K, N" if transB == "n" else "N, K", "M, N")
     cols = (k if transA == "n" else m, n if transB == "n" else k, n)
     ld, strides = [], []
     for i, (name, l_arg, s_arg) in enumerate(
@@ -150,6 +162,10 @@ def small_gemm_batched(
                 f"stride{name} = {s_val} is less than ld{name} x {cols[i]} columns: the "
                 f"matrices {name}_i would overlap"
             )
+        item = _dtype(dtype).itemsize
+        span = (cols[i] - 1) * l_val + rows[i]  # elements of one matrix
+        _addressable(span, item, f"{sizes[i]} and ld{name} (one matrix {name}_i)")
+        _addressable(s_val, item, f"stride{name}")
         ld.append(l_val)
         strides.append(s_val)
     return SmallGemmBatched(
@@ -239,4 +255,6 @@ def tall_and_skinny(
     block = (
         4 * lanes_per_register(size, get_target("cpu")) if M_block_size is None else M_block_size
     )
+    _addressable(k * n, size, "K and N (B)")
+    _addressable(_positive(block, "M_block_size"), size, "M_block_size")
     return TallAndSkinny(ty, n, k, _positive(block, "M_block_size"), queue)

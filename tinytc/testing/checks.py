@@ -10,12 +10,13 @@ shrinks) with the program text in its message.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
 import re
 import signal
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from .case import Argument, ArrayArg, Case, GroupArg, KernelCase, call_arguments
 from .intervals import tolerance
 
 if TYPE_CHECKING:
-    from .worker import Worker
+    from .worker import Pending, Worker
 
 TARGETS = tuple(PREDEFINED_TARGETS)
 DIALECTS = (REV2, V04)
@@ -64,21 +65,22 @@ def failure(kind: str, message: str, text: str = "") -> FuzzFailure:
 
 @contextlib.contextmanager
 def time_limit(seconds: float, what: str, text: str = "") -> Iterator[None]:
-    """Raise a 'hang' failure when the block takes longer (main thread only)."""
+    """Raise a 'hang' failure when the block takes longer, in CPU time of this process (so
+    that waiting for a core on a loaded machine is no hang; main thread only)."""
 
     def expired(signum: int, frame: Any) -> None:
-        raise failure("hang", f"{what} took longer than {seconds} s", text)
+        raise failure("hang", f"{what} took longer than {seconds} s of CPU time", text)
 
     if seconds <= 0 or os.name != "posix":
         yield
         return
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGPROF, expired)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 def retile(program: Program, seed: int, target: CoreInfo) -> None:
@@ -123,9 +125,10 @@ def dpas_unit(inst: Any, func: Any, target: CoreInfo) -> Any:
 
 
 def compile_case(
-    text: str, target: CoreInfo, opt_level: int = 2, tiling: int | None = None
+    text: str | Program, target: CoreInfo, opt_level: int = 2, tiling: int | None = None
 ) -> tuple[Program, bytes]:
-    """The pipeline of tinytc.compile, with random tilings when ``tiling`` is a seed."""
+    """The pipeline of tinytc.compile, with random tilings when ``tiling`` is a seed (of a
+    text, or of a parsed program, which is copied, not changed)."""
     from tinytc.compiler import run_pipeline
     from tinytc.passes import DEFAULT_PIPELINE, run_passes
     from tinytc.spirv.convert import lower
@@ -158,29 +161,44 @@ def expected_error(program: Program, text: str, target: CoreInfo) -> str | None:
     return "|".join(patterns) or None
 
 
-def check_static(case: Case, targets: Sequence[str] = TARGETS, seconds: float = 60.0) -> None:
+def check_static(
+    case: Case,
+    targets: Sequence[str] = TARGETS,
+    seconds: float = 60.0,
+    once: Collection[str] = (),
+    parsed: Program | None = None,
+) -> dict[str, bytes]:
     """check-ir accepts the program, it prints back to the same text, it compiles for every
-    target (or fails as the target must) to modules spirv-val accepts, the same each time."""
-    program = _check_printing(case)
+    target (or fails as the target must) to modules spirv-val accepts, the same each time
+    (compiled twice, except for the targets ``once``, whose module the caller compares with
+    another compilation). Returns the module of each target that compiled. ``parsed`` is the
+    case's text as the caller read it already (it is not changed)."""
+    program = _check_printing(case, parsed)
+    binaries = {}
     for name in targets:
-        _check_target(case, program, name, seconds)
+        binary = _check_target(case, program, name, seconds, name not in once)
+        if binary is not None:
+            binaries[name] = binary
+    return binaries
 
 
-def _check_printing(case: Case) -> Program:
-    """The program, once check-ir accepts it and printing gives its text (generated text is
-    printed text) and is a fixed point; printed in either dialect, it reads back (with the
-    dialect guessed and with it named) to the same program."""
+def _check_printing(case: Case, parsed: Program | None = None) -> Program:
+    """The program (``parsed``, or the text read here), once check-ir accepts it and printing
+    gives its text (generated text is printed text) and is a fixed point; printed in either
+    dialect, it reads back (with the dialect guessed and with it named) to the same
+    program."""
     import tinytc
 
     text = case.text
     try:
-        program = tinytc.parse(text)
+        program = tinytc.parse(text) if parsed is None else parsed
     except CompilationError as e:
         raise failure("check-ir", str(e), text) from None
     printed = print_program(program, case.dialect)
     if case.program is not None and printed != text:
         raise failure("round-trip", f"parse and print gives\n{printed}", text)
-    reprinted = print_program(tinytc.parse(printed), case.dialect)
+    # (printed text equal to the text read gives the same program: a fixed point already)
+    reprinted = printed if printed == text else print_program(tinytc.parse(printed), case.dialect)
     if reprinted != printed:
         raise failure("round-trip", f"printing is not a fixed point:\n{reprinted}", text)
     canonical = print_program(program, REV2)  # v0.4 names its constants, rev2 does not
@@ -215,34 +233,37 @@ def _check_dialect(program: Program, canonical: str, dialect: str, own: str, tex
             raise failure(f"dialect-{dialect}", f"{dialect} text read {how} gives\n{back}", text)
 
 
-def _check_target(case: Case, program: Program, name: str, seconds: float) -> None:
-    """Two compilations for one target give the same module, which spirv-val accepts, or the
-    error the target must give."""
+def _check_target(
+    case: Case, program: Program, name: str, seconds: float, twice: bool = True
+) -> bytes | None:
+    """Two compilations for one target (one unless ``twice``) give the same module, which
+    spirv-val accepts and which is returned, or the error the target must give (None)."""
     from tinytc.spirv.tools import SpirvValidationError, validate
 
     text = case.text
     target = capped(get_target(name), case.max_values)
     expected = expected_error(program, text, target)
-    try:
+    try:  # from the parsed program (run_pipeline copies it): the parser is checked already
         with time_limit(seconds, f"compiling for {name}", text):
-            binary = compile_case(text, target, case.opt_level, case.tiling)[1]
-            again = compile_case(text, target, case.opt_level, case.tiling)[1]
+            binary = compile_case(program, target, case.opt_level, case.tiling)[1]
+            again = compile_case(program, target, case.opt_level, case.tiling)[1] if twice else b""
     except CompilationError as e:
         if expected is None or not re.search(expected, e.message):
             raise failure(f"compile-{name}", str(e), text) from None
-        return
+        return None
     except FuzzFailure:
         raise
     except Exception as e:
         raise failure(f"exception-{name}", _exception(e), text) from None
     if expected is not None:
         raise failure(f"expected-error-{name}", f"no error matching /{expected}/", text)
-    if binary != again:
+    if twice and binary != again:
         raise failure(f"nondeterministic-{name}", "two compilations differ", text)
     try:
         validate(binary)
     except SpirvValidationError as e:
         raise failure(f"spirv-val-{name}", str(e), text) from None
+    return binary
 
 
 def capped(target: CoreInfo, max_values: int | None) -> CoreInfo:
@@ -291,21 +312,49 @@ def _exception(e: BaseException) -> str:
 def check_execution(case: Case, worker: Worker) -> None:
     """Every kernel run on the CPU runtime (in the worker) writes what tinytc.reference
     writes, integers exactly and floats within the tolerance of their type and work."""
+    finish_execution(start_execution(case, worker))
+
+
+Execution = tuple[Case, Program, "Pending"]
+
+
+def start_execution(case: Case, worker: Worker, parsed: Program | None = None) -> Execution | None:
+    """check_execution's run, sent to the worker without waiting (None where the case must
+    not run: the target refuses it); finish_execution checks it. ``parsed`` is the case's
+    text as the caller read it already (it is not changed)."""
     import tinytc
 
-    text = case.text
-    program = tinytc.parse(text)
-    if expected_error(program, text, get_target(case.target or "cpu")) is not None:
-        return
+    program = tinytc.parse(case.text) if parsed is None else parsed
+    if expected_error(program, case.text, get_target(case.target or "cpu")) is not None:
+        return None
     calls = [(k.name, k.arguments(), k.howmany) for k in case.kernels]
-    outcome = worker.run(
-        text, calls, case.opt_level, case.tiling, target=case.target, max_values=case.max_values
+    pending = worker.submit(
+        case.text,
+        calls,
+        case.opt_level,
+        case.tiling,
+        target=case.target,
+        max_values=case.max_values,
     )
+    return case, program, pending
+
+
+def finish_execution(started: Execution | None, binary: bytes | None = None) -> None:
+    """The rest of check_execution: the worker's outcome against the reference; and the
+    module the worker compiled (in its own process, as tinytc.jit does for the CPU) is
+    ``binary`` if given: a compilation that depends on the process is nondeterministic."""
+    if started is None:
+        return
+    case, program, pending = started
+    outcome = pending.outcome()
     if outcome.status != "ok":
-        raise failure(outcome.status, outcome.message, text)
+        raise failure(outcome.status, outcome.message, case.text)
+    if binary is not None and outcome.digest != hashlib.sha256(binary).hexdigest():
+        message = "the worker's compilation (another process) differs"
+        raise failure(f"nondeterministic-{case.target or 'cpu'}", message, case.text)
     assert outcome.results is not None
     for k, got in zip(case.kernels, outcome.results):
-        _check_kernel(program, k, got, text)
+        _check_kernel(program, k, got, case.text)
 
 
 def _check_kernel(program: Program, k: KernelCase, got: list[Argument], text: str) -> None:
@@ -344,6 +393,8 @@ def compare(got: np.ndarray, want: np.ndarray, element: ScalarType, work: float)
     """Why got differs from want ('' if it does not): integers must be equal, floats must
     have NaN and infinities where want has them and be within tolerance(element, work)
     relative to 1 + the largest magnitude of want."""
+    if np.array_equal(got, want):  # no NaN (it differs from itself), every entry exact
+        return ""
     if element.is_complex:  # each part as a float
         element = element.component
         got, want = got.view(dtype_of(element)), want.view(dtype_of(element))
