@@ -14,6 +14,7 @@ from tinytc import reference
 from tinytc.arguments import dtype_of
 from tinytc.errors import CompilationError
 from tinytc.ir import SCALAR_TYPES
+from tinytc.ir.printer import print_program
 from tinytc.spirv import convert_atomic
 from tinytc.spirv.tools import validate
 
@@ -143,3 +144,28 @@ def test_diagnostics(old: str, new: str, match: str) -> None:
     with pytest.raises(CompilationError, match=match) as e:
         tinytc.parse(text)
     assert ":4." in str(e.value)  # the atomic load's line
+
+
+def test_v04_spelling() -> None:
+    """v0.4 writes no operand types (the memref brings its own; a load and an update name their
+    result's type, a store none): it reads as the rev2 spelling does, and prints back."""
+    head = "func @k(%a: memref<f32x20x20>) attributes{subgroup_size=16,work_group_size=[16,1]} {"
+    cm = "coopmatrix<f32x20x20,matrix_acc>"
+    v04 = f"""{head}
+    parallel {{
+        %c0 = constant 0 : index
+        %x = cooperative_matrix_atomic_load.device %a[%c0,%c0] : {cm}
+        %y = cooperative_matrix_atomic_max.t %x, %a[%c0,%c0] : {cm}
+        cooperative_matrix_atomic_store.release %y, %a[%c0,%c0]
+    }}
+}}"""
+    program = tinytc.parse(v04)
+    printed = str(program)
+    assert str(tinytc.parse(print_program(program, "v0.4"), dialect="v0.4")) == printed
+    for text in ("atomic_load.n.device %a[0, 0] : memref<f32x20x20> ->", "atomic_max.t %x, %a",
+                 "atomic_store.n.release %y, %a[0, 0] : coopmatrix"):  # fmt: skip
+        assert text in printed
+    with pytest.raises(CompilationError, match="f64x20x20") as e:  # the value's type is checked
+        tinytc.parse(v04.replace(f"%a[%c0,%c0] : {cm}\n        coop", "%a[%c0,%c0] : coopmatrix"
+                                 "<f64x20x20,matrix_acc>\n        coop"))  # fmt: skip
+    assert ":5.46" in str(e.value)  # at %x

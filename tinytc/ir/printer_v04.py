@@ -281,3 +281,26 @@ def _cm_prefetch(inst: ir.CoopMatrixPrefetchInst, p: Printer) -> None:
     p.line(
         f"cooperative_matrix_prefetch {inst.cache_level}, {m}[{x},{y}], {inst.rows}, {inst.cols}"
     )
+
+
+def _memory(inst: Any) -> str:
+    from .instructions.atomic import DEFAULT_SCOPE, DEFAULT_SEMANTICS
+
+    out = f".{inst.scope}" if inst.scope != DEFAULT_SCOPE else ""
+    return out + (f".{inst.semantics}" if inst.semantics != DEFAULT_SEMANTICS else "")
+
+
+@prints(ir.CoopMatrixAtomicLoadInst)
+def _cm_atomic_load(inst: ir.CoopMatrixAtomicLoadInst, p: Printer) -> None:
+    m, x, y = (p.name(v) for v in inst.operands)
+    _result(p, inst, f"{inst.mnemonic}{_access(inst)}{_memory(inst)} {m}[{x},{y}]")
+
+
+@prints(ir.CoopMatrixAtomicStoreInst, ir.CoopMatrixAtomicUpdateInst)
+def _cm_atomic_store(inst: ir.CoopMatrixAtomicStoreInst, p: Printer) -> None:
+    v, m, x, y = (p.name(v) for v in inst.operands)
+    text = f"{inst.print_name}{_access(inst)}{_memory(inst)} {v}, {m}[{x},{y}]"
+    if inst.results:  # an update
+        _result(p, inst, text)
+    else:
+        p.line(text)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...errors import CompilationError
 from ..core import Inst, Value
 from ..definition import syntax
+from ..syntax import V04, coopmatrix_of, position
 from ..types import INDEX, CoopMatrixType, Type
 from .atomic import DEFAULT_SCOPE, DEFAULT_SEMANTICS, SCOPES, SEMANTICS, UPDATES
 from .coopmatrix import CHECKED, CoopMatrixLoadInst, CoopMatrixStoreInst
@@ -161,6 +162,7 @@ def _position(ctx: Any, refs: list[Any], memref_type: Type) -> list[Value]:
     "value_instruction : COOPERATIVE_MATRIX_ATOMIC_LOAD modifiers position COLON type ARROW"
     " located_type",
     builds=(CoopMatrixAtomicLoadInst,),
+    dialect="rev2",
 )
 def _parse_load(ctx: Any, p: list[Any]) -> Inst:
     transpose, checked, scope, semantics = _flags(p[0], p[1])
@@ -177,6 +179,7 @@ def _parse_load(ctx: Any, p: list[Any]) -> Inst:
     "statement : COOPERATIVE_MATRIX_ATOMIC_STORE modifiers operand COMMA position COLON type"
     " COMMA type",
     builds=(CoopMatrixAtomicStoreInst,),
+    dialect="rev2",
 )
 def _parse_store(ctx: Any, p: list[Any]) -> Inst:
     transpose, checked, scope, semantics = _flags(p[0], p[1])
@@ -193,6 +196,7 @@ def _parse_store(ctx: Any, p: list[Any]) -> Inst:
         for op in UPDATES
     ),
     builds=(CoopMatrixAtomicUpdateInst,),
+    dialect="rev2",
 )
 def _parse_update(ctx: Any, p: list[Any]) -> Inst:
     transpose, checked, scope, semantics = _flags(p[0], p[1])
@@ -200,4 +204,54 @@ def _parse_update(ctx: Any, p: list[Any]) -> Inst:
     return CoopMatrixAtomicUpdateInst(
         op, ctx.value(p[2], p[6]), *_position(ctx, p[4], p[8]), transpose, checked, scope=scope,
         semantics=semantics, loc=ctx.loc, operand_locs=[p[2].loc, *(r.loc for r in p[4])],
+    )  # fmt: skip
+
+
+# v0.4 writes no operand types: the memref brings its own, a load and an update name their
+# result's coopmatrix type (an update's value must have it), a store none
+
+
+@syntax(
+    "value_instruction : COOPERATIVE_MATRIX_ATOMIC_LOAD modifiers position COLON located_type",
+    builds=(CoopMatrixAtomicLoadInst,),
+    dialect=V04,
+)
+def _parse_v04_load(ctx: Any, p: list[Any]) -> Inst:
+    transpose, checked, scope, semantics = _flags(p[0], p[1])
+    t = coopmatrix_of(p[4], f"the result type of {p[0].value}")
+    return CoopMatrixAtomicLoadInst(
+        t, *position(ctx, p[2]), transpose=transpose, checked=checked, scope=scope,
+        semantics=semantics, loc=ctx.loc, operand_locs=[r.loc for r in p[2]],
+    )  # fmt: skip
+
+
+@syntax(
+    "statement : COOPERATIVE_MATRIX_ATOMIC_STORE modifiers operand COMMA position",
+    builds=(CoopMatrixAtomicStoreInst,),
+    dialect=V04,
+)
+def _parse_v04_store(ctx: Any, p: list[Any]) -> Inst:
+    transpose, checked, scope, semantics = _flags(p[0], p[1])
+    return CoopMatrixAtomicStoreInst(
+        ctx.typed(p[2]), *position(ctx, p[4]), transpose, checked, scope=scope,
+        semantics=semantics, loc=ctx.loc, operand_locs=[p[2].loc, *(r.loc for r in p[4])],
+    )  # fmt: skip
+
+
+@syntax(
+    *(
+        f"value_instruction : COOPERATIVE_MATRIX_ATOMIC_{op.upper()} modifiers operand COMMA"
+        " position COLON located_type"
+        for op in UPDATES
+    ),
+    builds=(CoopMatrixAtomicUpdateInst,),
+    dialect=V04,
+)
+def _parse_v04_update(ctx: Any, p: list[Any]) -> Inst:
+    transpose, checked, scope, semantics = _flags(p[0], p[1])
+    t = coopmatrix_of(p[6], f"the result type of {p[0].value}")
+    return CoopMatrixAtomicUpdateInst(
+        p[0].value.rsplit("_", 1)[1], ctx.value(p[2], t), *position(ctx, p[4]), transpose,
+        checked, scope=scope, semantics=semantics, loc=ctx.loc,
+        operand_locs=[p[2].loc, *(r.loc for r in p[4])],
     )  # fmt: skip
