@@ -28,7 +28,7 @@ def uses_complex(case: Case) -> bool:
     return "c32" in case.text or "c64" in case.text
 
 
-@ci_settings(60)
+@ci_settings(40)
 @given(case=cases(SCALAR_LIMITS))
 def test_complex_programs_compile_and_run_as_the_reference(worker: Worker, case: Case) -> None:
     assume(uses_complex(case))

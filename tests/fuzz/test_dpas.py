@@ -70,7 +70,7 @@ def dpas_gemms(draw: st.DrawFn) -> Case:
     return Case(text, [kernel], target=draw(st.sampled_from(["pvc", "dg2"])))
 
 
-@ci_settings(15)  # about 0.9 s each on two cores
+@ci_settings(10)  # about 0.9 s each on two cores
 @given(case=dpas_gemms())
 def test_dpas_gemms_run_as_the_reference(worker: Worker, case: Case) -> None:
     check_execution(case, worker)

@@ -11,7 +11,7 @@ from tinytc.testing.checks import check_execution
 from tinytc.testing.strategies import cases
 from tinytc.testing.worker import Worker
 
-EXECUTED = KindBudget(200)  # of 1200 drawn: 0.12 s each
+EXECUTED = KindBudget(120)  # of 1200 drawn: 0.12 s each
 
 
 @ci_settings(1200)

@@ -22,7 +22,7 @@ def test_corpus_compiles_or_is_diagnosed() -> None:
         check_malformed(text, "cpu")
 
 
-@ci_settings(2000)
+@ci_settings(1200)
 @given(malformed_texts(CORPUS), st.sampled_from(TARGETS))
 def test_malformed_input_compiles_or_is_diagnosed(text: str, target: str) -> None:
     check_malformed(text, target)
