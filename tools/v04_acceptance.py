@@ -120,18 +120,24 @@ def main() -> int:
     return 0
 
 
-def run(name: str, text: str) -> str:
+def in_child(script: str, text: str, timeout: float) -> tuple[subprocess.CompletedProcess, float]:
+    """``script --run-one FILE`` on ``text`` in a process of its own (a runtime crash ends
+    only that run) and its wall time in seconds."""
     with tempfile.NamedTemporaryFile("w", suffix=".ir") as f:
         f.write(text)
         f.flush()
         start = time.perf_counter()
         r = subprocess.run(
-            [sys.executable, __file__, "--run-one", f.name],
+            [sys.executable, script, "--run-one", f.name],
             capture_output=True,
             text=True,
-            timeout=600,
+            timeout=timeout,
         )
-    took = time.perf_counter() - start
+    return r, time.perf_counter() - start
+
+
+def run(name: str, text: str) -> str:
+    r, took = in_child(__file__, text, 600)
     notes = sorted({line for line in r.stdout.splitlines() if line.startswith("  ")})
     if r.returncode == 0:
         print(

@@ -20,8 +20,8 @@ import json
 import re
 import subprocess
 import sys
-import tempfile
-import time
+
+from v04_acceptance import in_child  # tools/ is the script's directory
 
 HEADDIM = 64  # main.cpp's default; its kernel for 64 is @flash_attention_64
 SEQLEN = 64  # small: one row block (main.cpp's default is 2048 with 32 heads)
@@ -84,17 +84,7 @@ def main() -> int:
 
 
 def run(name: str, text: str) -> str:
-    with tempfile.NamedTemporaryFile("w", suffix=".ir") as f:
-        f.write(text)
-        f.flush()
-        start = time.perf_counter()
-        r = subprocess.run(
-            [sys.executable, __file__, "--run-one", f.name],
-            capture_output=True,
-            text=True,
-            timeout=1200,
-        )
-    took = time.perf_counter() - start
+    r, took = in_child(__file__, text, 1200)
     if r.returncode == 0:
         print(f"{name}: ran, matches the reference ({took:.1f} s): {r.stdout.strip()}")
         return "ran"
