@@ -150,6 +150,10 @@ class CoreInfo:
     # SPV_INTEL_subgroups shuffles (OpSubgroupShuffleXorINTEL); without them a transposing
     # store shuffles with OpGroupNonUniformShuffleXor (SPIR-V 1.3).
     intel_shuffles: bool = False
+    # Whether subgroup scans are built from shuffles (convert_subgroup.py) also where the
+    # group instructions take the type: the CPU runtime's native scan walks the lanes one by
+    # one (docs/runtime-cpu.md section 6).
+    shuffle_scans: bool = False
     # The largest subgroup that may block-read: IGC rejects block reads in SIMD32 (on dg2).
     block_io_max_subgroup_size: int = 16
     # Whether DPAS tiles load whole rows or columns (dpas_load.py: block reads, column loads):
@@ -268,6 +272,7 @@ CPU = CoreInfo(
     max_entries_per_group=64,
     prefetch_intrinsic=True,
     intel_shuffles=True,
+    shuffle_scans=True,
 )
 
 # Intel Data Center GPU Max (Xe-HPC). oneAPI GPU Optimization Guide, "Small Register Mode vs.

@@ -8,7 +8,7 @@ import math
 from .. import gemm
 from ..errors import CompilationError
 from ..gemm import warps
-from ..ir import ForeachInst, Function, GemmInst, LinalgInst, MemrefType, Program
+from ..ir import CumsumInst, ForeachInst, Function, GemmInst, LinalgInst, MemrefType, Program
 from ..target import CoreInfo
 from .matrix_unit import matrix_unit_of
 
@@ -89,6 +89,10 @@ class WorkGroupSizePass:
         out = max(linalg, key=lambda i: math.prod(s or 64 for s in i.output.type.shape))  # type: ignore[union-attr]
         mt: MemrefType = out.output.type  # type: ignore[assignment]
         rows = mt.shape[0] if mt.order else 1
+        if isinstance(out, CumsumInst):
+            from .lower_linalg.cumsum import cumsum_subgroup_size  # imports this module
+
+            return cumsum_subgroup_size(out, self.target)
         # a complex value's parts are vectors of their own: c32 fills a register as f32 does
         return gemm.subgroup_size(rows, mt.element.component.size, self.target)
 

@@ -3,8 +3,9 @@
 The native form is SPIR-V's group instructions with subgroup scope (OpGroupBroadcast,
 OpGroupFAdd ... with the Reduce, InclusiveScan and ExclusiveScan operations: OpenCL's
 sub_group_broadcast, sub_group_reduce_*, sub_group_scan_*). Where the target lacks them for a
-type (``native_subgroup_form``), the fallback builds them from cl_intel_subgroups shuffles on
-a 32- or 64-bit carrier: a scan in log2(S) shuffle-up steps (Hillis and Steele), a reduction
+type (``native_subgroup_form``), or for scans where the native form is slow
+(``CoreInfo.shuffle_scans``: the CPU), the fallback builds them from cl_intel_subgroups
+shuffles on a 32- or 64-bit carrier: a scan in log2(S) shuffle-up steps (Hillis and Steele), a reduction
 in log2(S) butterfly (xor) steps, which leave the same value in every lane since each step
 combines the same two values in both partners. bf16 (held in f32) combines in f32 and rounds
 each result once in both forms.
@@ -76,7 +77,7 @@ def _operation(lo: Lowering, inst: ir.SubgroupOperationInst) -> None:
 
 
 def _operation_value(lo: Lowering, inst: ir.SubgroupOperationInst, t: ir.ScalarType, x: Id) -> Id:
-    if native_subgroup_form(lo.target, t):
+    if native_subgroup_form(lo.target, t) and not _shuffle_scan(lo, inst, t):
         table = UNSIGNED_REDUCE if t.kind == "uint" else None
         opcode = table[inst.op] if table else REDUCE[(inst.op, t.is_float)]
         scope = lo.u32(Scope.Subgroup)
@@ -86,6 +87,15 @@ def _operation_value(lo: Lowering, inst: ir.SubgroupOperationInst, t: ir.ScalarT
     else:
         result = _scan(lo, inst.op, t, x, inst.kind == "exclusive_scan")
     return round_bf16(lo, result) if t == ir.BF16 else result
+
+
+def _shuffle_scan(lo: Lowering, inst: ir.SubgroupOperationInst, t: ir.ScalarType) -> bool:
+    """Whether a scan the target takes natively is built from shuffles all the same: where
+    CoreInfo.shuffle_scans says the native scan is slow and the values of the subgroup fill at
+    most one register (on the CPU, 64-bit values in 16 lanes were shuffled through memory,
+    20x slower than the native scan; docs/runtime-cpu.md section 6)."""
+    fits = _sgs(lo) * max(t.size, 4) <= lo.target.register_size
+    return inst.kind != "reduce" and lo.target.shuffle_scans and fits
 
 
 def _by_parts(lo: Lowering, t: ir.ScalarType, x: Id, fn: Callable[[ir.ScalarType, Id], Id]) -> Id:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...gemm import Tiling
+from ...gemm import Tiling, lanes_per_register, registers_per_value, subgroup_size
 from ...ir import (
     I32,
     INDEX,
@@ -48,19 +48,38 @@ from .lowering import Lowering
 DOWN_ROW_BLOCKS = 1
 MAX_ROW_BLOCKS = 4  # blocks of S rows per lane: independent running sums along the columns
 MAX_COLUMNS = 4  # columns per tile: independent scans down the rows, or columns per step
+REGISTER_SHARE = 4  # a tile and its carries take at most 3/REGISTER_SHARE of the registers
+
+
+def cumsum_subgroup_size(inst: CumsumInst, target: CoreInfo) -> int:
+    """Lanes whose values of the summed component fill one vector register (on the CPU f32
+    and c32 16, f64 and c64 8), fewer for short columns: tinytc.gemm.subgroup_size without
+    its widening, since a scan down the rows shuffles within one register
+    (convert_subgroup._shuffle_scan; 64-bit values in 16 lanes went through memory)."""
+    mt = inst.output.memref_type
+    rows = mt.shape[0] if mt.order else 1
+    size = summed_type(mt.element).component.size
+    return min(subgroup_size(rows, size, target), lanes_per_register(size, target))
 
 
 def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
     """A tile of up to MAX_ROW_BLOCKS blocks of S rows (along the columns; one block down the
     rows, where the blocks of a column are scanned one after the other) by up to MAX_COLUMNS
-    columns of the slices."""
+    columns of the slices, which with the carries of its rows (along the columns) fits in
+    3/REGISTER_SHARE of the vector registers: c64 n=64 in 64 x 4 tiles spilled on the CPU."""
     assert func.work_group_size is not None and func.subgroup_size is not None
-    shape = (*inst.output.memref_type.shape, 1)
+    mt = inst.output.memref_type
+    shape = (*mt.shape, 1)
     rows, cols = shape[0], shape[inst.mode if inst.mode else 1]
     blocks = MAX_ROW_BLOCKS if rows is None else -(-rows // func.subgroup_size)
-    per_item = min(blocks, MAX_ROW_BLOCKS if inst.mode else DOWN_ROW_BLOCKS)
-    columns = MAX_COLUMNS if cols is None else max(1, min(cols, MAX_COLUMNS))
-    return Tiling(func.work_group_size, max(per_item, 1), columns, 1)
+    per_item = max(1, min(blocks, MAX_ROW_BLOCKS if inst.mode else DOWN_ROW_BLOCKS))
+    value = registers_per_value(func.subgroup_size, summed_type(mt.element).size, target)
+    fit = max(2, target.num_registers * (REGISTER_SHARE - 1) // REGISTER_SHARE // value)
+    if inst.mode:  # a carry per block of rows beside the tile
+        per_item = min(per_item, fit // 2)
+        fit -= per_item
+    columns = max(1, min(fit // per_item, MAX_COLUMNS, cols or MAX_COLUMNS))
+    return Tiling(func.work_group_size, per_item, columns, 1)
 
 
 def lower_cumsum(low: Lowering, inst: CumsumInst) -> None:
