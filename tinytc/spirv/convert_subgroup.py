@@ -5,9 +5,9 @@ OpGroupFAdd ... with the Reduce, InclusiveScan and ExclusiveScan operations: Ope
 sub_group_broadcast, sub_group_reduce_*, sub_group_scan_*). Where the target lacks them for a
 type (``native_subgroup_form``), or for scans where the native form is slow
 (``CoreInfo.shuffle_scans``: the CPU), the fallback builds them from cl_intel_subgroups
-shuffles on a 32- or 64-bit carrier: a scan in log2(S) shuffle-up steps (Hillis and Steele), a reduction
-in log2(S) butterfly (xor) steps, which leave the same value in every lane since each step
-combines the same two values in both partners. bf16 (held in f32) combines in f32 and rounds
+shuffles on a 32- or 64-bit carrier: a scan in log2(S) shuffle-up steps (Hillis and Steele),
+a reduction in log2(S) butterfly (xor) steps, which leave the same value in every lane since
+each step combines the same two values in both partners. bf16 (held in f32) combines in f32 and rounds
 each result once in both forms.
 """
 
