@@ -7,8 +7,8 @@ type (``native_subgroup_form``), or for scans where the native form is slow
 (``CoreInfo.shuffle_scans``: the CPU), the fallback builds them from cl_intel_subgroups
 shuffles on a 32- or 64-bit carrier: a scan in log2(S) shuffle-up steps (Hillis and Steele),
 a reduction in log2(S) butterfly (xor) steps, which leave the same value in every lane since
-each step combines the same two values in both partners. bf16 (held in f32) combines in f32 and rounds
-each result once in both forms.
+each step combines the same two values in both partners. bf16 (held in f32) combines in f32
+and rounds each result once in both forms.
 """
 
 from __future__ import annotations
