@@ -13,7 +13,7 @@ import tinytc
 from tinytc import bf16, reference
 from tinytc.errors import CompilationError
 from tinytc.ir.printer import print_program
-from tinytc.spirv.tools import validate
+from tinytc.spirv.tools import disassemble, validate
 
 DTYPES = {
     "f32": np.float32, "f64": np.float64, "i8": np.int8, "i32": np.int32,
@@ -66,6 +66,9 @@ CASES = [  # (type, static shape, mode, dynamic, alpha, beta)
     ("i8", (40, 3), 0, False, "50", "0"),  # wraps around in i8
     ("c32", (37, 5), 0, False, "[1, 2]", "0"),
     ("c64", (37, 5), 1, False, "1", "[0, 1]"),
+    ("f64", (37, 5), 0, False, "1", "0"),  # 8 lanes: 64-bit shuffles in one register
+    ("c64", (19, 3), 0, False, "[1, 2]", "1"),  # 8 lanes, each part shuffled
+    ("f64", (64, 5), 1, False, "1", "0"),  # tiles of whole columns (8 blocks) by 2
 ]
 
 
@@ -89,6 +92,25 @@ def test_subgroups_share_the_tiles(mode: int) -> None:
     text = kernel("f32", (70, 11), mode, attributes=" work_group_size(32,2) subgroup_size(16)")
     text = text.replace("f32x70x11>\n", f"f32x70x11> attributes{{tiling={{{tiling}}}}}\n")
     got, want = run_both(text, "f32", (70, 11))
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("t", "sgs", "scan"),
+    [("f64", None, "OpSubgroupShuffleUpINTEL"), ("c64", None, "OpSubgroupShuffleUpINTEL"),
+     ("f32", None, "OpSubgroupShuffleUpINTEL"), ("f64", 16, "OpGroupFAdd")],
+)  # fmt: skip
+def test_scans_shuffle_in_one_register(t: str, sgs: int | None, scan: str) -> None:
+    """On the CPU, lanes whose summed values fill one register (f64 and c64 8, f32 16) and
+    scans of shuffles (the runtime's native scan walks the lanes one by one); 16 lanes of f64
+    (given) keep the native scan (their shuffles went through memory). Right either way."""
+    attributes = "" if sgs is None else f" subgroup_size({sgs})"
+    text = kernel(t, (40, 3), 0, attributes=attributes)
+    spirv = disassemble(tinytc.compile(text))
+    assert f"SubgroupSize {sgs or (16 if t == 'f32' else 8)}" in spirv
+    assert scan in spirv
+    assert ("InclusiveScan" in spirv) == (scan == "OpGroupFAdd")
+    got, want = run_both(text, t, (40, 3))
     np.testing.assert_array_equal(got, want)
 
 
