@@ -52,14 +52,16 @@ REGISTER_SHARE = 4  # a tile and its carries take at most 3/REGISTER_SHARE of th
 
 
 def cumsum_subgroup_size(inst: CumsumInst, target: CoreInfo) -> int:
-    """Lanes whose values of the summed component fill one vector register (on the CPU f32
-    and c32 16, f64 and c64 8), fewer for short columns: tinytc.gemm.subgroup_size without
-    its widening, since a scan down the rows shuffles within one register
-    (convert_subgroup._shuffle_scan; 64-bit values in 16 lanes went through memory)."""
+    """tinytc.gemm.subgroup_size of the summed component; where scans are shuffles
+    (CoreInfo.shuffle_scans: the CPU) without its widening, so that the values of the
+    subgroup fill one vector register (f32 and c32 16, f64 and c64 8 lanes): a scan down the
+    rows then shuffles within one register (convert_subgroup._shuffle_scan; 64-bit values
+    in 16 lanes went through memory)."""
     mt = inst.output.memref_type
     rows = mt.shape[0] if mt.order else 1
     size = summed_type(mt.element).component.size
-    return min(subgroup_size(rows, size, target), lanes_per_register(size, target))
+    lanes = subgroup_size(rows, size, target)
+    return min(lanes, lanes_per_register(size, target)) if target.shuffle_scans else lanes
 
 
 def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
