@@ -114,6 +114,26 @@ def test_scans_shuffle_in_one_register(t: str, sgs: int | None, scan: str) -> No
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("mode", [0, 1])
+def test_batched_entries_fetch_the_next_entrys_b(mode: int) -> None:
+    """B a view of the batch entry: the CPU fetches the next entry's B ahead of the stores
+    (llvm.prefetch); results as numpy's, with bounds checks too."""
+    batch = "memref<f64x37x5x?>"
+    text = f"""func @k(%A: {batch}, %B: {batch}) {{
+  %e = group_id
+  %a = subview %A[:,:,%e] : {batch}
+  %b = subview %B[:,:,%e] : {batch}
+  cumsum 1.0, %a, {mode}, 0.0, %b : f64, memref<f64x37x5>, f64, memref<f64x37x5>
+}}
+"""
+    assert "llvm.prefetch" in disassemble(tinytc.compile(text))
+    a, b = arrays("f64", (37, 5, 3))
+    for check_bounds in (False, True):
+        got = b.copy(order="F")
+        tinytc.jit(text, check_bounds=check_bounds).k(a, got, howmany=3)
+        np.testing.assert_array_equal(got, np.cumsum(a, axis=mode))
+
+
 @pytest.mark.parametrize("t", ["f16", "bf16"])
 def test_half_types_sum_in_f32(t: str) -> None:
     """Summed in f32 and rounded once at the store: 2049 (not an f16) never appears midway."""
