@@ -68,9 +68,10 @@ def cumsum_subgroup_size(inst: CumsumInst, target: CoreInfo) -> int:
 
 def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
     """Down the rows, tiles of one block of S rows (the blocks of a column are scanned one
-    after the other) by up to MAX_COLUMNS columns where a column is one block, else by one
-    column, so that the tiles walk B in the order of its lines (from DRAM, in one process,
-    n=64: f32 1.10x, f64 1.21x, c32 1.12x, c64 1.10x the tiles of 4 columns). Along the
+    after the other) by up to MAX_COLUMNS columns; on the CPU (CoreInfo.shuffle_scans) by one
+    column where a column is several blocks, so that the tiles walk B in the order of its
+    lines (from DRAM, in one process, n=64: f32 1.10x, f64 1.21x, c32 1.12x, c64 1.10x the
+    tiles of 4 columns). Along the
     columns, tiles of whole columns (static rows whose carries and one column fit in the
     registers; else MAX_ROW_BLOCKS blocks) by as many columns as fit with the carries in
     3/REGISTER_SHARE of the registers: on the CPU, from DRAM, f64 n=64 in 64 x 2 tiles of 8
@@ -83,7 +84,8 @@ def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
     value = registers_per_value(func.subgroup_size, summed_type(mt.element).size, target)
     fit = max(target.num_registers // value, 2)  # values of a lane in all registers
     one_block = isinstance(rows, int) and rows <= func.subgroup_size
-    per_item, columns = DOWN_ROW_BLOCKS, MAX_COLUMNS if one_block else 1
+    line_order = target.shuffle_scans and not one_block  # measured on the CPU only
+    per_item, columns = DOWN_ROW_BLOCKS, 1 if line_order else MAX_COLUMNS
     if inst.mode:
         blocks = MAX_ROW_BLOCKS if rows is None else -(-rows // func.subgroup_size)
         per_item = max(1, min(blocks, fit // 2))
@@ -98,7 +100,7 @@ def lower_cumsum(low: Lowering, inst: CumsumInst) -> None:
     if tiling.dpas or tiling.stage_a or tiling.fuse or tiling.prefetch:
         low.refuse(inst, "cumsum takes no dpas, stage_a, fuse or prefetch")
     whole = inst.output.memref_type.order <= 2  # one slice: B itself
-    nexts = next_entries(low, [inst.output]) if low.target.prefetch_intrinsic and whole else {}
+    nexts = next_entries(low, [inst.output]) if _fetches(low) and whole else {}
     with low.parallel():
         _slices(low, inst, tiling, inst.operands[1], inst.output, [], nexts.get(inst.output))
 
@@ -156,22 +158,29 @@ def _load(low: Lowering, a: Operand, b: Operand, t: Tile, acc: ScalarType) -> Va
     return low.convert(low.e.load(a, t.row, t.col, mt, check), acc)
 
 
-Fetch = Callable[[Size, Size, int, int, Size], None]
+Fetch = Callable[[Size, Size, int, int, int], None]
+
+
+def _fetches(low: Lowering) -> bool:
+    """Whether B is fetched ahead of the stores: where the target has the prefetch intrinsic
+    and its caches allocate lines on a store (the CPU; not targets of warps, measured on
+    none)."""
+    return low.target.prefetch_intrinsic and not low.target.warp_size
 
 
 def _fetcher(low: Lowering, b: Operand, b_next: Operand | None) -> Fetch:
     """fetch(row, col, rows, cols, later): a prefetch of the B tile that a later store writes,
-    where the target has the prefetch intrinsic (elsewhere nothing, not even its index
-    arithmetic): of the following batch entry's B at the same position, or, where B is not
-    a view of one entry, of this B at the position ``later`` (positions past its end are
-    clamped into it, plain.py). The stores then find their lines: on the CPU, from DRAM,
-    f32 n=64 along the columns ran 1.2-1.27x with B fetched one tile or one entry ahead, and
-    0.94x with A fetched instead (in one process)."""
+    where _fetches (elsewhere nothing, not even its index arithmetic): of the following batch
+    entry's B at the same position, or, where B is not a view of one entry, of this B
+    ``later`` columns on (positions past its end are clamped into it, plain.py). The stores
+    then find their lines: on the CPU, from DRAM, f32 n=64 along the columns ran 1.2-1.3x
+    with B fetched one tile or one entry ahead, and 0.94x with A fetched instead (in one
+    process)."""
 
-    def fetch(row: Size, col: Size, rows: int, cols: int, later: Size) -> None:
-        if not low.target.prefetch_intrinsic:
+    def fetch(row: Size, col: Size, rows: int, cols: int, later: int) -> None:
+        if not _fetches(low):
             return
-        m, at = (b, later) if b_next is None else (b_next, col)
+        m, at = (b, low.e.arith("add", col, later)) if b_next is None else (b_next, col)
         r, c = (low.e.value(x) for x in m.position(row, at))
         low.e.add(CoopMatrixPrefetchInst(0, m.value, r, c, rows, cols))
 
@@ -194,7 +203,7 @@ def _along_columns(
         def step(n0: Size, width: int, *carries: Value) -> list[Value]:
             t = Tile(m0, n0, r, width, check)
             x = _load(low, a, b, t, acc)
-            fetch(m0, n0, r, width, e.arith("add", n0, nb))
+            fetch(m0, n0, r, width, nb)
             sums = list(carries)
             for c in range(width):
                 for k in range(blocks):
@@ -227,7 +236,7 @@ def _down_rows(
         def step(m0: Size, r: int, check: str, *carries: Value) -> list[Value]:
             t = Tile(m0, n0, r, width, both(check, col_check))
             x = _load(low, a, b, t, acc)
-            fetch(m0, n0, r, width, e.arith("add", n0, nb * low.subgroups))
+            fetch(m0, n0, r, width, nb * low.subgroups)
             blocks = -(-r // low.sgs)
             sums = list(carries)
             for c in range(width):
