@@ -68,10 +68,11 @@ def cumsum_subgroup_size(inst: CumsumInst, target: CoreInfo) -> int:
 
 def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
     """Down the rows, tiles of one block of S rows (the blocks of a column are scanned one
-    after the other) by up to MAX_COLUMNS columns; on the CPU (CoreInfo.shuffle_scans) by one
-    column where a column is several blocks, so that the tiles walk B in the order of its
-    lines (from DRAM, in one process, n=64: f32 1.10x, f64 1.21x, c32 1.12x, c64 1.10x the
-    tiles of 4 columns). Along the
+    after the other) by up to MAX_COLUMNS columns; on the CPU (CoreInfo.shuffle_scans), where
+    a column is several blocks, tiles of one whole column (as many blocks as fit), which walk
+    B in the order of its lines (from DRAM, in one process, n=64: one block by 1 column ran
+    f32 1.10x, f64 1.21x, c32 1.12x, c64 1.10x one block by 4 columns; whole columns f32
+    1.06x, f64 1.06x, c32 1.13x, c64 1.19x one block by 1 column). Along the
     columns, tiles of whole columns (static rows whose carries and one column fit in the
     registers; else MAX_ROW_BLOCKS blocks) by as many columns as fit with the carries in
     3/REGISTER_SHARE of the registers: on the CPU, from DRAM, f64 n=64 in 64 x 2 tiles of 8
@@ -83,13 +84,13 @@ def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
     rows, cols = shape[0], shape[inst.mode if inst.mode else 1]
     value = registers_per_value(func.subgroup_size, summed_type(mt.element).size, target)
     fit = max(target.num_registers // value, 2)  # values of a lane in all registers
-    one_block = isinstance(rows, int) and rows <= func.subgroup_size
-    line_order = target.shuffle_scans and not one_block  # measured on the CPU only
-    per_item, columns = DOWN_ROW_BLOCKS, 1 if line_order else MAX_COLUMNS
-    if inst.mode:
-        blocks = MAX_ROW_BLOCKS if rows is None else -(-rows // func.subgroup_size)
+    blocks = MAX_ROW_BLOCKS if rows is None else -(-rows // func.subgroup_size)
+    per_item, columns = DOWN_ROW_BLOCKS, MAX_COLUMNS
+    if inst.mode:  # a carry per block of rows beside the tile
         per_item = max(1, min(blocks, fit // 2))
         columns = fit * (REGISTER_SHARE - 1) // REGISTER_SHARE // per_item - 1
+    elif target.shuffle_scans and blocks > 1:  # measured on the CPU only
+        per_item, columns = max(1, min(blocks, fit // 2)), 1
     columns = max(1, min(columns, MAX_COLUMNS, cols or MAX_COLUMNS))
     return Tiling(func.work_group_size, per_item, columns, 1)
 
