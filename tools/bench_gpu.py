@@ -225,7 +225,8 @@ def chain_variant(source: str, spec: str) -> str:
     """The chain with a variant of its sm_90 tiling: "0" is the compiler's choice; otherwise
     tokens joined by "_" applied to the program tile-linalg printed: sS subgroups (and
     work-groups) of S lanes, rR rows_per_item of both gemms, kK the first's K unroll, B0/B1
-    the first's stage_b, pP the first's prefetch (of the pair's operands) and hH its ahead."""
+    the first's stage_b, pP the first's prefetch (of the pair's operands) and hH its ahead,
+    cC the second's cols_per_item, SD the second's stage_b with stage_pad D."""
     if spec == "0":
         return source
     from tinytc.compiler import run_pipeline
@@ -247,6 +248,11 @@ def chain_variant(source: str, spec: str) -> str:
                         for x in (one, two))  # fmt: skip
         elif key == "k":
             one = re.sub(r"k_unroll=\d+", f"k_unroll={value}", one)
+        elif key == "c":
+            two = re.sub(r"cols_per_item=\d+", f"cols_per_item={value}", two)
+        elif key == "S":  # the second's B copied first, its columns padded by the value
+            two = two.replace("stage_b=false", "stage_b=true")
+            two = re.sub(r"stage_pad=\d+", f"stage_pad={value}", two)
         elif key == "p":
             one = re.sub(r"prefetch=\d+", f"prefetch={value}", one)
         elif key == "h":
