@@ -226,7 +226,9 @@ def chain_variant(source: str, spec: str) -> str:
     tokens joined by "_" applied to the program tile-linalg printed: sS subgroups (and
     work-groups) of S lanes, rR rows_per_item of both gemms, kK the first's K unroll, B0/B1
     the first's stage_b, pP the first's prefetch (of the pair's operands) and hH its ahead,
-    cC the second's cols_per_item, SD the second's stage_b with stage_pad D."""
+    cC the second's cols_per_item, KK its K unroll, SD its stage_b with stage_pad D, wMxN
+    work_group_size(M,N) in subgroups of M lanes, u0 the pair not fused, nN the first's
+    cols_per_item."""
     if spec == "0":
         return source
     from tinytc.compiler import run_pipeline
@@ -243,6 +245,18 @@ def chain_variant(source: str, spec: str) -> str:
             head = re.sub(r"work_group_size\(\d+,1\) subgroup_size\(\d+\)", sizes, head)
             one, two = (re.sub(r"work_group=\[\d+, 1\]", f"work_group=[{value}, 1]", x)
                         for x in (one, two))  # fmt: skip
+        elif key == "w":  # work_group_size(M,N) in subgroups of M lanes
+            m, n = value.split("x")
+            sizes = f"work_group_size({m},{n}) subgroup_size({m})"
+            head = re.sub(r"work_group_size\(\d+,\d+\) subgroup_size\(\d+\)", sizes, head)
+            one, two = (re.sub(r"work_group=\[\d+, \d+\]", f"work_group=[{m}, {n}]", x)
+                        for x in (one, two))  # fmt: skip
+        elif key == "u":  # u0: the pair not fused (the temporary in local memory)
+            one = one.replace("fuse=true", "fuse=false")
+        elif key == "n":
+            one = re.sub(r"cols_per_item=\d+", f"cols_per_item={value}", one)
+        elif key == "K":
+            two = re.sub(r"k_unroll=\d+", f"k_unroll={value}", two)
         elif key == "r":
             one, two = (re.sub(r"rows_per_item=\d+", f"rows_per_item={value}", x)
                         for x in (one, two))  # fmt: skip
@@ -279,7 +293,7 @@ def chain_shape(
     k, p = column_major(rng, (56, 56), ty), column_major(rng, (56, 9, batch), ty)
     a, q = column_major(rng, (9, 9, batch), ty), column_major(rng, (56, 9, batch), ty)
     dk, dp, dq = (cla.to_device(queue, x) for x in (k, p, q))
-    source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
+    source = chain_source_of(name)
     sample = rng.choice(batch, min(batch, 64), replace=False)
     want = np.stack([q[:, :, e] + k.astype(np.float64) @ p[:, :, e] @ a[:, :, e] for e in sample],
                     axis=2)  # fmt: skip
@@ -316,6 +330,11 @@ def chain_shape(
             "flops": 2.0 * (56 * 56 * 9 + 56 * 9 * 9) * batch,
             "bytes": 56.0 * 56 * size + per_entry * batch, "variant": best,
             "variants": {str(k): v[0] for k, v in variants.items()}}  # fmt: skip
+
+
+def chain_source_of(shape: str) -> str:
+    ty = shape.removeprefix("chain-")
+    return (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
 
 
 def gemm_source_of(shape: str) -> str:
@@ -398,6 +417,10 @@ def main(argv: list[str]) -> int:
         sources = [
             variant_source(gemm_source_of(s), v)
             for s in shapes if not s.startswith("chain") for v in variants_of(s, args.variants)
+        ]  # fmt: skip
+        sources += [
+            chain_variant(chain_source_of(s), v)
+            for s in shapes if s.startswith("chain") for v in variants_of(s, args.variants)
         ]  # fmt: skip
         prebuild(sources, default_device(), args.jobs)
     rows = []
