@@ -226,7 +226,7 @@ def chain_variant(source: str, spec: str) -> str:
     tokens joined by "_" applied to the program tile-linalg printed: sS subgroups (and
     work-groups) of S lanes, rR rows_per_item of both gemms, kK the first's K unroll, B0/B1
     the first's stage_b, pP the first's prefetch (of the pair's operands) and hH its ahead,
-    cC the second's cols_per_item, KK its K unroll, SD its stage_b with stage_pad D, wMxN
+    cC the second's cols_per_item, KK its K unroll, SD its stage_b with stage_pad D (Sn: not staged), wMxN
     work_group_size(M,N) in subgroups of M lanes, u0 the pair not fused, nN the first's
     cols_per_item."""
     if spec == "0":
@@ -265,8 +265,9 @@ def chain_variant(source: str, spec: str) -> str:
         elif key == "c":
             two = re.sub(r"cols_per_item=\d+", f"cols_per_item={value}", two)
         elif key == "S":  # the second's B copied first, its columns padded by the value
-            two = two.replace("stage_b=false", "stage_b=true")
-            two = re.sub(r"stage_pad=\d+", f"stage_pad={value}", two)
+            two = two.replace("stage_b=false", "stage_b=true" if value != "n" else "stage_b=false")
+            two = two.replace("stage_b=true", "stage_b=false") if value == "n" else two
+            two = re.sub(r"stage_pad=\d+", f"stage_pad={0 if value == 'n' else value}", two)
         elif key == "p":
             one = re.sub(r"prefetch=\d+", f"prefetch={value}", one)
         elif key == "h":

@@ -45,6 +45,13 @@ Measured on the H100 (tools/bench_gpu.py --variants @tools/gpu_sweep1.txt and
   (@tools/gpu_sweep10.txt): f32 0.0937 against 0.0975, f64 0.0902 against 0.0967. Its
   operands prefetched 512-1024 entries ahead: f64 (8.7 KB per entry) 0.0947-0.0958 against
   0.1016, f32 (4.4 KB) 0.101-0.117 against 0.096 (FUSED_PREFETCH_MIN_BYTES).
+- The chain's second gemm copies its B (A_e, 9 x 9) into local memory with P, before the one
+  barrier, columns padded to 16 bytes (fused_second_staging; @tools/gpu_sweep11.txt, working
+  set 2e8, two runs, ms): its 81 loads from global memory after the K loop become 27 local
+  ones (16-byte), and A_e arrives with P: f64 0.0877/0.0861 against 0.0910/0.0892; f32 with
+  the second gemm in column tiles of 1 (fused_second_cols) 0.0903/0.0910 against
+  0.0943/0.0931. Unfused, in three subgroups of 8 lanes sharing C's columns (7 x 3 blocks),
+  the chain lost: f32 0.124-0.150, f64 0.111-0.192.
 - Prefetch of A and B PREFETCH_AHEAD_BYTES of operands ahead into L2 (@tools/gpu_sweep8.txt,
   @tools/gpu_sweep9.txt), where a work-group runs several entries in turn, each waiting for
   its loads: f32-8-nn 0.0917 ms without, 0.0785 4096 entries ahead, 0.0730 8192, 0.0764
@@ -229,6 +236,29 @@ def fused_stage_b(first: GemmInst, target: CoreInfo, staging: bool = True) -> bo
     if not (staging and b.is_static):
         return False
     return STAGE_MIN_BYTES <= math.prod(b.shape) * b.element.size <= (target.local_memory_size or 0)  # type: ignore[arg-type]
+
+
+def fused_second_staging(second: GemmInst, first_staged: bool, target: CoreInfo) -> int | None:
+    """The stage_pad with which the second gemm of a fused pair copies its B (the chain's A_e)
+    into local memory, in the parallel region and before the barrier of the first's staged B:
+    its columns padded to 16 bytes, so that its K values are 16-byte loads; None where the
+    first's B is not staged or this B cannot be (module docstring: the chain, sweep 11)."""
+    b = second.operands[2].memref_type
+    if not first_staged or not b.is_static or second.trans_b:
+        return None
+    size = math.prod(b.shape) * b.element.size  # type: ignore[arg-type]
+    if size > (target.local_memory_size or 0):
+        return None
+    per_line = max(1, 16 // b.element.size)
+    return -b.shape[0] % per_line  # type: ignore[operator]
+
+
+def fused_second_cols(element_size: int, cols: int) -> int:
+    """Columns per tile of a fused pair's second gemm whose B is staged: one for 32-bit values
+    (sweep 11: chain-f32 0.0903/0.0910 ms against 0.0949/0.0937 in tiles of 3; without the
+    staging 1 column lost, 0.150), else ``cols`` (f64 in 1 column 0.112/0.108 against
+    0.0877/0.0861 in 3)."""
+    return 1 if element_size <= 4 else cols
 
 
 def staged(gemm: GemmInst, target: CoreInfo, staging: bool = True) -> bool:

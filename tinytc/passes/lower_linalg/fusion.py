@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...gemm import fused_form
+from ...gemm import Tiling, fused_form
 from ...ir import (
     AllocaInst,
     CastInst,
@@ -86,14 +86,22 @@ def fused_second(low: Lowering, region: Region, position: int) -> GemmInst:
     if other.stage_b and (not low.target.warp_size or why_not_staged(b2, low.target)):
         why = why_not_staged(b2, low.target) or "it copies the B of a gemm on targets of warps only"
         low.refuse(second, f"stage_b: {why}")
-    plain = dataclasses.replace(other, stage_b=False, stage_pad=0) if other.stage_b else other
-    if plain != fused_form(plain, tiling.rows_per_item, k2):
+    if not is_second_form(other, tiling.rows_per_item, k2):
         low.refuse(second, (
             f"the second gemm of a fused pair takes rows_per_item={tiling.rows_per_item} (the "
             f"first's), k_unroll={k2} (its K in one step), prefetch=0, prefetch_ahead=1, and "
-            "dpas, stage_a and fuse false (stage_b, with stage_pad, copies its B first)"
+            "dpas, stage_a and fuse false; stage_pad only with stage_b (its B copied first)"
         ))  # fmt: skip
     return second
+
+
+def is_second_form(tiling: Tiling, rows_per_item: int, depth: int) -> bool:
+    """Whether a tiling is one the second gemm of a fused pair takes: fused_form's, where its
+    B may be copied to local memory first (stage_b, its columns stage_pad values longer)."""
+    if tiling.stage_pad and not tiling.stage_b:
+        return False
+    plain = dataclasses.replace(tiling, stage_b=False, stage_pad=0)
+    return plain == fused_form(plain, rows_per_item, depth)
 
 
 def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
