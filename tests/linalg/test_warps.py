@@ -94,18 +94,18 @@ def test_sized_kernels_compute_right(ty: str, n: int, trans: str) -> None:
 @pytest.mark.parametrize(
     ("ty", "prefetch", "second"),
     [
-        ("f32", "prefetch=0, prefetch_ahead=1", "cols_per_item=1"),
-        ("f64", "prefetch=4, prefetch_ahead=722", "cols_per_item=3"),
+        ("f32", "k_unroll=8, prefetch=0, prefetch_ahead=1", "cols_per_item=1"),
+        ("f64", "k_unroll=16, prefetch=4, prefetch_ahead=722", "cols_per_item=3"),
     ],
 )
 def test_the_chain_stages_its_b_and_computes_right(ty: str, prefetch: str, second: str) -> None:
-    """The fused pair's first gemm copies P to local memory first (stage_b, K step 8); in f64
-    (8712 bytes of P, A and Q per entry) it prefetches its operands 6 MiB ahead. The second
+    """The fused pair's first gemm copies P to local memory first (stage_b, K step 8, f64 16);
+    in f64 (8712 bytes of P, A and Q per entry) it prefetches its operands 6 MiB ahead. The second
     copies A_e with it, its columns padded to 16 bytes (12 f32 / 10 f64 values apart), f32 in
     column tiles of 1."""
     source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
     printed = str(run_pipeline(source, SM_90, 2, ["work-group-size", "tile-linalg"]))
-    assert f"k_unroll=8, {prefetch}, dpas=false, stage_a=false, stage_b=true" in printed
+    assert f"{prefetch}, dpas=false, stage_a=false, stage_b=true" in printed
     pad = "stage_pad=3" if ty == "f32" else "stage_pad=1"
     assert f"{second}, k_unroll=9, prefetch=0, prefetch_ahead=1, dpas=false, stage_a=false, " \
         f"stage_b=true, {pad}, fuse=false" in printed  # fmt: skip
