@@ -226,9 +226,9 @@ def chain_variant(source: str, spec: str) -> str:
     tokens joined by "_" applied to the program tile-linalg printed: sS subgroups (and
     work-groups) of S lanes, rR rows_per_item of both gemms, kK the first's K unroll, B0/B1
     the first's stage_b, pP the first's prefetch (of the pair's operands) and hH its ahead,
-    cC the second's cols_per_item, KK its K unroll, SD its stage_b with stage_pad D (Sn: not staged), wMxN
-    work_group_size(M,N) in subgroups of M lanes, u0 the pair not fused, nN the first's
-    cols_per_item."""
+    cC the second's cols_per_item, KK its K unroll, SD its stage_b with stage_pad D (Sn: not
+    staged), wMxN work_group_size(M,N) in subgroups of M lanes, u0 the pair not fused, nN the
+    first's cols_per_item."""
     if spec == "0":
         return source
     from tinytc.compiler import run_pipeline
