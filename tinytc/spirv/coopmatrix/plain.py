@@ -77,32 +77,22 @@ class Plain:
         access = Access(lo, inst.operands[0], inst.operands[1], inst.operands[2], inst)
         if self.block_readable(lo, inst, access):
             return CoopMatrix(t, self.block_load(lo, t, access))
-        load = lambda p: load_scalar(lo, access.m, p)  # noqa: E731
-        if t.element.is_complex and self.replicated(t):  # parts broadcast straight into the FMAs
-            from ..convert_complex import load_by_parts
-
-            load = lambda p: load_by_parts(lo, access.m, p)  # noqa: E731
-        rt, zero = lo.scalar_type(t.element), lo.const(t.element, 0)
+        el, rt = t.element, lo.scalar_type(t.element)
+        zero = lo.const(el, 0)
 
         def read(e: Entry) -> Id:
-            if isinstance(e.row, int):  # one address for every lane: a select (Access.read)
-                return access.read(e, t, load)
-            # Lanes apart (rows lane + S b): a branch, which the CPU runtime turns into a masked
-            # vector load; in the select form one kernel built over 20 times slower
-            # (docs/runtime-cpu.md, "Checked loads").
-            pointer, cond = access.pointer(e), access.condition(e, t)
-            if cond is None:
-                return load(pointer)
-            return lo.if_value(cond, rt, lambda: load(pointer), zero)
+            pointer = access.pointer(e)
+            cond = access.condition(e, t)
+            value = lambda: load_scalar(lo, access.m, pointer)  # noqa: E731
+            if el.is_complex and self.replicated(t):  # parts broadcast straight into the FMAs
+                from ..convert_complex import load_by_parts
 
-        def whole() -> list[Id]:
-            if self.over_cap(lo, t):
-                return looped_load(lo, t, read)
-            return [read(e) for e in self.entries(lo, t)]
+                value = lambda: load_by_parts(lo, access.m, pointer)  # noqa: E731
+            return value() if cond is None else lo.if_value(cond, rt, value, zero)
 
-        if not self.replicated(t):  # no entry reads element 0 in its stead
-            return CoopMatrix(t, whole())
-        return CoopMatrix(t, access.guarded(t, [rt] * self.count(t, subgroup_size(lo)), whole))
+        if self.over_cap(lo, t):
+            return CoopMatrix(t, looped_load(lo, t, read))
+        return CoopMatrix(t, [read(e) for e in self.entries(lo, t)])
 
     def over_cap(self, lo: Lowering, t: ir.CoopMatrixType) -> bool:
         """Whether a matrix is over the target's values per work-item: its loads and stores
