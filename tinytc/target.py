@@ -165,6 +165,11 @@ class CoreInfo:
     # Bytes of one cache line: the unit of a prefetch (64 on the x86 CPUs and Xe GPUs here).
     cache_line: int = 64
     max_values_per_item: int = MAX_VALUES_PER_ITEM
+    # Whether the bf16 conversions of SPV_INTEL_bfloat16_conversion beat the same conversions
+    # on the bits (tinytc/spirv/convert_bf16.py): on GPUs one instruction each; the CPU runtime
+    # scalarizes them per lane, so its build time grows with the square of their count
+    # (docs/runtime-cpu.md section 5, "bf16 conversions").
+    bf16_conversion_pays: bool = True
     # The subgroup size of a kernel with nothing to size it by, where it is not
     # DEFAULT_SUBGROUP_SIZE: on NVIDIA the warp, whose segments the smaller sizes are.
     preferred_subgroup_size: int | None = None
@@ -270,6 +275,7 @@ CPU = CoreInfo(
     subgroup_block_io=True,
     dpas=None,
     max_entries_per_group=64,
+    bf16_conversion_pays=False,
     prefetch_intrinsic=True,
     intel_shuffles=True,
     shuffle_scans=True,

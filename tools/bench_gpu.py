@@ -225,7 +225,10 @@ def chain_variant(source: str, spec: str) -> str:
     """The chain with a variant of its sm_90 tiling: "0" is the compiler's choice; otherwise
     tokens joined by "_" applied to the program tile-linalg printed: sS subgroups (and
     work-groups) of S lanes, rR rows_per_item of both gemms, kK the first's K unroll, B0/B1
-    the first's stage_b, pP the first's prefetch (of the pair's operands) and hH its ahead."""
+    the first's stage_b, pP the first's prefetch (of the pair's operands) and hH its ahead,
+    cC the second's cols_per_item, KK its K unroll, SD its stage_b with stage_pad D (Sn: not
+    staged), wMxN work_group_size(M,N) in subgroups of M lanes, u0 the pair not fused, nN the
+    first's cols_per_item."""
     if spec == "0":
         return source
     from tinytc.compiler import run_pipeline
@@ -242,11 +245,29 @@ def chain_variant(source: str, spec: str) -> str:
             head = re.sub(r"work_group_size\(\d+,1\) subgroup_size\(\d+\)", sizes, head)
             one, two = (re.sub(r"work_group=\[\d+, 1\]", f"work_group=[{value}, 1]", x)
                         for x in (one, two))  # fmt: skip
+        elif key == "w":  # work_group_size(M,N) in subgroups of M lanes
+            m, n = value.split("x")
+            sizes = f"work_group_size({m},{n}) subgroup_size({m})"
+            head = re.sub(r"work_group_size\(\d+,\d+\) subgroup_size\(\d+\)", sizes, head)
+            one, two = (re.sub(r"work_group=\[\d+, \d+\]", f"work_group=[{m}, {n}]", x)
+                        for x in (one, two))  # fmt: skip
+        elif key == "u":  # u0: the pair not fused (the temporary in local memory)
+            one = one.replace("fuse=true", "fuse=false")
+        elif key == "n":
+            one = re.sub(r"cols_per_item=\d+", f"cols_per_item={value}", one)
+        elif key == "K":
+            two = re.sub(r"k_unroll=\d+", f"k_unroll={value}", two)
         elif key == "r":
             one, two = (re.sub(r"rows_per_item=\d+", f"rows_per_item={value}", x)
                         for x in (one, two))  # fmt: skip
         elif key == "k":
             one = re.sub(r"k_unroll=\d+", f"k_unroll={value}", one)
+        elif key == "c":
+            two = re.sub(r"cols_per_item=\d+", f"cols_per_item={value}", two)
+        elif key == "S":  # the second's B copied first, its columns padded by the value
+            two = two.replace("stage_b=false", "stage_b=true" if value != "n" else "stage_b=false")
+            two = two.replace("stage_b=true", "stage_b=false") if value == "n" else two
+            two = re.sub(r"stage_pad=\d+", f"stage_pad={0 if value == 'n' else value}", two)
         elif key == "p":
             one = re.sub(r"prefetch=\d+", f"prefetch={value}", one)
         elif key == "h":
@@ -273,7 +294,7 @@ def chain_shape(
     k, p = column_major(rng, (56, 56), ty), column_major(rng, (56, 9, batch), ty)
     a, q = column_major(rng, (9, 9, batch), ty), column_major(rng, (56, 9, batch), ty)
     dk, dp, dq = (cla.to_device(queue, x) for x in (k, p, q))
-    source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
+    source = chain_source_of(name)
     sample = rng.choice(batch, min(batch, 64), replace=False)
     want = np.stack([q[:, :, e] + k.astype(np.float64) @ p[:, :, e] @ a[:, :, e] for e in sample],
                     axis=2)  # fmt: skip
@@ -310,6 +331,11 @@ def chain_shape(
             "flops": 2.0 * (56 * 56 * 9 + 56 * 9 * 9) * batch,
             "bytes": 56.0 * 56 * size + per_entry * batch, "variant": best,
             "variants": {str(k): v[0] for k, v in variants.items()}}  # fmt: skip
+
+
+def chain_source_of(shape: str) -> str:
+    ty = shape.removeprefix("chain-")
+    return (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
 
 
 def gemm_source_of(shape: str) -> str:
@@ -392,6 +418,10 @@ def main(argv: list[str]) -> int:
         sources = [
             variant_source(gemm_source_of(s), v)
             for s in shapes if not s.startswith("chain") for v in variants_of(s, args.variants)
+        ]  # fmt: skip
+        sources += [
+            chain_variant(chain_source_of(s), v)
+            for s in shapes if s.startswith("chain") for v in variants_of(s, args.variants)
         ]  # fmt: skip
         prebuild(sources, default_device(), args.jobs)
     rows = []

@@ -148,16 +148,17 @@ class Job:
     def out_of_time(self) -> bool:
         return bool(self.args.seconds) and time.time() - self.started > self.args.seconds
 
-    def remaining(self) -> int:
-        left = self.args.count - self.programs if self.args.count else BATCH
-        if self.out_of_time():
-            return 0
-        return max(0, min(left, BATCH))
+    def done(self) -> bool:
+        counted = bool(self.args.count) and self.programs >= self.args.count
+        return counted or self.out_of_time()
 
     def run(self) -> None:
         batch = 0
-        while (n := self.remaining()) > 0:
-            self.batch(self.args.seed * 100003 + self.args.job * 1009 + batch, n)
+        while not self.done():
+            # always a whole batch, the draws past the count left unchecked: a batch of the
+            # few programs still wanted drew hypothesis' simplest case first, a repeat each
+            # time, and the campaign never ended
+            self.batch(self.args.seed * 100003 + self.args.job * 1009 + batch, BATCH)
             batch += 1
             if batch % 10 == 0 or self.args.seconds:  # a timed campaign: after every batch
                 seconds = time.time() - self.started
@@ -183,8 +184,8 @@ class Job:
         )
         @given(self.strategy())
         def prop(case: Case | GeneratorError) -> None:
-            if self.out_of_time() and not state["shrinking"]:
-                return  # --seconds is up: the rest of the batch is drawn, not checked
+            if self.done() and not state["shrinking"]:
+                return  # the count or --seconds is reached: the rest is drawn, not checked
             if not state["shrinking"]:
                 key = identity(case)
                 if key in self.seen:  # drawn again (hypothesis may): not checked, not counted

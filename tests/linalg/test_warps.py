@@ -92,15 +92,23 @@ def test_sized_kernels_compute_right(ty: str, n: int, trans: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("ty", "prefetch"),
-    [("f32", "prefetch=0, prefetch_ahead=1"), ("f64", "prefetch=4, prefetch_ahead=722")],
+    ("ty", "prefetch", "second"),
+    [
+        ("f32", "k_unroll=8, prefetch=0, prefetch_ahead=1", "cols_per_item=1"),
+        ("f64", "k_unroll=16, prefetch=4, prefetch_ahead=722", "cols_per_item=3"),
+    ],
 )
-def test_the_chain_stages_its_b_and_computes_right(ty: str, prefetch: str) -> None:
-    """The fused pair's first gemm copies P to local memory first (stage_b, K step 8); in f64
-    (8712 bytes of P, A and Q per entry) it prefetches its operands 6 MiB ahead."""
+def test_the_chain_stages_its_b_and_computes_right(ty: str, prefetch: str, second: str) -> None:
+    """The fused pair's first gemm copies P to local memory first (stage_b, K step 8, f64 16);
+    in f64 (8712 bytes of P, A and Q per entry) it prefetches its operands 6 MiB ahead. The second
+    copies A_e with it, its columns padded to 16 bytes (12 f32 / 10 f64 values apart), f32 in
+    column tiles of 1."""
     source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
     printed = str(run_pipeline(source, SM_90, 2, ["work-group-size", "tile-linalg"]))
-    assert f"k_unroll=8, {prefetch}, dpas=false, stage_a=false, stage_b=true" in printed
+    assert f"{prefetch}, dpas=false, stage_a=false, stage_b=true" in printed
+    pad = "stage_pad=3" if ty == "f32" else "stage_pad=1"
+    assert f"{second}, k_unroll=9, prefetch=0, prefetch_ahead=1, dpas=false, stage_a=false, " \
+        f"stage_b=true, {pad}, fuse=false" in printed  # fmt: skip
     rng = np.random.default_rng(5)
     k, p, a, q = (
         np.asfortranarray(rng.standard_normal(s).astype(ty.replace("f", "float")))
@@ -146,3 +154,25 @@ def test_staging_the_lowering_cannot_do_is_refused(target: str, flags: str, mess
     source = source.replace(line, f"{line} attributes{{{tiling}}}")
     with pytest.raises(CompilationError, match=message):
         tinytc.compile(source, target)
+
+
+@pytest.mark.parametrize(
+    ("target", "old", "new", "message"),
+    [
+        ("cpu", "stage_b=false, stage_pad=0", "stage_b=true, stage_pad=0", "targets of warps"),
+        ("sm_90", "stage_b=true, stage_pad=3", "stage_b=false, stage_pad=3", "stage_pad only"),
+    ],
+)
+def test_the_chain_second_staging_the_lowering_cannot_do_is_refused(
+    target: str, old: str, new: str, message: str
+) -> None:
+    """The fused pair's second gemm copies its B on targets of warps only, and pads only what
+    it copies."""
+    source = (ROOT / "tests" / "programs" / "tutorial.ir").read_text()
+    core = SM_90 if target == "sm_90" else CPU
+    printed = str(run_pipeline(source, core, 2, ["work-group-size", "tile-linalg"]))
+    second = printed.index("%tmp, %a")
+    assert old in printed[second:]
+    printed = printed[:second] + printed[second:].replace(old, new)
+    with pytest.raises(CompilationError, match=message):
+        tinytc.compile(printed, target)

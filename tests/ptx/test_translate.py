@@ -164,6 +164,19 @@ def test_prefetch_becomes_ptx_prefetch() -> None:
     assert "prefetch.global.L2" in module.text and "prefetch.global.L1" not in module.text
 
 
+@pytest.mark.parametrize(("ty", "padded"), [("f32", 12 * 9 * 4), ("f64", 10 * 9 * 8)])
+def test_chain_copies_p_and_a_before_one_barrier(ty: str, padded: int) -> None:
+    """The chain's fused pair copies P (56 x 9) and A_e (9 x 9, columns padded to 16 bytes)
+    into shared memory (one array: the stack pass places both, 64-byte aligned), then waits
+    once; the second gemm reads A_e there as 16-byte loads."""
+    _, module = translated(BENCH[f"chain-{ty}"])
+    found = re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", module.text)
+    p = 56 * 9 * int(ty[1:]) // 8
+    assert len(found) == 1 and p + padded <= int(found[0]) < p + padded + 64
+    assert module.text.count("barrier.sync") == 1
+    assert ("ld.shared.v4.b32" if ty == "f32" else "ld.shared.v2.b64") in module.text
+
+
 def test_translation_is_deterministic() -> None:
     source = BENCH["chain-f32"]
     assert translated(source)[1].text == translated(source)[1].text

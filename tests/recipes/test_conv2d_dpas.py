@@ -44,7 +44,7 @@ def _problem(layout, direction, dtype, target, dpas):
     [
         ("pvc", "NCHW", "forward", "f16"),
         ("dg2", "NHWC", "backward_data", "f16"),
-        ("pvc", "NHWC", "backward_data", "bf16"),
+        ("dg2", "NCHW", "backward_data", "bf16"),
     ],
 )
 def test_emulated_dpas_matches_numpy(target, layout, direction, dtype):

@@ -45,6 +45,14 @@ Measured on the H100 (tools/bench_gpu.py --variants @tools/gpu_sweep1.txt and
   (@tools/gpu_sweep10.txt): f32 0.0937 against 0.0975, f64 0.0902 against 0.0967. Its
   operands prefetched 512-1024 entries ahead: f64 (8.7 KB per entry) 0.0947-0.0958 against
   0.1016, f32 (4.4 KB) 0.101-0.117 against 0.096 (FUSED_PREFETCH_MIN_BYTES).
+- The chain's second gemm copies its B (A_e, 9 x 9) into local memory with P, before the one
+  barrier, columns padded to 16 bytes (fused_second_staging; @tools/gpu_sweep11.txt, working
+  set 2e8, two runs, ms): its 81 loads from global memory after the K loop become 27 local
+  ones (16-byte), and A_e arrives with P: f64 0.0877/0.0861 against 0.0910/0.0892; f32 with
+  the second gemm in column tiles of 1 (fused_second_cols) 0.0903/0.0910 against
+  0.0943/0.0931. Unfused, in three subgroups of 8 lanes sharing C's columns (7 x 3 blocks),
+  the chain lost: f32 0.124-0.150, f64 0.111-0.192. In f64 the K step 16 then gained
+  (fused_k_unroll; @tools/gpu_sweep12.txt): 0.0816/0.0808 against 0.0874/0.0858.
 - Prefetch of A and B PREFETCH_AHEAD_BYTES of operands ahead into L2 (@tools/gpu_sweep8.txt,
   @tools/gpu_sweep9.txt), where a work-group runs several entries in turn, each waiting for
   its loads: f32-8-nn 0.0917 ms without, 0.0785 4096 entries ahead, 0.0730 8192, 0.0764
@@ -61,7 +69,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ..ir import GemmInst, LinalgInst, MemrefType
+from ..ir import F64, GemmInst, LinalgInst, MemrefType, ScalarType
 from ..target import CoreInfo, summed_type
 from . import MAX_TILE_COMPONENTS, Tiling
 
@@ -72,6 +80,7 @@ MAX_COLS_PER_ITEM = 8
 WORK_PER_GROUP = 2048  # multiply-adds per work-group below which it runs several entries
 STAGE_MIN_BYTES = 1024  # a smaller operand is read from global memory (L1)
 FUSED_K_UNROLL = 8  # K step of a fused pair's first gemm whose B is staged
+FUSED_K_UNROLL_F64 = 16  # ... of f64 values (fused_k_unroll)
 CHUNKED_K_UNROLL = 8  # K step of a gemm whose A and B are staged in chunks of K
 STAGE_PAD = 4  # values a staged transposed A's columns are padded by (Tiling.stage_pad)
 PREFETCH_OPERANDS = 2  # A and B of a later entry, where several run in a work-group
@@ -224,11 +233,43 @@ def fused_prefetch(entry_bytes: int, count: int) -> tuple[int, int]:
 def fused_stage_b(first: GemmInst, target: CoreInfo, staging: bool = True) -> bool:
     """Whether the first gemm of a fused pair (one warp walks the row tiles) copies its B to
     local memory first: where it is static and takes STAGE_MIN_BYTES up to all of local
-    memory; its K loop then steps FUSED_K_UNROLL (module docstring: the chain)."""
+    memory; its K loop then steps fused_k_unroll (module docstring: the chain)."""
     b = first.operands[2].memref_type
     if not (staging and b.is_static):
         return False
     return STAGE_MIN_BYTES <= math.prod(b.shape) * b.element.size <= (target.local_memory_size or 0)  # type: ignore[arg-type]
+
+
+def fused_second_staging(second: GemmInst, first_staged: bool, target: CoreInfo) -> int | None:
+    """The stage_pad with which the second gemm of a fused pair copies its B (the chain's A_e)
+    into local memory, in the parallel region and before the barrier of the first's staged B:
+    its columns padded to 16 bytes, so that its K values are 16-byte loads; None where the
+    first's B is not staged or this B cannot be (module docstring: the chain, sweep 11)."""
+    b = second.operands[2].memref_type
+    if not first_staged or not b.is_static or second.trans_b:
+        return None
+    size = math.prod(b.shape) * b.element.size  # type: ignore[arg-type]
+    if size > (target.local_memory_size or 0):
+        return None
+    per_line = max(1, 16 // b.element.size)
+    return -b.shape[0] % per_line  # type: ignore[operator]
+
+
+def fused_second_cols(element_size: int, cols: int) -> int:
+    """Columns per tile of a fused pair's second gemm whose B is staged: one for 32-bit values
+    (sweep 11: chain-f32 0.0903/0.0910 ms against 0.0949/0.0937 in tiles of 3; without the
+    staging 1 column lost, 0.150), else ``cols`` (f64 in 1 column 0.112/0.108 against
+    0.0877/0.0861 in 3)."""
+    return 1 if element_size <= 4 else cols
+
+
+def fused_k_unroll(element: ScalarType) -> int:
+    """The K step of a fused pair's first gemm whose B is staged: FUSED_K_UNROLL, for f64
+    FUSED_K_UNROLL_F64 (@tools/gpu_sweep12.txt, working set 2e8, two runs: chain-f64 0.0816/
+    0.0808 ms against 0.0874/0.0858 with K step 8; chain-f32 16 0.0911/0.0911 against
+    0.0917/0.0912, a tie, and with the second gemm in column tiles of 3 a loss, 0.098/0.0965
+    against 0.0949/0.0937 in sweep 11; complex values were not measured)."""
+    return FUSED_K_UNROLL_F64 if element == F64 else FUSED_K_UNROLL
 
 
 def staged(gemm: GemmInst, target: CoreInfo, staging: bool = True) -> bool:

@@ -18,7 +18,6 @@ from ..gemm import (
     Tiling,
     choose_tiling,
     fused_cols_per_item,
-    fused_form,
     fused_k_unroll,
     fused_rows_per_item,
     prefetch_next,
@@ -41,7 +40,7 @@ from ..ir import (
 )
 from ..target import CoreInfo, summed_type
 from .lower_linalg.cumsum import cumsum_tiling
-from .lower_linalg.fusion import fusion_partner, pair_operands
+from .lower_linalg.fusion import fusion_partner, is_second_form, pair_operands
 from .lower_linalg.staging import why_not_staged
 from .lower_linalg.whole import with_whole
 from .matrix_unit import matrix_unit_of
@@ -109,7 +108,8 @@ class TilingPass:
         warp = bool(self.target.warp_size)
         stage_b = warp and warps.fused_stage_b(inst, self.target, self.staging)  # type: ignore[arg-type]
         if stage_b:
-            unroll = warps.FUSED_K_UNROLL if self.max_k_unroll > 1 else 1  # staged from -O2
+            staged_unroll = warps.fused_k_unroll(tmp.element)
+            unroll = staged_unroll if self.max_k_unroll > 1 else 1  # staged from -O2
             operands = pair_operands(inst, second)  # type: ignore[arg-type]
             entry = sum(warps.operand_bytes(v.memref_type) for v in operands if per_entry(v))
             prefetch, ahead = warps.fused_prefetch(entry, len(operands))
@@ -118,7 +118,7 @@ class TilingPass:
             fuse=True,
         )  # fmt: skip
         given = second.tiling  # written in the program: fused only where it agrees
-        if given is not None and given != fused_form(given, mb, k2):
+        if given is not None and not is_second_form(given, mb, k2):
             return tiling
         return fused
 
@@ -136,7 +136,11 @@ class TilingPass:
             nb = fused_cols_per_item(cols, k2, first.rows_per_item, sgs, size, self.target)
         else:
             nb = self.default(second, func).cols_per_item
-        return Tiling(first.work_group, first.rows_per_item, nb, k2)
+        pad = warps.fused_second_staging(second, first.stage_b, self.target)  # type: ignore[arg-type]
+        if pad is None:  # the first's B is staged on targets of warps only
+            return Tiling(first.work_group, first.rows_per_item, nb, k2)
+        nb = warps.fused_second_cols(tmp.element.size, nb)
+        return Tiling(first.work_group, first.rows_per_item, nb, k2, stage_b=True, stage_pad=pad)
 
 
 def per_entry(v: Value) -> bool:

@@ -45,8 +45,15 @@ def kernel_args(t: Any, arg: Any, keep: list[Any]) -> list[Any]:
     return out
 
 
+# An empty array's placeholder: 16 bytes, the widest element (c64), so that a kernel's read of
+# element 0 (a checked load's entries outside read it) stays inside even if not guarded.
+PLACEHOLDER_BYTES = 16
+
+
 def nonempty(values: np.ndarray) -> np.ndarray:
-    return values if values.size else np.zeros(1, values.dtype)
+    if values.size:
+        return values
+    return np.zeros(-(-PLACEHOLDER_BYTES // values.dtype.itemsize), values.dtype)
 
 
 def pointer(array: Any, keep: list[Any]) -> Any:
@@ -62,7 +69,7 @@ def svm(array: np.ndarray, keep: list[Any]) -> Any:
     """An SVM pointer to the first element of any (even strided or read-only) array."""
     cl = _pyopencl()
     if not array.size:
-        flat = np.zeros(1, np.uint8)
+        flat = np.zeros(PLACEHOLDER_BYTES, np.uint8)
     elif array.flags.writeable and (array.flags.c_contiguous or array.flags.f_contiguous):
         flat = array.reshape(-1, order="A").view(np.uint8)
     else:

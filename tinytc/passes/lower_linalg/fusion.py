@@ -4,7 +4,9 @@ A, keeps the temporary in registers; both run in one parallel region, row tile b
 
 from __future__ import annotations
 
-from ...gemm import fused_form
+import dataclasses
+
+from ...gemm import Tiling, fused_form
 from ...ir import (
     AllocaInst,
     CastInst,
@@ -22,7 +24,7 @@ from ...target import summed_type
 from .emitter import Operand, Size, Tile, both, col_tiles
 from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
-from .staging import stage_plain, why_not_staged
+from .staging import stage_plain_all, why_not_staged
 
 
 def fusion_partner(region: Region, position: int, func: Function) -> tuple[GemmInst | None, str]:
@@ -80,13 +82,26 @@ def fused_second(low: Lowering, region: Region, position: int) -> GemmInst:
             f"holds all {k2} columns of its output (cols_per_item={k2})"
         ))  # fmt: skip
     other = low.tiling(second)
-    if other != fused_form(other, tiling.rows_per_item, k2):
+    b2 = second.operands[2].memref_type
+    if other.stage_b and (not low.target.warp_size or why_not_staged(b2, low.target)):
+        why = why_not_staged(b2, low.target) or "it copies the B of a gemm on targets of warps only"
+        low.refuse(second, f"stage_b: {why}")
+    if not is_second_form(other, tiling.rows_per_item, k2):
         low.refuse(second, (
             f"the second gemm of a fused pair takes rows_per_item={tiling.rows_per_item} (the "
             f"first's), k_unroll={k2} (its K in one step), prefetch=0, prefetch_ahead=1, and "
-            "dpas, stage_a, stage_b and fuse false"
+            "dpas, stage_a and fuse false; stage_pad only with stage_b (its B copied first)"
         ))  # fmt: skip
     return second
+
+
+def is_second_form(tiling: Tiling, rows_per_item: int, depth: int) -> bool:
+    """Whether a tiling is one the second gemm of a fused pair takes: fused_form's, where its
+    B may be copied to local memory first (stage_b, its columns stage_pad values longer)."""
+    if tiling.stage_pad and not tiling.stage_b:
+        return False
+    plain = dataclasses.replace(tiling, stage_b=False, stage_pad=0)
+    return plain == fused_form(plain, rows_per_item, depth)
 
 
 def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
@@ -108,8 +123,12 @@ def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
     b2 = Operand(second.operands[2], second.trans_b)
     fetched = pair_operands(first, second)[: tiling1.prefetch]
     nexts = next_entries(low, fetched, tiling1.prefetch_ahead)
-    if tiling1.stage_b:
-        b1 = stage_plain(low, b1)
+    copies = [(b1, 0)] if tiling1.stage_b else []
+    copies += [(b2, tiling2.stage_pad)] if tiling2.stage_b else []
+    if copies:  # in one parallel region: one barrier after both
+        staged = stage_plain_all(low, copies)
+        b1 = staged[0] if tiling1.stage_b else b1
+        b2 = staged[-1] if tiling2.stage_b else b2
 
     par = e.add(ParallelInst())
     e.b.enter(par.regions[0])

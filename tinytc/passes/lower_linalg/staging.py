@@ -89,29 +89,48 @@ def stage_plain(low: Lowering, x: Operand, pad: int = 0) -> Operand:
     the result keeps x's transposition; its columns lie rows + pad apart (Tiling.stage_pad).
     insert-barrier puts the barrier after the copy. tile-linalg decides where (Tiling.stage_a
     of a non-transposed A or with stage_pad, Tiling.stage_b)."""
+    return stage_plain_all(low, [(x, pad)])[0]
+
+
+def stage_plain_all(low: Lowering, copies: list[tuple[Operand, int]]) -> list[Operand]:
+    """stage_plain of each (operand, pad) in one parallel region, so that one barrier follows
+    all the copies (a fused pair's two B operands)."""
+    e = low.e
+    locals_: list[Value] = []
+    for x, pad in copies:
+        t = x.type
+        rows, cols = t.shape
+        assert isinstance(rows, int) and isinstance(cols, int)
+        local = e.add(AllocaInst(MemrefType.make(t.element, (rows + pad, cols)))).result
+        low.staged.append(local)
+        if pad:  # columns rows + pad apart: lanes reading a row of the copy hit distinct banks
+            slices = [(e.value(0), e.value(rows)), (e.value(0), e.value(cols))]
+            local = e.add(SubviewInst(local, slices)).result
+        locals_.append(local)
+    with low.parallel():
+        sg: Value | None = None
+        if low.subgroups > 1:
+            sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
+        for (x, _), local in zip(copies, locals_, strict=True):
+            _copy_plain(low, x, local, sg)
+    return [Operand(v, transpose=x.transpose) for (x, _), v in zip(copies, locals_, strict=True)]
+
+
+def _copy_plain(low: Lowering, x: Operand, local: Value, sg: Value | None) -> None:
+    """The loop of stage_plain's copy of x into local, chunks of columns per subgroup."""
+    e = low.e
     t = x.type
     rows, cols = t.shape
     assert isinstance(rows, int) and isinstance(cols, int)
-    e = low.e
-    local = e.add(AllocaInst(MemrefType.make(t.element, (rows + pad, cols)))).result
-    low.staged.append(local)
-    if pad:  # columns rows + pad apart: lanes reading a row of the copy hit distinct banks
-        slices = [(e.value(0), e.value(rows)), (e.value(0), e.value(cols))]
-        local = e.add(SubviewInst(local, slices)).result
     blocks = -(-rows // low.sgs)
     chunk = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks, cols))
-    with low.parallel():
-        first: Size = 0
-        if low.subgroups > 1:
-            sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
-            first = e.arith("mul", sg, chunk)
+    first: Size = 0 if sg is None else e.arith("mul", sg, chunk)
 
-        def copy(j0: Size) -> list[Value]:
-            check = "" if cols % chunk == 0 else "cols"
-            ct = CoopMatrixType(t.element, rows, chunk, "matrix_acc")
-            v = e.load(Operand(x.value), 0, j0, ct, check)
-            e.add(CoopMatrixStoreInst(v, local, e.value(0), e.value(j0), False, check))
-            return []
+    def copy(j0: Size) -> list[Value]:
+        check = "" if cols % chunk == 0 else "cols"
+        ct = CoopMatrixType(t.element, rows, chunk, "matrix_acc")
+        v = e.load(Operand(x.value), 0, j0, ct, check)
+        e.add(CoopMatrixStoreInst(v, local, e.value(0), e.value(j0), False, check))
+        return []
 
-        e.loop(first, cols, chunk * low.subgroups, [], copy)
-    return Operand(local, transpose=x.transpose)
+    e.loop(first, cols, chunk * low.subgroups, [], copy)

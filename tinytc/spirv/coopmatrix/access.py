@@ -3,10 +3,12 @@ addresses and bounds checks of an access, and whether a target block-reads."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ... import ir
 from ...errors import CompilationError
 from ...target import CoreInfo
-from .._grammar import Op, OpenCLStd
+from .._grammar import Op, OpenCLStd, SelectionControl
 from ..convert import Dim, Lowering
 from ..instruction import Id
 from .lanes import subgroup_size
@@ -70,6 +72,45 @@ class Access:
             conds += self._inside(lo.add(starts[1], e.col), self.col_mode)
         return conjunction(lo, conds)
 
+    def read(self, e: Entry, t: ir.CoopMatrixType, load: Callable[[Id], Id]) -> Id:
+        """Entry e of a load, load(pointer) where ``condition`` holds and 0 elsewhere. An
+        entry outside reads the memref's first element instead: a select on the offset, not
+        a branch per entry (a tile's edges have many, and the CPU runtime's build time grows
+        with the blocks: issue 25). The memref must hold an element there: ``guarded``."""
+        lo, el = self.lo, t.element
+        cond = self.condition(e, t)
+        if cond is None:
+            return load(self.pointer(e))
+        entry = lo.add(lo.mul(e.row, self.row_stride), lo.mul(e.col, self.col_stride))
+        offset = lo.as_id(lo.add(self.start, entry))  # from the memref's pointer (see base)
+        safe = lo.op(Op.Select, lo.i64, cond, offset, lo.as_id(0))
+        value = load(lo.offset_pointer(self.m.pointer, self.m.space, self.m.type.element, safe))
+        return lo.select(el, cond, value, lo.const(el, 0))
+
+    def guarded(
+        self, t: ir.CoopMatrixType, types: list[Id], load: Callable[[], list[Id]]
+    ) -> list[Id]:
+        """load()'s components (of SPIR-V types ``types``), for a checked load only where the
+        memref holds an element and zeros elsewhere: its entries outside read element 0
+        (``read``), which an empty memref (an extent 0 at run time, or a zero-size subview at
+        the end of an array) lacks. One branch for the whole load where an extent is known
+        only at run time, none where all are known."""
+        zeros = [self.lo.const(t.element, 0)] * len(types)
+        if not self.checked:  # an unchecked tile lies inside: the memref holds it
+            return load()
+        lo, boolean = self.lo, self.lo.m.type_bool()
+        conds: list[Id] = []
+        for extent in self.m.shape:
+            if isinstance(extent, int):
+                if extent == 0:
+                    return zeros
+                continue
+            conds.append(lo.op(Op.INotEqual, boolean, lo.as_id(extent), lo.as_id(0)))
+        nonempty = conjunction(lo, conds)
+        if nonempty is None:
+            return load()
+        return branch(lo, nonempty, types, load, lambda: zeros)
+
     def _rows(self, start: Dim, e: Entry) -> tuple[int, int] | None:
         """The rows of memory a lane-dependent entry (row lane + S * block) covers over the
         lanes where its start is known at compile time, else None."""
@@ -104,6 +145,24 @@ def conjunction(lo: Lowering, conds: list[Id]) -> Id | None:
     for c in conds[1:]:
         cond = lo.op(Op.LogicalAnd, lo.m.type_bool(), cond, c)
     return cond
+
+
+def branch(lo: Lowering, cond: Id, types: list[Id], then: Callable[[], list[Id]],
+           otherwise: Callable[[], list[Id]]) -> list[Id]:  # fmt: skip
+    """cond ? then() : otherwise(), each side run only where cond says, as a structured
+    selection whose phis give the values."""
+    inner, other, merge = lo.new_block("then"), lo.new_block("else"), lo.new_block("merge")
+    lo.b.emit(Op.SelectionMerge, merge.label, SelectionControl.None_)
+    lo.b.emit(Op.BranchConditional, cond, inner.label, other.label)
+    ends = []
+    values = []
+    for block, side in ((inner, then), (other, otherwise)):
+        lo.start(block)
+        values.append(side())
+        ends.append(lo.b.block.label)  # type: ignore[union-attr]
+        lo.b.emit(Op.Branch, merge.label)
+    lo.start(merge)
+    return [lo.op(Op.Phi, rt, x, ends[0], y, ends[1]) for rt, x, y in zip(types, *values)]
 
 
 def clamp(lo: Lowering, index: Dim, extent: Dim) -> Dim | None:

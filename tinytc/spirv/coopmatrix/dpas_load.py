@@ -20,16 +20,15 @@ gathers too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ... import ir
 from ...passes.memref_info import MemrefInfo, pow2
-from .._grammar import MemoryAccess, Op, SelectionControl, StorageClass
+from .._grammar import MemoryAccess, Op, StorageClass
 from ..convert import Dim, Lowering, Memref
 from ..convert_memory import load_scalar
 from ..instruction import Id
-from .access import BLOCK_READ_WIDTHS, Access, Entry, block_reads_pay
+from .access import BLOCK_READ_WIDTHS, Access, Entry, block_reads_pay, branch
 from .lanes import subgroup_size
 
 if TYPE_CHECKING:
@@ -46,6 +45,13 @@ def load(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst) -> list[Id]:
     t = inst.type
     access = Access(lo, inst.operands[0], inst.operands[1], inst.operands[2], inst)
     types = [lo.scalar_type(t.element)] * impl.count(t, subgroup_size(lo))
+    return access.guarded(t, types, lambda: whole(lo, impl, inst, access, types))
+
+
+def whole(lo: Lowering, impl: Dpas, inst: ir.CoopMatrixLoadInst, access: Access,
+          types: list[Id]) -> list[Id]:  # fmt: skip
+    """The load where the memref holds an element (Access.guarded)."""
+    t = inst.type
     per_word = block_word(lo, impl, inst, access)
     if per_word:
         if known_aligned(lo, inst, access.row_mode):
@@ -265,22 +271,9 @@ def from_bits(lo: Lowering, el: ir.ScalarType, bits: Id) -> Id:
 
 
 def gather(lo: Lowering, impl: Dpas, t: ir.CoopMatrixType, access: Access) -> list[Id]:
-    """Each entry loaded where it lies; a checked entry outside the memref reads its first
-    element instead (a select, not a branch per entry: the edges of every GEMM tile have
-    many) and gives 0."""
-    m, el = access.m, t.element
-    components = []
-    for e in impl.entries(lo, t):
-        cond = access.condition(e, t)
-        if cond is None:
-            components.append(load_element(lo, m, access.pointer(e)))
-            continue
-        offset = lo.add(lo.mul(e.row, access.row_stride), lo.mul(e.col, access.col_stride))
-        offset = lo.as_id(lo.add(access.start, offset))
-        safe = lo.op(Op.Select, lo.i64, cond, offset, lo.as_id(0))
-        value = load_element(lo, m, lo.offset_pointer(m.pointer, m.space, el, safe))
-        components.append(lo.select(el, cond, value, lo.const(el, 0)))
-    return components
+    """Each entry loaded where it lies, 0 outside a checked memref (Access.read)."""
+    load = lambda p: load_element(lo, access.m, p)  # noqa: E731
+    return [access.read(e, t, load) for e in impl.entries(lo, t)]
 
 
 def load_element(lo: Lowering, m: Memref, pointer: Id) -> Id:
@@ -297,21 +290,3 @@ def widen_bf16(lo: Lowering, bits: Id) -> Id:
     i32 = lo.m.type_int(32)
     upper = lo.op(Op.ShiftLeftLogical, i32, lo.op(Op.UConvert, i32, bits), lo.u32(16))
     return lo.op(Op.Bitcast, lo.m.type_float(32), upper)
-
-
-def branch(lo: Lowering, cond: Id, types: list[Id], then: Callable[[], list[Id]],
-           otherwise: Callable[[], list[Id]]) -> list[Id]:  # fmt: skip
-    """cond ? then() : otherwise(), each side run only where cond says, as a structured
-    selection whose phis give the values."""
-    inner, other, merge = lo.new_block("then"), lo.new_block("else"), lo.new_block("merge")
-    lo.b.emit(Op.SelectionMerge, merge.label, SelectionControl.None_)
-    lo.b.emit(Op.BranchConditional, cond, inner.label, other.label)
-    ends = []
-    values = []
-    for block, side in ((inner, then), (other, otherwise)):
-        lo.start(block)
-        values.append(side())
-        ends.append(lo.b.block.label)  # type: ignore[union-attr]
-        lo.b.emit(Op.Branch, merge.label)
-    lo.start(merge)
-    return [lo.op(Op.Phi, rt, x, ends[0], y, ends[1]) for rt, x, y in zip(types, *values)]
