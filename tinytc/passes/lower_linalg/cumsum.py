@@ -15,7 +15,9 @@ the summed type with a carry from the tile before, and stored through the shared
   share the column tiles.
 
 Static edges get a last tile of the exact size, dynamic ones checked tiles (rows) or single
-columns (the summed columns), so no entry outside A is read and none outside B written.
+columns (the summed columns), so no entry outside A is read and none outside B written. On
+the CPU each tile also prefetches a B tile that a later store writes (_fetcher), and the
+kernel's lanes and tiles follow cumsum_subgroup_size and cumsum_tiling.
 """
 
 from __future__ import annotations
@@ -72,12 +74,12 @@ def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
     a column is several blocks, tiles of one whole column (as many blocks as fit), which walk
     B in the order of its lines (from DRAM, in one process, n=64: one block by 1 column ran
     f32 1.10x, f64 1.21x, c32 1.12x, c64 1.10x one block by 4 columns; whole columns f32
-    1.06x, f64 1.06x, c32 1.13x, c64 1.19x one block by 1 column). Along the
-    columns, tiles of whole columns (static rows whose carries and one column fit in the
-    registers; else MAX_ROW_BLOCKS blocks) by as many columns as fit with the carries in
-    3/REGISTER_SHARE of the registers: on the CPU, from DRAM, f64 n=64 in 64 x 2 tiles of 8
-    lanes ran 1.22x its 32 x 4 tiles (two passes over the columns), c64 n=64 64 x 1 1.24x
-    the 64 x 4 tiles of 16 lanes, which spilled."""
+    1.06x, f64 1.06x, c32 1.13x, c64 1.19x one block by 1 column). Along the columns, tiles
+    of whole columns (static rows whose carries and one column fit in the registers; else
+    MAX_ROW_BLOCKS blocks) by as many columns as fit with the carries in 3/REGISTER_SHARE of
+    the registers: on the CPU, from DRAM, f64 n=64 in 64 x 2 tiles of 8 lanes ran 1.22x its
+    32 x 4 tiles (two passes over the columns), c64 n=64 64 x 1 1.24x the 64 x 4 tiles of 16
+    lanes, which spilled."""
     assert func.work_group_size is not None and func.subgroup_size is not None
     mt = inst.output.memref_type
     shape = (*mt.shape, 1)
