@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 
 import tinytc
-from tinytc.compiler import run_pipeline
+from tinytc.compiler import UP_TO_TILING, run_pipeline
 from tinytc.gemm import (
     ACCUMULATORS,
     MAX_COLS_PER_ITEM,
@@ -31,6 +32,7 @@ from tinytc.gemm import (
     subgroup_size,
     transpose_group,
 )
+from tinytc.ir import GemmInst
 from tinytc.target import CPU, DG2, PVC, CoreInfo
 
 TARGETS = [CPU, PVC, DG2]
@@ -332,6 +334,20 @@ def test_c64_accumulators_leave_half_the_registers() -> None:
     for cols in COLS:
         mb, nb = register_block(64, cols, 16, CPU, element_size=16)
         assert mb * nb * 4 <= STRIP_REGISTERS
+
+
+def test_c64_chain_fuses_in_8_lanes() -> None:
+    """The tutorial chain in c64: its 56 x 9 temporary takes 36 registers in 16 lanes (4 a
+    value), too many to hold between the gemms, 18 in 8 lanes: the kernel takes 8 lanes and
+    the pair fuses. A c64 gemm of 64 columns, which fuses in neither, keeps 16 lanes."""
+    text = (Path(__file__).parent.parent / "programs" / "tutorial_complex.ir").read_text()
+    func = run_pipeline(text.replace("c32", "c64"), CPU, 2, UP_TO_TILING).functions[0]
+    assert func.subgroup_size == 8
+    assert [i.tiling.fuse for i in func.walk() if isinstance(i, GemmInst)] == [True, False]
+    gemm = """func @k(%a: memref<c64x64x64>, %b: memref<c64x64x64>, %c: memref<c64x64x64>) {
+  gemm.n.n 1.0, %a, %b, 0.0, %c : f64, memref<c64x64x64>, memref<c64x64x64>, f64, memref<c64x64x64>
+}"""
+    assert run_pipeline(gemm, CPU, 2, UP_TO_TILING).functions[0].subgroup_size == 16
 
 
 def test_f64_in_8_lanes_fills_a_strip_too() -> None:

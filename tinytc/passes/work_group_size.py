@@ -90,7 +90,9 @@ class WorkGroupSizePass:
         mt: MemrefType = out.output.type  # type: ignore[assignment]
         rows = mt.shape[0] if mt.order else 1
         # a complex value's parts are vectors of their own: c32 fills a register as f32 does
-        return gemm.subgroup_size(rows, mt.element.component.size, self.target)
+        lanes = gemm.subgroup_size(rows, mt.element.component.size, self.target)
+        cols = mt.shape[1] if len(mt.shape) > 1 else 1
+        return gemm.held_subgroup_size(lanes, rows, cols, mt.element.size, self.target)
 
     def check(self, func: Function) -> None:
         m, n = func.work_group_size  # type: ignore[misc]
