@@ -336,18 +336,26 @@ def test_c64_accumulators_leave_half_the_registers() -> None:
         assert mb * nb * 4 <= STRIP_REGISTERS
 
 
-def test_c64_chain_fuses_in_8_lanes() -> None:
-    """The tutorial chain in c64: its 56 x 9 temporary takes 36 registers in 16 lanes (4 a
-    value), too many to hold between the gemms, 18 in 8 lanes: the kernel takes 8 lanes and
-    the pair fuses. A c64 gemm of 64 columns, which fuses in neither, keeps 16 lanes."""
+def test_c64_takes_8_lanes_and_its_chain_fuses() -> None:
+    """c64 values take 4 registers in 16 lanes, 2 in 8: long columns keep 8 lanes, and the
+    tutorial chain's 56 x 9 temporary (36 registers in 16 lanes, 18 in 8) fuses."""
     text = (Path(__file__).parent.parent / "programs" / "tutorial_complex.ir").read_text()
     func = run_pipeline(text.replace("c32", "c64"), CPU, 2, UP_TO_TILING).functions[0]
     assert func.subgroup_size == 8
     assert [i.tiling.fuse for i in func.walk() if isinstance(i, GemmInst)] == [True, False]
-    gemm = """func @k(%a: memref<c64x64x64>, %b: memref<c64x64x64>, %c: memref<c64x64x64>) {
-  gemm.n.n 1.0, %a, %b, 0.0, %c : f64, memref<c64x64x64>, memref<c64x64x64>, f64, memref<c64x64x64>
-}"""
-    assert run_pipeline(gemm, CPU, 2, UP_TO_TILING).functions[0].subgroup_size == 16
+    mt = "memref<c64x64x64>"
+    gemm = f"""func @k(%a: {mt}, %b: {mt}, %c: {mt}) {{
+  gemm.n.n 1.0, %a, %b, 0.0, %c : f64, {mt}, {mt}, f64, {mt}
+}}"""
+    func = run_pipeline(gemm, CPU, 2, UP_TO_TILING).functions[0]
+    assert func.subgroup_size == 8
+    assert [
+        (i.tiling.rows_per_item, i.tiling.cols_per_item)
+        for i in func.walk()
+        if isinstance(i, GemmInst)
+    ] == [(2, 4)]
+    f64 = run_pipeline(gemm.replace("c64", "f64"), CPU, 2, UP_TO_TILING).functions[0]
+    assert f64.subgroup_size == 16  # f64 keeps the lanes of long columns
 
 
 def test_f64_in_8_lanes_fills_a_strip_too() -> None:

@@ -341,25 +341,21 @@ def fused_rows_per_item(
     return min(blocks, math.ceil(rows / subgroup_size))
 
 
-def held_subgroup_size(
-    lanes: int, rows: int | None, cols: int | None, element_size: int, target: CoreInfo
-) -> int:
-    """The subgroup size of a kernel whose largest output is rows x cols of element_size-byte
-    values, given the ``lanes`` subgroup_size chose from its parts: fewer lanes where a value
-    would take more than two registers (c64 in 16 lanes: 4) and only then a temporary of
-    cols columns fits FUSED_REGISTERS, held between two gemms (fused_rows_per_item). The
-    complex tutorial chain in c64 (56 x 9 temporary) then fuses in 8 lanes: 2.39x (2.13-2.55)
-    against its unfused pair in 16 lanes, paired with A and B in cache. Measured on the CPU
-    only: GPU targets (DPAS, warps) keep their lanes."""
-    if target.dpas is not None or target.warp_size or rows is None or cols is None:
+def narrow_subgroup_size(lanes: int, element_size: int, target: CoreInfo) -> int:
+    """The subgroup size of a kernel summing element_size-byte values, given the ``lanes``
+    subgroup_size chose from their parts: fewer lanes where a value would take more than two
+    registers (c64 in the 16 lanes of a long column: 4), so that its blocks, temporaries and
+    transposes work as f64's do in 16 lanes (transpose_group, fused_rows_per_item). Paired
+    against 16 lanes on the CPU, 7-15 rounds: the complex tutorial chain in c64, whose 56 x 9
+    temporary now fits FUSED_REGISTERS and fuses, 2.39x (2.13-2.55, A and B in cache); c64
+    n=64 from DRAM nn 1.12x, tn 1.40x (its staging copy transposes in registers), nt 1.18x,
+    in cache nn 0.95x, nt 1.05x. Measured on the CPU only: GPU targets keep their lanes."""
+    if target.dpas is not None or target.warp_size:
         return lanes
     if registers_per_value(lanes, element_size, target) <= 2:
         return lanes
     fewer = [s for s in target.subgroup_sizes if s < lanes]
-    if not fewer or registers_per_value(fewer[-1], element_size, target) > 2:
-        return lanes
-    held = fused_rows_per_item(rows, cols, lanes, element_size, target)
-    if held is None and fused_rows_per_item(rows, cols, fewer[-1], element_size, target):
+    if fewer and registers_per_value(fewer[-1], element_size, target) <= 2:
         return fewer[-1]
     return lanes
 

@@ -91,8 +91,7 @@ class WorkGroupSizePass:
         rows = mt.shape[0] if mt.order else 1
         # a complex value's parts are vectors of their own: c32 fills a register as f32 does
         lanes = gemm.subgroup_size(rows, mt.element.component.size, self.target)
-        cols = mt.shape[1] if len(mt.shape) > 1 else 1
-        return gemm.held_subgroup_size(lanes, rows, cols, mt.element.size, self.target)
+        return gemm.narrow_subgroup_size(lanes, mt.element.size, self.target)
 
     def check(self, func: Function) -> None:
         m, n = func.work_group_size  # type: ignore[misc]
