@@ -163,7 +163,8 @@ def register_block(
     scattering copy left 4x2 ahead by 1.04-1.07x).
 
     c64 values (16 bytes, 4 registers in 16 lanes) fill at most STRIP_REGISTERS registers
-    with accumulators: c64 n=64 1 x 4, where 1 x 8 took all 32 registers.
+    with accumulators: c64 n=64 1 x 4, where 1 x 8 took all 32 registers (work-group-size
+    now gives c64 8 lanes instead: narrow_subgroup_size; 2 x 4 blocks there).
     """
     accumulators = min(ACCUMULATORS, max(target.num_registers // 2, 1))
     per_value = registers_per_value(lanes, element_size, target)
