@@ -154,23 +154,26 @@ def test_atomic_updates_per_part(t: str) -> None:
     assert np.abs(c - want).max() <= TOL[t] * 10
 
 
-def test_complex_tutorial_chain() -> None:
-    """tests/programs/tutorial_complex.ir: Q_e += K P_e A_e in c32 (the pair of gemms fused
-    through the temporary), against numpy and the reference; validated for every target."""
+@pytest.mark.parametrize("t", ["c32", "c64"])
+def test_complex_tutorial_chain(t: str) -> None:
+    """tests/programs/tutorial_complex.ir: Q_e += K P_e A_e (the pair of gemms fused through
+    the temporary; c64 in 8 lanes, tests/linalg/test_tiling.py), against numpy and the
+    reference; validated for every target (dg2 has no f64)."""
     from pathlib import Path
 
     text = (Path(__file__).parent / "programs" / "tutorial_complex.ir").read_text()
-    for target in ("cpu", "pvc", "dg2"):
+    text = text.replace("c32", t)
+    for target in ("cpu", "pvc") + (("dg2",) if t == "c32" else ()):
         validate(tinytc.compile(text, target))
     count = 3
-    k = values("c32", (56, 56), 1)
-    p = values("c32", (56, 9, count), 2)
-    a = [values("c32", (9, 9), 3 + i) for i in range(count)]
-    q = values("c32", (56, 9, count), 9)
+    k = values(t, (56, 56), 1)
+    p = values(t, (56, 9, count), 2)
+    a = [values(t, (9, 9), 3 + i) for i in range(count)]
+    q = values(t, (56, 9, count), 9)
     want = q + np.stack([k @ p[:, :, e] @ a[e] for e in range(count)], axis=2)
     expected = q.copy(order="F")
     reference.run(tinytc.parse(text), "fused_kernel", [k, p, a, expected], count)
     tinytc.jit(text).fused_kernel(k, p, a, q, howmany=count)
     scale = float(np.abs(want).max())
-    assert np.abs(expected - want).max() <= TOL["c32"] * scale
-    assert np.abs(q - want).max() <= TOL["c32"] * scale
+    assert np.abs(expected - want).max() <= TOL[t] * scale
+    assert np.abs(q - want).max() <= TOL[t] * scale

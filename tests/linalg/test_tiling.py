@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 
 import tinytc
-from tinytc.compiler import run_pipeline
+from tinytc.compiler import UP_TO_TILING, run_pipeline
 from tinytc.gemm import (
     ACCUMULATORS,
     MAX_COLS_PER_ITEM,
@@ -31,6 +32,7 @@ from tinytc.gemm import (
     subgroup_size,
     transpose_group,
 )
+from tinytc.ir import GemmInst
 from tinytc.target import CPU, DG2, PVC, CoreInfo
 
 TARGETS = [CPU, PVC, DG2]
@@ -332,6 +334,28 @@ def test_c64_accumulators_leave_half_the_registers() -> None:
     for cols in COLS:
         mb, nb = register_block(64, cols, 16, CPU, element_size=16)
         assert mb * nb * 4 <= STRIP_REGISTERS
+
+
+def test_c64_takes_8_lanes_and_its_chain_fuses() -> None:
+    """c64 values take 4 registers in 16 lanes, 2 in 8: long columns keep 8 lanes, and the
+    tutorial chain's 56 x 9 temporary (36 registers in 16 lanes, 18 in 8) fuses."""
+    text = (Path(__file__).parent.parent / "programs" / "tutorial_complex.ir").read_text()
+    func = run_pipeline(text.replace("c32", "c64"), CPU, 2, UP_TO_TILING).functions[0]
+    assert func.subgroup_size == 8
+    assert [i.tiling.fuse for i in func.walk() if isinstance(i, GemmInst)] == [True, False]
+    mt = "memref<c64x64x64>"
+    gemm = f"""func @k(%a: {mt}, %b: {mt}, %c: {mt}) {{
+  gemm.n.n 1.0, %a, %b, 0.0, %c : f64, {mt}, {mt}, f64, {mt}
+}}"""
+    func = run_pipeline(gemm, CPU, 2, UP_TO_TILING).functions[0]
+    assert func.subgroup_size == 8
+    assert [
+        (i.tiling.rows_per_item, i.tiling.cols_per_item)
+        for i in func.walk()
+        if isinstance(i, GemmInst)
+    ] == [(2, 4)]
+    f64 = run_pipeline(gemm.replace("c64", "f64"), CPU, 2, UP_TO_TILING).functions[0]
+    assert f64.subgroup_size == 16  # f64 keeps the lanes of long columns
 
 
 def test_f64_in_8_lanes_fills_a_strip_too() -> None:

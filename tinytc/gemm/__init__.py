@@ -163,7 +163,8 @@ def register_block(
     scattering copy left 4x2 ahead by 1.04-1.07x).
 
     c64 values (16 bytes, 4 registers in 16 lanes) fill at most STRIP_REGISTERS registers
-    with accumulators: c64 n=64 1 x 4, where 1 x 8 took all 32 registers.
+    with accumulators: c64 n=64 1 x 4, where 1 x 8 took all 32 registers (work-group-size
+    now gives c64 8 lanes instead: narrow_subgroup_size; 2 x 4 blocks there).
     """
     accumulators = min(ACCUMULATORS, max(target.num_registers // 2, 1))
     per_value = registers_per_value(lanes, element_size, target)
@@ -339,6 +340,25 @@ def fused_rows_per_item(
     if blocks < 1:
         return None
     return min(blocks, math.ceil(rows / subgroup_size))
+
+
+def narrow_subgroup_size(lanes: int, element_size: int, target: CoreInfo) -> int:
+    """The subgroup size of a kernel summing element_size-byte values, given the ``lanes``
+    subgroup_size chose from their parts: fewer lanes where a value would take more than two
+    registers (c64 in the 16 lanes of a long column: 4), so that its blocks, temporaries and
+    transposes work as f64's do in 16 lanes (transpose_group, fused_rows_per_item). Paired
+    against 16 lanes on the CPU, 7-15 rounds: the complex tutorial chain in c64, whose 56 x 9
+    temporary now fits FUSED_REGISTERS and fuses, 2.39x (2.13-2.55, A and B in cache); c64
+    n=64 from DRAM nn 1.12x, tn 1.40x (its staging copy transposes in registers), nt 1.18x,
+    in cache nn 0.95x, nt 1.05x. Measured on the CPU only: GPU targets keep their lanes."""
+    if target.dpas is not None or target.warp_size:
+        return lanes
+    if registers_per_value(lanes, element_size, target) <= 2:
+        return lanes
+    fewer = [s for s in target.subgroup_sizes if s < lanes]
+    if fewer and registers_per_value(fewer[-1], element_size, target) <= 2:
+        return fewer[-1]
+    return lanes
 
 
 def fused_k_unroll(k_unroll: int, row_blocks: int) -> int:
