@@ -400,9 +400,26 @@ def math() -> str:
     return "".join(out)
 
 
+def relational() -> str:
+    """all and any of a signed integer vector: whether the sign bit of every (some) component
+    is set (the translator reads OpAll and OpAny of a bool vector, as complex cmp.eq and
+    cmp.ne give, as these of a char vector)."""
+    out = []
+    for code in ("c", "s", "i", "l"):
+        ty = TYPES[code][0]
+        for n in (2, 3, 4, 8, 16):
+            vec = f"<{n} x {ty}>"
+            for name, reduce in (("all", "and"), ("any", "or")):
+                out.append(_define("i32", f"_Z{len(name)}{name}Dv{n}_{code}", f"{vec} %a", [
+                    f"%neg = icmp slt {vec} %a, zeroinitializer",
+                    f"%r = call i1 @llvm.vector.reduce.{reduce}.v{n}i1(<{n} x i1> %neg)",
+                    "%z = zext i1 %r to i32", "ret i32 %z"]))  # fmt: skip
+    return "".join(out)
+
+
 def library(subgroup_sizes: Iterable[int]) -> str:
     """The whole library (without target lines) for kernels of these subgroup sizes."""
-    parts = [work_items(), atomics(), math()]
+    parts = [work_items(), atomics(), math(), relational()]
     parts += [subgroups(size) for size in sorted(set(subgroup_sizes))]
     return "".join(parts)
 
