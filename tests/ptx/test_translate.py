@@ -151,6 +151,23 @@ def test_complex_comparisons_translate() -> None:
         assert "_Z3all" not in module.text and "_Z3any" not in module.text  # inlined
 
 
+def test_complex_casts_translate() -> None:
+    """A cast between c32 and c64 is OpFConvert of a 2-vector, OpenCL's convert_float2 and
+    convert_double2 once translated; the GPU fuzz campaign of seed 18 found them missing."""
+    source = """func @k(%x: memref<c64x64>, %y: memref<c32x64>, %z: memref<c64x64>) {
+  foreach %i = 0, 64 {
+    %a = load %x[%i] : memref<c64x64>
+    %b = cast %a : c64 -> c32
+    store %b, %y[%i] : memref<c32x64>
+    %c = cast %b : c32 -> c64
+    store %c, %z[%i] : memref<c64x64>
+  }
+}"""
+    program, module = translated(source)
+    check_ptx(program, module)
+    assert "cvt.rn.f32.f64" in module.text and "cvt.f64.f32" in module.text
+
+
 def test_subgroup_segments_shuffle_within_their_lanes() -> None:
     """A subgroup of 16 lanes is half a warp: shuffles carry the segment mask of 16 lanes
     (c = 16 << 8 | 31), those of the whole warp 31, and the member mask is the segment's."""

@@ -417,9 +417,25 @@ def relational() -> str:
     return "".join(out)
 
 
+def conversions() -> str:
+    """convert_<float type>N of another float type's vector (the translator's form of
+    OpFConvert of a vector, as a cast between c32 and c64 gives): round to nearest even."""
+    names = {"Dh": "half", "f": "float", "d": "double"}
+    out = []
+    for n in (2, 3, 4, 8, 16):
+        for src, dst in ((s, d) for s in FLOATS for d in FLOATS if s != d):
+            a, b = TYPES[src], TYPES[dst]
+            how = "fpext" if b[1] > a[1] else "fptrunc"
+            name = f"convert_{names[dst]}{n}"
+            frm, to = f"<{n} x {a[0]}>", f"<{n} x {b[0]}>"
+            body = [f"%r = {how} {frm} %a to {to}", f"ret {to} %r"]
+            out.append(_define(to, f"_Z{len(name)}{name}Dv{n}_{src}", f"{frm} %a", body))
+    return "".join(out)
+
+
 def library(subgroup_sizes: Iterable[int]) -> str:
     """The whole library (without target lines) for kernels of these subgroup sizes."""
-    parts = [work_items(), atomics(), math(), relational()]
+    parts = [work_items(), atomics(), math(), relational(), conversions()]
     parts += [subgroups(size) for size in sorted(set(subgroup_sizes))]
     return "".join(parts)
 
