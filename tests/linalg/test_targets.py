@@ -6,6 +6,7 @@ size), never with another exception.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -84,13 +85,16 @@ def test_corpus_kernel(file: str, name: str, text: str, target: str) -> None:
 
 def test_extensions_are_declared_only_where_the_target_has_them() -> None:
     """The check of compile_or_explain can fail: the corpus uses every extension the cpu
-    has, and none of Intel's on the portable target."""
+    has (the bf16 conversions where they pay: the CPU converts on the bits), and none of
+    Intel's on the portable target."""
 
     def used(target: CoreInfo) -> set[str]:
         modules = (tinytc.compile(single(text, name), target) for _, name, text in CORPUS)
         return set().union(*(declared_extensions(m) for m in modules))
 
-    assert used(CPU) == CPU.spirv_extensions
+    native_bf16 = dataclasses.replace(CPU, bf16_conversion_pays=True)
+    assert used(native_bf16) == CPU.spirv_extensions
+    assert used(CPU) == CPU.spirv_extensions - {"SPV_INTEL_bfloat16_conversion"}
     assert not any("INTEL" in name for name in used(PORTABLE))
 
 
