@@ -52,7 +52,7 @@ Measured on the H100 (tools/bench_gpu.py --variants @tools/gpu_sweep1.txt and
   the second gemm in column tiles of 1 (fused_second_cols) 0.0903/0.0910 against
   0.0943/0.0931. Unfused, in three subgroups of 8 lanes sharing C's columns (7 x 3 blocks),
   the chain lost: f32 0.124-0.150, f64 0.111-0.192. In f64 the K step 16 then gained
-  (fused_k_unroll; @tools/gpu_sweep12.txt): 0.0816/0.0808 against 0.0874/0.0858.
+  (staged_fused_k_unroll; @tools/gpu_sweep12.txt): 0.0816/0.0808 against 0.0874/0.0858.
 - Prefetch of A and B PREFETCH_AHEAD_BYTES of operands ahead into L2 (@tools/gpu_sweep8.txt,
   @tools/gpu_sweep9.txt), where a work-group runs several entries in turn, each waiting for
   its loads: f32-8-nn 0.0917 ms without, 0.0785 4096 entries ahead, 0.0730 8192, 0.0764
@@ -80,7 +80,7 @@ MAX_COLS_PER_ITEM = 8
 WORK_PER_GROUP = 2048  # multiply-adds per work-group below which it runs several entries
 STAGE_MIN_BYTES = 1024  # a smaller operand is read from global memory (L1)
 FUSED_K_UNROLL = 8  # K step of a fused pair's first gemm whose B is staged
-FUSED_K_UNROLL_F64 = 16  # ... of f64 values (fused_k_unroll)
+FUSED_K_UNROLL_F64 = 16  # ... of f64 values (staged_fused_k_unroll)
 CHUNKED_K_UNROLL = 8  # K step of a gemm whose A and B are staged in chunks of K
 STAGE_PAD = 4  # values a staged transposed A's columns are padded by (Tiling.stage_pad)
 PREFETCH_OPERANDS = 2  # A and B of a later entry, where several run in a work-group
@@ -233,7 +233,7 @@ def fused_prefetch(entry_bytes: int, count: int) -> tuple[int, int]:
 def fused_stage_b(first: GemmInst, target: CoreInfo, staging: bool = True) -> bool:
     """Whether the first gemm of a fused pair (one warp walks the row tiles) copies its B to
     local memory first: where it is static and takes STAGE_MIN_BYTES up to all of local
-    memory; its K loop then steps fused_k_unroll (module docstring: the chain)."""
+    memory; its K loop then steps staged_fused_k_unroll (module docstring: the chain)."""
     b = first.operands[2].memref_type
     if not (staging and b.is_static):
         return False
@@ -263,7 +263,7 @@ def fused_second_cols(element_size: int, cols: int) -> int:
     return 1 if element_size <= 4 else cols
 
 
-def fused_k_unroll(element: ScalarType) -> int:
+def staged_fused_k_unroll(element: ScalarType) -> int:
     """The K step of a fused pair's first gemm whose B is staged: FUSED_K_UNROLL, for f64
     FUSED_K_UNROLL_F64 (@tools/gpu_sweep12.txt, working set 2e8, two runs: chain-f64 0.0816/
     0.0808 ms against 0.0874/0.0858 with K step 8; chain-f32 16 0.0911/0.0911 against

@@ -108,7 +108,7 @@ class TilingPass:
         warp = bool(self.target.warp_size)
         stage_b = warp and warps.fused_stage_b(inst, self.target, self.staging)  # type: ignore[arg-type]
         if stage_b:
-            staged_unroll = warps.fused_k_unroll(tmp.element)
+            staged_unroll = warps.staged_fused_k_unroll(tmp.element)
             unroll = staged_unroll if self.max_k_unroll > 1 else 1  # staged from -O2
             operands = pair_operands(inst, second)  # type: ignore[arg-type]
             entry = sum(warps.operand_bytes(v.memref_type) for v in operands if per_entry(v))

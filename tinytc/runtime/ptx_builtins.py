@@ -410,7 +410,7 @@ def relational() -> str:
         for n in (2, 3, 4, 8, 16):
             vec = f"<{n} x {ty}>"
             for name, reduce in (("all", "and"), ("any", "or")):
-                out.append(_define("i32", f"_Z{len(name)}{name}Dv{n}_{code}", f"{vec} %a", [
+                out.append(_define("i32", mangled(name, f"Dv{n}_{code}"), f"{vec} %a", [
                     f"%neg = icmp slt {vec} %a, zeroinitializer",
                     f"%r = call i1 @llvm.vector.reduce.{reduce}.v{n}i1(<{n} x i1> %neg)",
                     "%z = zext i1 %r to i32", "ret i32 %z"]))  # fmt: skip
@@ -429,7 +429,7 @@ def conversions() -> str:
             name = f"convert_{names[dst]}{n}"
             frm, to = f"<{n} x {a[0]}>", f"<{n} x {b[0]}>"
             body = [f"%r = {how} {frm} %a to {to}", f"ret {to} %r"]
-            out.append(_define(to, f"_Z{len(name)}{name}Dv{n}_{src}", f"{frm} %a", body))
+            out.append(_define(to, mangled(name, f"Dv{n}_{src}"), f"{frm} %a", body))
     return "".join(out)
 
 

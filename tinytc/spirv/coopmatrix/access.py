@@ -95,9 +95,9 @@ class Access:
         (``read``), which an empty memref (an extent 0 at run time, or a zero-size subview at
         the end of an array) lacks. One branch for the whole load where an extent is known
         only at run time, none where all are known."""
-        zeros = [self.lo.const(t.element, 0)] * len(types)
         if not self.checked:  # an unchecked tile lies inside: the memref holds it
             return load()
+        zeros = [self.lo.const(t.element, 0)] * len(types)
         lo, boolean = self.lo, self.lo.m.type_bool()
         conds: list[Id] = []
         for extent in self.m.shape:
