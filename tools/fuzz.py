@@ -195,10 +195,13 @@ class Job:
                 self.shrink_runs += 1
                 if self.shrink_runs - state["start"] > SHRINK_RUNS or self.out_of_time():
                     # enough: only the failures seen so far fail again (hypothesis replays
-                    # the smallest one at the end)
-                    if case.text in state["failed"]:
-                        state["last"] = (case, state["failed"][case.text])
-                        raise state["failed"][case.text]
+                    # the smallest one at the end); a case is its identity, not its text: a
+                    # text that failed with a cap of values per work-item or other inputs
+                    # was recorded as failing with none
+                    error = state["failed"].get(identity(case))
+                    if error is not None:
+                        state["last"] = (case, error)
+                        raise error
                     return
             else:
                 self.programs += 1
@@ -218,7 +221,7 @@ class Job:
                 if not state["shrinking"]:
                     state["shrinking"], state["start"] = True, self.shrink_runs
                 state["last"] = (case, e)
-                state["failed"][case.text] = e
+                state["failed"][identity(case)] = e
                 raise
 
         try:

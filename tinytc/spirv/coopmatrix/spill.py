@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ... import ir
-from .._grammar import Op, StorageClass
+from .._grammar import MemoryAccess, Op, StorageClass
 from ..convert import Dim, Lowering
 from ..instruction import Id
 from .access import Entry
@@ -26,6 +26,8 @@ class Spill:
         self.pointer = lo.m.type_pointer(StorageClass.Function, rt)
         array = lo.m.type_array(rt, count)
         self.var = lo.fn.variable(lo.m.type_pointer(StorageClass.Function, array))
+        # the CPU runtime miscompiles reads of an array whose values it knows (CoreInfo)
+        self.access = (MemoryAccess.Volatile,) if lo.target.volatile_private_arrays else ()
 
     @classmethod
     def of(cls, lo: Lowering, rt: Id, values: list[Id]) -> Spill:
@@ -40,10 +42,10 @@ class Spill:
         return self.lo.op(Op.InBoundsAccessChain, self.pointer, self.var, self.lo.as_id(index))
 
     def load(self, index: Dim) -> Id:
-        return self.lo.op(Op.Load, self.rt, self.at(index))
+        return self.lo.op(Op.Load, self.rt, self.at(index), *self.access)
 
     def store(self, index: Dim, value: Id) -> None:
-        self.lo.b.emit(Op.Store, self.at(index), value)
+        self.lo.b.emit(Op.Store, self.at(index), value, *self.access)
 
     def values(self) -> list[Id]:
         """Every entry, in order."""
