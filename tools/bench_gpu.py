@@ -228,7 +228,7 @@ def chain_variant(source: str, spec: str) -> str:
     the first's stage_b, pP the first's prefetch (of the pair's operands) and hH its ahead,
     cC the second's cols_per_item, KK its K unroll, SD its stage_b with stage_pad D (Sn: not
     staged), wMxN work_group_size(M,N) in subgroups of M lanes, u0 the pair not fused, nN the
-    first's cols_per_item."""
+    first's cols_per_item, bB batch_per_group(B) (B entries in turn per work-group)."""
     if spec == "0":
         return source
     from tinytc.compiler import run_pipeline
@@ -251,6 +251,8 @@ def chain_variant(source: str, spec: str) -> str:
             head = re.sub(r"work_group_size\(\d+,\d+\) subgroup_size\(\d+\)", sizes, head)
             one, two = (re.sub(r"work_group=\[\d+, \d+\]", f"work_group=[{m}, {n}]", x)
                         for x in (one, two))  # fmt: skip
+        elif key == "b":
+            head = re.sub(r"(subgroup_size\(\d+\))", rf"\1 batch_per_group({value})", head)
         elif key == "u":  # u0: the pair not fused (the temporary in local memory)
             one = one.replace("fuse=true", "fuse=false")
         elif key == "n":
