@@ -12,7 +12,7 @@ torch.bmm (and for the chain two batched products and an add) by CUDA events. Th
 is min(compute peak, arithmetic intensity x bandwidth) with the bandwidth of a large
 device-to-device copy (bytes read plus written) and the peak of a large matrix product
 (f32 without TF32, f64), both measured by torch here. Medians of --repeat launches. This is
-a tool, not a test (docs/gpu.md has the numbers and how they were made).
+a tool, not a test (docs/gpu-timings.md has the numbers and how they were made).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ batch size; the batch on grid x.
 work-groups are one subgroup of 32/N lanes is edited to run N of them in one warp, each
 segment of 32/N lanes its own entry (group id ctaid.x * N + segment, the lane within the
 segment as its local id, a copy of the local memory per segment, the barrier a warp barrier),
-without building that in the compiler. This is a tool, not a test (docs/gpu.md, "What limits
+without building that in the compiler. This is a tool, not a test (docs/gpu-timings.md, "What limits
 the chain", has what it showed).
 """
 

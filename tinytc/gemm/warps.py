@@ -9,7 +9,7 @@ among its warps, so the work-group here fills at least a warp with subgroups tha
 columns of C, and the register blocks are square enough to load few values per fma.
 
 Measured on the H100 (tools/bench_gpu.py --variants @tools/gpu_sweep1.txt and
-@tools/gpu_sweep2.txt; docs/gpu.md has the tables), against one subgroup per work-group:
+@tools/gpu_sweep2.txt; docs/gpu-timings.md has the tables), against one subgroup per work-group:
 - 8-lane subgroups, rows_per_item = n / 8: f32-32-nn in 4 x 8 blocks of one warp 0.102 ms
   against 0.118 (32 lanes, 1 x 8) and 0.110 (16 lanes, 2 x 8); f64-64-nn 8 x 4 blocks in
   16 subgroups 0.124 ms against 0.464 (one warp of 2 x 4) and 0.175 (16 lanes, 4 x 4).

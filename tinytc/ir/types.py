@@ -323,7 +323,7 @@ MATRIX_USES = ("matrix_a", "matrix_b", "matrix_acc")
 class CoopMatrixType:
     """``coopmatrix<T x R x C, use>``: an R x C matrix distributed over a subgroup's work-items.
 
-    The documented layout (docs/language.md, "Cooperative matrices"): with subgroup size S,
+    The documented layout (docs/coopmatrix.md, "Layout"): with subgroup size S,
     work-item ``lane`` holds ``components(S)`` values; component v is entry
     (lane + S * (v mod B), v div B) with B = ceil(R / S) row blocks. Rows from R up to B * S
     are padding: they read as zero and are never stored.

@@ -15,7 +15,7 @@ subgroup id or the lane, a cooperative matrix or anything taken from one, the re
 subgroup operation or an atomic, or computed from a varying value; a loop's variable and
 carried values are varying where its bounds are, or the values carried into it; the results
 of an if, where its condition is. Values from outside the region, constants and loads at
-the same address are the same in every work-item (docs/language.md, "Regions and builtins").
+the same address are the same in every work-item (docs/coopmatrix.md, "Regions and builtins").
 """
 
 from __future__ import annotations

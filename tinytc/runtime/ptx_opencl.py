@@ -197,7 +197,7 @@ class CopyingKernel(Kernel):
 def refuse_cuda_memory(arg: Any, index: int, name: str) -> None:
     """CUDA device memory (CuPy, PyTorch) cannot be passed: NVIDIA's OpenCL runs in a CUDA
     context of its own, which cannot address another context's allocations, and OpenCL has no
-    way to import them (docs/gpu.md, "CUDA arrays")."""
+    way to import them (docs/gpu.md, "What NVIDIA's OpenCL cannot do that the CUDA driver can")."""
     device = getattr(arg, "__dlpack_device__", None)
     kind = None
     if hasattr(arg, "__cuda_array_interface__"):

@@ -7,7 +7,7 @@ with the sum along mode ``n`` of A (j and i in mode n, every other index the sam
 have one shape of order at least 1; alpha, A's and B's element types follow the rules of the
 other collectives (LinalgInst.check_scalars); f16 and bf16 are summed in f32 (summed_type).
 Its syntax in both dialects and its reference semantics (``interpret``) are here, the
-lowering tinytc/passes/lower_linalg/cumsum.py (docs/language.md, "Cumulative sum").
+lowering tinytc/passes/lower_linalg/cumsum.py (docs/parallel-primitives.md, "Cumulative sum").
 """
 
 from __future__ import annotations

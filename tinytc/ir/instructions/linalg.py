@@ -150,7 +150,7 @@ class LinalgInst(Inst):
     def promotes(self, elements: list[ScalarType], out: ScalarType) -> bool:
         """Whether v0.4's promotion rule accepts types the rule below refuses: the inputs
         promote to one type that promotes to the output's, alpha and beta to the output's
-        (docs/language.md, "Mixed element types")."""
+        (docs/language.md, "Mixed-precision linear algebra")."""
         common: ScalarType | None = elements[0]
         for el in elements[1:]:
             common = promote(common, el) if common is not None else None

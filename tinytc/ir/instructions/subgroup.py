@@ -10,7 +10,7 @@ lane ``%lane`` (an i32, the same in every work-item; taken modulo the subgroup s
 lane the combination of all of them, the inclusive scan gives lane i x_0 ... x_i, the
 exclusive scan x_0 ... x_(i-1) (the identity in lane 0: 0, the type's smallest value or -inf
 for max, its largest or +inf for min). All work-items of the subgroup must execute them, and
-only inside a ``parallel`` region (docs/language.md, "Subgroup operations").
+only inside a ``parallel`` region (docs/parallel-primitives.md, "Subgroup operations").
 """
 
 from __future__ import annotations
