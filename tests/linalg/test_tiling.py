@@ -382,6 +382,9 @@ def test_the_next_entry_prefetch_takes_the_leading_operands_that_fit() -> None:
     assert prefetch_next(8, (2048, 2048, 2048), CPU) == 3  # f64 n=16: 6 KB per entry
     assert prefetch_next(8, (SEVERAL_ENTRIES_PREFETCH_BYTES - 1,), CPU) == 0
     assert prefetch_next(8, (SEVERAL_ENTRIES_PREFETCH_BYTES,), CPU) == 1
+    # complex entries count their 4 fma per product: c32 n=8 (1.5 KB) prefetches, f32 n=8 not
+    assert prefetch_next(8, (512, 512, 512), CPU, fma_per_product=4) == 3
+    assert prefetch_next(8, (512, 512, 512), CPU) == 0
     assert prefetch_next(1, (16384, 16384, 16384), PVC) == 0
 
 

@@ -193,6 +193,7 @@ def choose_tiling(
     element_size: int = 4,
     transposed_b: bool = False,
     staged_a: bool = False,
+    fma_per_product: int = 1,
 ) -> Tiling:
     """Tiling of an output of rows x cols, summed in element_size-byte values, for a kernel
     whose work-group size is fixed; a batch entry's operands (A, B, C) take operand_bytes
@@ -214,8 +215,9 @@ def choose_tiling(
     several entries it stays wide with the prefetch: f64 n=16 nt 2 x 8 against 2 x 4, both
     prefetching, 1.00-1.04x in one process, and 1.03-1.04x against 2 x 8 without prefetch.
     (A transposed A and B, tt, follows nt there; not measured.) ``staged_a``: op(A) is
-    copied to local memory first (Tiling.stage_a)."""
-    prefetch = prefetch_next(entries_per_group, operand_bytes, target, staged_a)
+    copied to local memory first (Tiling.stage_a); ``fma_per_product``: 4 for complex
+    products (prefetch_next)."""
+    prefetch = prefetch_next(entries_per_group, operand_bytes, target, staged_a, fma_per_product)
     wide = transposed_b and (not prefetch or entries_per_group > 1)
     lanes = work_group[0]
     mb, nb = register_block(rows, cols, lanes, target, element_size, wide)
@@ -239,6 +241,7 @@ def prefetch_next(
     operand_bytes: Sequence[int | None],
     target: CoreInfo,
     staged_a: bool = False,
+    fma_per_product: int = 1,
 ) -> int:
     """How many of the operands (their bytes, in order: A, B, C; None when not static) the K
     loops prefetch from the next batch entry: as many leading operands as take at most
@@ -258,11 +261,14 @@ def prefetch_next(
     cores, 4 KB pages: f32 n=16 tn 1.24x, n=8 1.03x; one core: f64 n=16 tn 1.21-1.46x, n=8
     1.09-1.14x), and for entries of at least SEVERAL_ENTRIES_PREFETCH_BYTES: f64 n=16 (6 KB
     per entry, 8 per work-group) nn 1.05-1.07x at either memory speed of the VM, in one
-    process (f32 n=16, 3 KB: 0.96-1.0x; f64 n=8 0.95-1.05x)."""
+    process (f32 n=16, 3 KB: 0.96-1.0x; f64 n=8 0.95-1.05x). An entry's bytes count
+    ``fma_per_product`` times there: a complex product is 4 real fma, so a complex entry
+    works as long as a real one of 4x its bytes (c32 n=8, 1.5 KB, nn PLACEHOLDER)."""
     if target.warp_size:  # prefetching is measured there only where warps.py asks for it
         return 0
     entry_bytes = sum(size for size in operand_bytes if size is not None)
-    pays = entries_per_group == 1 or staged_a or entry_bytes >= SEVERAL_ENTRIES_PREFETCH_BYTES
+    work = entry_bytes * fma_per_product
+    pays = entries_per_group == 1 or staged_a or work >= SEVERAL_ENTRIES_PREFETCH_BYTES
     if not (target.prefetch_intrinsic and pays):
         return 0
     count, total = 0, 0

@@ -200,6 +200,6 @@ def default_tiling(
     tiling = choose_tiling(
         rows, cols, func.work_group_size, target, func.batch_per_group, operand_bytes,
         max(summed.size, 4),  # narrower integers are blocked as 32-bit values too
-        transposed_b, staged_a,
+        transposed_b, staged_a, 4 if summed.is_complex else 1,
     )  # fmt: skip
     return dataclasses.replace(tiling, k_unroll=min(tiling.k_unroll, max_k_unroll))
