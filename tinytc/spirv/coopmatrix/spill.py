@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ... import ir
-from .._grammar import MemoryAccess, Op, StorageClass
+from .._grammar import BuiltIn, Op, StorageClass
 from ..convert import Dim, Lowering
 from ..instruction import Id
 from .access import Entry
@@ -26,8 +26,13 @@ class Spill:
         self.pointer = lo.m.type_pointer(StorageClass.Function, rt)
         array = lo.m.type_array(rt, count)
         self.var = lo.fn.variable(lo.m.type_pointer(StorageClass.Function, array))
-        # the CPU runtime miscompiles reads of an array whose values it knows (CoreInfo)
-        self.access = (MemoryAccess.Volatile,) if lo.target.volatile_private_arrays else ()
+        # the CPU runtime miscompiles reads of an array whose values it can tell: its indices
+        # are offset by a zero it cannot see, the work-group count shifted right by 63
+        # (CoreInfo.hide_private_indices)
+        self.zero: Id | None = None
+        if lo.target.hide_private_indices:
+            groups = lo.builtin_component(BuiltIn.NumWorkgroups, 2)
+            self.zero = lo.op(Op.ShiftRightLogical, lo.i64, groups, lo.as_id(63))
 
     @classmethod
     def of(cls, lo: Lowering, rt: Id, values: list[Id]) -> Spill:
@@ -39,13 +44,16 @@ class Spill:
 
     def at(self, index: Dim) -> Id:
         """The pointer to entry ``index``."""
-        return self.lo.op(Op.InBoundsAccessChain, self.pointer, self.var, self.lo.as_id(index))
+        at = self.lo.as_id(index)
+        if self.zero is not None:
+            at = self.lo.op(Op.IAdd, self.lo.i64, at, self.zero)
+        return self.lo.op(Op.InBoundsAccessChain, self.pointer, self.var, at)
 
     def load(self, index: Dim) -> Id:
-        return self.lo.op(Op.Load, self.rt, self.at(index), *self.access)
+        return self.lo.op(Op.Load, self.rt, self.at(index))
 
     def store(self, index: Dim, value: Id) -> None:
-        self.lo.b.emit(Op.Store, self.at(index), value, *self.access)
+        self.lo.b.emit(Op.Store, self.at(index), value)
 
     def values(self) -> list[Id]:
         """Every entry, in order."""
