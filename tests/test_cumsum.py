@@ -69,7 +69,20 @@ CASES = [  # (type, static shape, mode, dynamic, alpha, beta)
     ("f64", (37, 5), 0, False, "1", "0"),  # 8 lanes: 64-bit shuffles in one register
     ("c64", (19, 3), 0, False, "[1, 2]", "1"),  # 8 lanes, each part shuffled
     ("f64", (64, 5), 1, False, "1", "0"),  # tiles of whole columns (8 blocks) by 2
+    ("c64", (16, 7), 0, False, "1", "0"),  # short columns (2 blocks) in tiles of 4 columns
 ]
+
+
+@pytest.mark.parametrize(("n", "tile"), [(16, (2, 4)), (64, (8, 1))])
+def test_short_columns_down_the_rows_take_several_per_tile(n: int, tile: tuple[int, int]) -> None:
+    """On the CPU, down the rows, whole columns of at most 2 blocks of 8 lanes (c64 n=16) in
+    tiles of 4 columns; 8 blocks (n=64) one column per tile."""
+    from tinytc.compiler import run_pipeline
+    from tinytc.target import get_target
+
+    passes = ["check-ir", "work-group-size", "tile-linalg"]
+    text = str(run_pipeline(kernel("c64", (n, n), 0), get_target("cpu"), 2, passes=passes))
+    assert f"rows_per_item={tile[0]}, cols_per_item={tile[1]}," in text
 
 
 @pytest.mark.parametrize(("t", "shape", "mode", "dynamic", "alpha", "beta"), CASES)

@@ -53,6 +53,7 @@ DOWN_ROW_BLOCKS = 1
 MAX_ROW_BLOCKS = 4  # blocks of S rows per lane along the columns where rows are dynamic
 MAX_COLUMNS = 4  # columns per tile: independent scans down the rows, or columns per step
 REGISTER_SHARE = 4  # a tile and its carries take at most 3/REGISTER_SHARE of the registers
+SHORT_COLUMN_BLOCKS = 2  # down the rows, whole columns of at most this many blocks: several
 
 
 def cumsum_subgroup_size(inst: CumsumInst, target: CoreInfo) -> int:
@@ -74,7 +75,12 @@ def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
     a column is several blocks, tiles of one whole column (as many blocks as fit), which walk
     B in the order of its lines (from DRAM, in one process, n=64: one block by 1 column ran
     f32 1.10x, f64 1.21x, c32 1.12x, c64 1.10x one block by 4 columns; whole columns f32
-    1.06x, f64 1.06x, c32 1.13x, c64 1.19x one block by 1 column). Along the columns, tiles
+    1.06x, f64 1.06x, c32 1.13x, c64 1.19x one block by 1 column); columns of at most
+    SHORT_COLUMN_BLOCKS blocks take several columns per tile, as many as fit in half the
+    registers, whose scans overlap (idle machine, one process, n=16: c64 2 x 4 1.08x and
+    2 x 2 1.07x 2 x 1, f64 2 x 4 1.05x 2 x 1; tools/bench.py --compare, 9 rounds: c64 1.08x,
+    f64 1.04x; at n=64 several columns gained 1.02-1.03x f32 and f64 and lost 0.97x c32, and
+    stay one). Along the columns, tiles
     of whole columns (static rows whose carries and one column fit in the registers; else
     MAX_ROW_BLOCKS blocks) by as many columns as fit with the carries in 3/REGISTER_SHARE of
     the registers: on the CPU, from DRAM, f64 n=64 in 64 x 2 tiles of 8 lanes ran 1.22x its
@@ -92,7 +98,8 @@ def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
         per_item = max(1, min(blocks, fit // 2))
         columns = fit * (REGISTER_SHARE - 1) // REGISTER_SHARE // per_item - 1
     elif target.shuffle_scans and blocks > 1:  # measured on the CPU only
-        per_item, columns = max(1, min(blocks, fit // 2)), 1
+        per_item = max(1, min(blocks, fit // 2))
+        columns = fit // 2 // per_item if blocks <= SHORT_COLUMN_BLOCKS else 1
     columns = max(1, min(columns, MAX_COLUMNS, cols or MAX_COLUMNS))
     return Tiling(func.work_group_size, per_item, columns, 1)
 
