@@ -8,8 +8,6 @@ runtime cannot see."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 import tinytc
@@ -17,10 +15,12 @@ from tinytc import reference
 from tinytc.spirv._grammar import Op, StorageClass
 from tinytc.spirv.tools import instructions
 from tinytc.target import CoreInfo, get_target
+from tinytc.testing import checks
 
 
-def capped(target: str, cap: int = 16) -> CoreInfo:
-    return dataclasses.replace(get_target(target), max_values_per_item=cap)
+def capped(target: str) -> CoreInfo:
+    """A predefined target with 16 values per work-item (over the cap at small sizes)."""
+    return checks.capped(get_target(target), 16)
 
 
 def test_a_constant_i8_matrix_over_the_default_cap_is_stored() -> None:

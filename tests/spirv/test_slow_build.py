@@ -95,11 +95,10 @@ SPILLED = """func @k(%a: memref<i8x?x?>, %c: memref<i8x?x?>) subgroup_size(16) {
 
 
 def test_spilled_kernel_builds(tmp_path: Path) -> None:
-    import dataclasses
-
     from tinytc.target import get_target
+    from tinytc.testing.checks import capped
 
-    core = dataclasses.replace(get_target("cpu"), max_values_per_item=8)
+    core = capped(get_target("cpu"), 8)
     binary = tinytc.compile(SPILLED, core)
     assert "OpVariable" in disassemble(binary)  # the private arrays are there
     assert build_within(binary, 4, tmp_path) == 0

@@ -80,12 +80,11 @@ def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
     registers, whose scans overlap (idle machine, one process, n=16: c64 2 x 4 1.08x and
     2 x 2 1.07x 2 x 1, f64 2 x 4 1.05x 2 x 1; tools/bench.py --compare, 9 rounds: c64 1.08x,
     f64 1.04x; at n=64 several columns gained 1.02-1.03x f32 and f64 and lost 0.97x c32, and
-    stay one). Along the columns, tiles
-    of whole columns (static rows whose carries and one column fit in the registers; else
-    MAX_ROW_BLOCKS blocks) by as many columns as fit with the carries in 3/REGISTER_SHARE of
-    the registers: on the CPU, from DRAM, f64 n=64 in 64 x 2 tiles of 8 lanes ran 1.22x its
-    32 x 4 tiles (two passes over the columns), c64 n=64 64 x 1 1.24x the 64 x 4 tiles of 16
-    lanes, which spilled."""
+    stay one). Along the columns, tiles of whole columns (static rows whose carries and one
+    column fit in the registers; else MAX_ROW_BLOCKS blocks) by as many columns as fit with
+    the carries in 3/REGISTER_SHARE of the registers: on the CPU, from DRAM, f64 n=64 in
+    64 x 2 tiles of 8 lanes ran 1.22x its 32 x 4 tiles (two passes over the columns), c64
+    n=64 64 x 1 1.24x the 64 x 4 tiles of 16 lanes, which spilled."""
     assert func.work_group_size is not None and func.subgroup_size is not None
     mt = inst.output.memref_type
     shape = (*mt.shape, 1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ... import ir
-from .._grammar import BuiltIn, Op, StorageClass
+from .._grammar import Op, StorageClass
 from ..convert import Dim, Lowering
 from ..instruction import Id
 from .access import Entry
@@ -27,12 +27,12 @@ class Spill:
         array = lo.m.type_array(rt, count)
         self.var = lo.fn.variable(lo.m.type_pointer(StorageClass.Function, array))
         # the CPU runtime miscompiles reads of an array whose values it can tell: its indices
-        # are offset by a zero it cannot see, the work-group count shifted right by 63
-        # (CoreInfo.hide_private_indices)
+        # are offset by a zero it cannot see, the batch's size (group_size, a kernel argument
+        # or the work-group count) shifted right by 63 (CoreInfo.hide_private_indices)
         self.zero: Id | None = None
         if lo.target.hide_private_indices:
-            groups = lo.builtin_component(BuiltIn.NumWorkgroups, 2)
-            self.zero = lo.op(Op.ShiftRightLogical, lo.i64, groups, lo.as_id(63))
+            assert lo.group_size is not None
+            self.zero = lo.op(Op.ShiftRightLogical, lo.i64, lo.group_size, lo.as_id(63))
 
     @classmethod
     def of(cls, lo: Lowering, rt: Id, values: list[Id]) -> Spill:
