@@ -170,11 +170,12 @@ class CoreInfo:
     # scalarizes them per lane, so its build time grows with the square of their count
     # (docs/runtime-cpu.md section 5, "bf16 conversions").
     bf16_conversion_pays: bool = True
-    # Whether the indices of private arrays (the spills of coopmatrix values over
-    # max_values_per_item) hide which entry they reach: the CPU runtime's optimizer reads
-    # wrong values from such an array when it can tell what was stored in it
-    # (docs/runtime-cpu.md section 6, "Private arrays of known values").
-    hide_private_indices: bool = False
+    # Whether kernels offset what the CPU runtime's optimizer misreads by a zero it cannot
+    # see (Lowering.hidden_zero): the indices of private arrays, the spills of coopmatrix
+    # values over max_values_per_item, whose stored values it can tell (docs/runtime-cpu.md
+    # section 6, "Private arrays of known values"), and the sign mask of a float negation,
+    # which it otherwise turns into an fneg (the same section, "Negation across a barrier").
+    hidden_zero: bool = False
     # The subgroup size of a kernel with nothing to size it by, where it is not
     # DEFAULT_SUBGROUP_SIZE: on NVIDIA the warp, whose segments the smaller sizes are.
     preferred_subgroup_size: int | None = None
@@ -281,7 +282,7 @@ CPU = CoreInfo(
     dpas=None,
     max_entries_per_group=64,
     bf16_conversion_pays=False,
-    hide_private_indices=True,
+    hidden_zero=True,
     prefetch_intrinsic=True,
     intel_shuffles=True,
     shuffle_scans=True,

@@ -87,6 +87,7 @@ class Lowering:
         self.stack: Id | None = None
         self.group_id: Id | None = None
         self.group_size: Id | None = None
+        self.hidden_zero: Id | None = None  # CoreInfo.hidden_zero's, per function
 
     # Types
 
@@ -381,11 +382,18 @@ class Lowering:
             self.m.decorate(self.stack, Decoration.Alignment, 64)
         group = self.builtin_component(BuiltIn.WorkgroupId, 2)
         if batch == 1:
-            self.group_id = group
             self.group_size = self.builtin_component(BuiltIn.NumWorkgroups, 2)
-            self.region(func.body)
         else:
             self.group_size = args.pop(0)
+        self.hidden_zero = None
+        if self.target.hidden_zero:  # the batch's size, under 2^63, shifted right by 63
+            self.hidden_zero = self.op(
+                Op.ShiftRightLogical, self.i64, self.group_size, self.as_id(63)
+            )
+        if batch == 1:
+            self.group_id = group
+            self.region(func.body)
+        else:
             self.batch_loop(func, batch, group)
         self.b.emit(Op.Return)
 

@@ -21,6 +21,7 @@ from ._grammar import MemoryAccess, MemorySemantics, Op, OpenCLStd, Scope, Stora
 from .convert import Lowering, Memref
 from .convert_scalar import BINARY, COMPARE, CONVERT, UNARY, convert
 from .instruction import Id
+from .negate import negate, negate_factor
 
 LN2 = 0.6931471805599453
 
@@ -119,7 +120,7 @@ def divide(lo: Lowering, t: ir.ScalarType, a: Id, b: Id) -> Id:
     s = lo.op(Op.FDiv, ct, lo.const(c, 1.0), lo.op(Op.FAdd, ct, p, lo.op(Op.FMul, ct, q, r)))
     re = lo.op(Op.FMul, ct, lo.op(Op.FAdd, ct, x, lo.op(Op.FMul, ct, y, r)), s)
     im = lo.op(Op.FMul, ct, lo.op(Op.FSub, ct, y, lo.op(Op.FMul, ct, x, r)), s)
-    im = pick(im, lo.op(Op.FNegate, ct, im))
+    im = pick(im, negate(lo, c, im))
     zero = lo.const(c, 0.0)
     both_zero = lo.op(
         Op.LogicalAnd,
@@ -136,7 +137,7 @@ def _unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
     """neg, conj, abs, re, im (abs, re, im give the component type)."""
     ct = lo.scalar_type(t.component)
     if op == "neg":
-        return lo.op(Op.FNegate, lo.scalar_type(t), a)
+        return negate(lo, t, a)
     re, im = parts(lo, t, a)
     if op == "re":
         return re
@@ -144,7 +145,7 @@ def _unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
         return im
     if op == "abs":
         return lo.b.ext_inst(ct, OpenCLStd.hypot, re, im)
-    return join(lo, t, re, lo.op(Op.FNegate, ct, im))  # conj
+    return join(lo, t, re, negate(lo, t.component, im))  # conj
 
 
 def _compare(lo: Lowering, cond: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
@@ -215,7 +216,7 @@ def mul_add(
         return _mul_add_3m(lo, acc, a_parts, b_parts, c, blocks, k_count)  # type: ignore[arg-type]
     # -ai, a vector: the fma takes its sign (vfnmadd on x86), where a negated B part was
     # negated before its broadcast (an xor and a shuffle per entry of B for c64)
-    minus = [None if xi is None else lo.op(Op.FNegate, ct, xi) for _, xi in a_parts]
+    minus = [None if xi is None else negate_factor(lo, acc.component, xi) for _, xi in a_parts]
     fma = lambda x, y, z: lo.b.ext_inst(ct, OpenCLStd.fma, x, y, z)  # noqa: E731
     result = []
     for n in range(len(c) // blocks):
@@ -257,7 +258,7 @@ def _mul_add_3m(
     for n in range(len(c) // blocks):
         for blk in range(blocks):
             cr, ci = parts(lo, acc, c[blk + blocks * n])
-            k1, k2, k3 = lo.const(acc.component, 0.0), ci, lo.op(Op.FNegate, ct, cr)
+            k1, k2, k3 = lo.const(acc.component, 0.0), ci, negate(lo, acc.component, cr)
             for k in range(k_count):
                 i, j = blk + blocks * k, k + k_count * n
                 (ar, ai), br, (d, e) = a_parts[i], b_parts[j][0], d_e[j]

@@ -113,6 +113,11 @@ class Builder:
     def __init__(self, module: Module, block: Block | None = None) -> None:
         self.module = module
         self.block = block
+        self._definitions: dict[Id, Instruction] = {}
+
+    def definition(self, id_: Id) -> Instruction | None:
+        """The instruction of a function that defines ``id_``, else None."""
+        return self._definitions.get(id_)
 
     def position_at_end(self, block: Block) -> None:
         """Make ``block`` the block that following instructions are appended to."""
@@ -121,7 +126,9 @@ class Builder:
     def value(self, opcode: Op, result_type: Id, *operands: Value) -> Id:
         """Append an instruction that has a result and return the result id."""
         result = Id(opcode.name)
-        self._append(Instruction(opcode, result_type, result, operands))
+        instruction = Instruction(opcode, result_type, result, operands)
+        self._append(instruction)
+        self._definitions[result] = instruction
         return result
 
     def emit(self, opcode: Op, *operands: Value) -> None:

@@ -27,12 +27,8 @@ class Spill:
         array = lo.m.type_array(rt, count)
         self.var = lo.fn.variable(lo.m.type_pointer(StorageClass.Function, array))
         # the CPU runtime miscompiles reads of an array whose values it can tell: its indices
-        # are offset by a zero it cannot see, the batch's size (group_size, a kernel argument
-        # or the work-group count) shifted right by 63 (CoreInfo.hide_private_indices)
-        self.zero: Id | None = None
-        if lo.target.hide_private_indices:
-            assert lo.group_size is not None
-            self.zero = lo.op(Op.ShiftRightLogical, lo.i64, lo.group_size, lo.as_id(63))
+        # are offset by a zero it cannot see (CoreInfo.hidden_zero)
+        self.zero = lo.hidden_zero
 
     @classmethod
     def of(cls, lo: Lowering, rt: Id, values: list[Id]) -> Spill:
