@@ -5,6 +5,7 @@ A, keeps the temporary in registers; both run in one parallel region, row tile b
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from ...gemm import Tiling, fused_form
 from ...ir import (
@@ -176,10 +177,11 @@ def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
 
 
 def second_product(
-    low: Lowering, second: GemmInst, product: Value, m0: Size, r: int, checked: str, b2: Operand
-) -> None:
+    low: Lowering, second: GemmInst, product: Value, m0: Size, r: int, checked: str, b2: Operand,
+    unrolled: bool = False,
+) -> None:  # fmt: skip
     """The second gemm on the rows m0 .. m0 + r of the first's product, held in registers,
-    column tile by column tile."""
+    column tile by column tile (``unrolled``: see second_unrolled)."""
     e = low.e
     tmp = second.operands[1].memref_type
     k2 = tmp.shape[1]
@@ -190,17 +192,53 @@ def second_product(
     held = e.add(CastInst(product, CoopMatrixType(tmp.element, r, k2, "matrix_a"))).result
     nb = low.tiling(second).cols_per_item
 
-    def col_tile(n0: Size) -> list[Value]:
-        tile_cols, col_check = col_tiles(cols, nb)
-        t2 = Tile(m0, n0, r, tile_cols, both(checked, col_check))
+    def col_product(n0: Size, tile_cols: int, col_check: str) -> Value:
         bt = CoopMatrixType(b2.type.element, k2, tile_cols, "matrix_b")
         y = e.load(b2, 0, n0, bt, "cols" if col_check else "")
         zero = low.zeros(CoopMatrixType(acc, r, tile_cols, "matrix_acc"))
-        total = e.add(CoopMatrixMulAddInst(held, y, zero)).result
-        low.update(second, out, t2, total, acc)
+        return e.add(CoopMatrixMulAddInst(held, y, zero)).result
+
+    beta = second.beta.constant
+    if unrolled and isinstance(cols, int) and not second.atomic and beta is not None:
+        second_unrolled(low, second, out, m0, r, checked, cols, nb, col_product)
+        return
+
+    def col_tile(n0: Size) -> list[Value]:
+        tile_cols, col_check = col_tiles(cols, nb)
+        t2 = Tile(m0, n0, r, tile_cols, both(checked, col_check))
+        low.update(second, out, t2, col_product(n0, tile_cols, col_check), acc)
         return []
 
     e.loop(0, cols, nb, [], col_tile)
+
+
+def second_unrolled(
+    low: Lowering, second: GemmInst, out: Operand, m0: Size, r: int, checked: str, cols: int,
+    nb: int, col_product: Callable[[Size, int, str], Value],
+) -> None:  # fmt: skip
+    """X := alpha T B + beta X (beta a constant) on the static column tiles one after another,
+    X's tiles all loaded before any is stored: checked rows at a row that is not known at
+    compile time (a split pair's) become branches around each store, which the loads of the
+    later tiles would otherwise wait behind."""
+    e = low.e
+    el, acc = out.type.element, summed_type(out.type.element)
+    beta = second.beta.constant
+    starts = list(range(0, cols, nb))
+    olds: list[Value | None] = []
+    for n0 in starts:
+        old_t = CoopMatrixType(el, r, min(nb, cols - n0), "matrix_acc")
+        olds.append(e.load(out, m0, n0, old_t, checked) if beta != 0 else None)
+    for n0, old in zip(starts, olds, strict=True):
+        total = col_product(n0, min(nb, cols - n0), "")
+        if second.alpha.constant != 1:
+            total = e.add(CoopMatrixScaleInst(low.scalar(second.alpha, acc), total)).result
+        if old is not None:
+            old = low.convert(old, acc)
+            if beta != 1:
+                old = e.add(CoopMatrixScaleInst(low.scalar(second.beta, acc), old)).result
+            total = e.add(ArithInst("add", total, old)).result
+        result = low.convert(total, el)
+        e.add(CoopMatrixStoreInst(result, out.value, e.value(m0), e.value(n0), False, checked))
 
 
 def why_not_split(low: Lowering, first: GemmInst, tiling: Tiling) -> str:
@@ -277,6 +315,7 @@ def lower_split(
         if first.alpha.constant != 1:
             total = e.add(CoopMatrixScaleInst(first.alpha, total)).result
         m0 = e.arith("mul", sg, half)
-        second_product(low, second, total, m0, half, "rows" if rows < sgs * mb else "", b2)
+        check = "rows" if rows < sgs * mb else ""
+        second_product(low, second, total, m0, half, check, b2, unrolled=True)
     for staged in low.staged:
         e.add(LifetimeStopInst(staged))

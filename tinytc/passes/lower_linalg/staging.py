@@ -141,4 +141,7 @@ def _copy_plain(
         e.add(CoopMatrixStoreInst(v, local, e.value(0), e.value(j0), False, check))
         return []
 
+    if spread and chunk * (low.subgroups - 1) < cols <= chunk * low.subgroups:
+        copy(first)  # one chunk each, no loop: the next copy's loads need not wait for its stores
+        return
     e.loop(first, cols, chunk * low.subgroups, [], copy)
