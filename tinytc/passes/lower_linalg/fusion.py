@@ -5,6 +5,7 @@ A, keeps the temporary in registers; both run in one parallel region, row tile b
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 
 from ...gemm import Tiling, fused_form
@@ -148,10 +149,15 @@ def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
     nexts = next_entries(low, fetched, tiling1.prefetch_ahead)
     copies = [(b1, 0)] if tiling1.stage_b else []
     copies += [(b2, tiling2.stage_pad)] if tiling2.stage_b else []
+    knob = os.environ.get("TINYTC_CHAIN_Q", "")  # EXPERIMENT of one run, not committed
+    source = None
+    if knob == "local":
+        copies.append((Operand(second.output), 0))
     if copies:  # in one parallel region: one barrier after both
         staged = stage_plain_all(low, copies, spread=low.subgroups > 1)
         b1 = staged[0] if tiling1.stage_b else b1
-        b2 = staged[-1] if tiling2.stage_b else b2
+        b2 = staged[1] if tiling2.stage_b else b2
+        source = staged[-1] if knob == "local" else None
 
     if low.subgroups > 1:
         lower_split(low, first, second, a1, b1, b2)
@@ -165,10 +171,15 @@ def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
         touch = prefetcher(
             low, nexts, m0, low.sgs * mb, rows, depth1, unroll, tiling1.prefetch_ahead
         )
+        cols = e.size(second.output, 1)
+        nb = tiling2.cols_per_item
+        olds = None
+        if knob == "regs":
+            olds = preload(low, second, Operand(second.output), m0, r, checked, cols, nb)  # type: ignore[arg-type]
         product = low.product(t1, a1, b1, depth1, unroll, el1, tmp.element, touch)
         if first.alpha.constant != 1:
             product = e.add(CoopMatrixScaleInst(first.alpha, product)).result
-        second_product(low, second, product, m0, r, checked, b2)
+        second_product(low, second, product, m0, r, checked, b2, bool(knob), olds, source)
 
     low.row_tiles(rows, low.sgs * mb, row_tile)
     e.b.exit()
@@ -178,7 +189,7 @@ def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
 
 def second_product(
     low: Lowering, second: GemmInst, product: Value, m0: Size, r: int, checked: str, b2: Operand,
-    unrolled: bool = False,
+    unrolled: bool = False, olds: list | None = None, source: Operand | None = None,
 ) -> None:  # fmt: skip
     """The second gemm on the rows m0 .. m0 + r of the first's product, held in registers,
     column tile by column tile (``unrolled``: see second_unrolled)."""
@@ -200,7 +211,7 @@ def second_product(
 
     beta = second.beta.constant
     if unrolled and isinstance(cols, int) and not second.atomic and beta is not None:
-        second_unrolled(low, second, out, m0, r, checked, cols, nb, col_product)
+        second_unrolled(low, second, out, m0, r, checked, cols, nb, col_product, olds, source)
         return
 
     def col_tile(n0: Size) -> list[Value]:
@@ -214,7 +225,8 @@ def second_product(
 
 def second_unrolled(
     low: Lowering, second: GemmInst, out: Operand, m0: Size, r: int, checked: str, cols: int,
-    nb: int, col_product: Callable[[Size, int, str], Value],
+    nb: int, col_product: Callable[[Size, int, str], Value], olds: list | None = None,
+    source: Operand | None = None,
 ) -> None:  # fmt: skip
     """X := alpha T B + beta X (beta a constant) on the static column tiles one after another,
     X's tiles all loaded before any is stored: checked rows at a row that is not known at
@@ -224,10 +236,8 @@ def second_unrolled(
     el, acc = out.type.element, summed_type(out.type.element)
     beta = second.beta.constant
     starts = list(range(0, cols, nb))
-    olds: list[Value | None] = []
-    for n0 in starts:
-        old_t = CoopMatrixType(el, r, min(nb, cols - n0), "matrix_acc")
-        olds.append(e.load(out, m0, n0, old_t, checked) if beta != 0 else None)
+    if olds is None:
+        olds = preload(low, second, source or out, m0, r, checked, cols, nb)
     for n0, old in zip(starts, olds, strict=True):
         total = col_product(n0, min(nb, cols - n0), "")
         if second.alpha.constant != 1:
@@ -239,6 +249,19 @@ def second_unrolled(
             total = e.add(ArithInst("add", total, old)).result
         result = low.convert(total, el)
         e.add(CoopMatrixStoreInst(result, out.value, e.value(m0), e.value(n0), False, checked))
+
+
+def preload(
+    low: Lowering, second: GemmInst, out: Operand, m0: Size, r: int, checked: str, cols: int,
+    nb: int,
+) -> list:  # fmt: skip
+    e = low.e
+    el = second.output.memref_type.element
+    olds: list[Value | None] = []
+    for n0 in range(0, cols, nb):
+        old_t = CoopMatrixType(el, r, min(nb, cols - n0), "matrix_acc")
+        olds.append(e.load(out, m0, n0, old_t, checked) if second.beta.constant != 0 else None)
+    return olds
 
 
 def why_not_split(low: Lowering, first: GemmInst, tiling: Tiling) -> str:
