@@ -228,8 +228,7 @@ def chain_variant(source: str, spec: str) -> str:
     the first's stage_b, pP the first's prefetch (of the pair's operands) and hH its ahead,
     cC the second's cols_per_item, KK its K unroll, SD its stage_b with stage_pad D (Sn: not
     staged), wMxN work_group_size(M,N) in subgroups of M lanes, u0 the pair not fused, nN the
-    first's cols_per_item, bB batch_per_group(B) (B entries in turn per work-group), RR the
-    second's rows_per_item (w16x2_r4_R2: the pair split over 2 subgroups, fusion.lower_split)."""
+    first's cols_per_item, bB batch_per_group(B) (B entries in turn per work-group)."""
     if spec == "0":
         return source
     from tinytc.compiler import run_pipeline
@@ -265,8 +264,6 @@ def chain_variant(source: str, spec: str) -> str:
                         for x in (one, two))  # fmt: skip
         elif key == "k":
             one = re.sub(r"k_unroll=\d+", f"k_unroll={value}", one)
-        elif key == "R":  # the second's rows_per_item (a split pair: the first's over 2)
-            two = re.sub(r"rows_per_item=\d+", f"rows_per_item={value}", two)
         elif key == "c":
             two = re.sub(r"cols_per_item=\d+", f"cols_per_item={value}", two)
         elif key == "S":  # the second's B copied first, its columns padded by the value

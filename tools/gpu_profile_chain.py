@@ -99,7 +99,8 @@ def run(name: str, ptx: str, working_set: float, repeat: int, entries: int) -> N
         kernel = cp.RawModule(path=str(path)).get_function("fused_kernel")
     n = np.uint64(batch)
     args: tuple[Any, ...] = (k, p, n, table.astype(cp.uint64), n, q, n)
-    block = tuple(int(x) for x in re.search(r"\.reqntid (\d+), (\d+), (\d+)", ptx).groups())  # type: ignore[union-attr]
+    sizes = re.search(r"\.reqntid (\d+), (\d+), (\d+)", ptx)  # the whole work-group
+    block = tuple(int(x) for x in sizes.groups())  # type: ignore[union-attr]
 
     def launch() -> None:
         kernel((batch // entries, 1, 1), block, args)

@@ -92,12 +92,9 @@ def stage_plain(low: Lowering, x: Operand, pad: int = 0) -> Operand:
     return stage_plain_all(low, [(x, pad)])[0]
 
 
-def stage_plain_all(
-    low: Lowering, copies: list[tuple[Operand, int]], spread: bool = False
-) -> list[Operand]:
+def stage_plain_all(low: Lowering, copies: list[tuple[Operand, int]]) -> list[Operand]:
     """stage_plain of each (operand, pad) in one parallel region, so that one barrier follows
-    all the copies (a fused pair's two B operands); ``spread``: the columns spread evenly over
-    the subgroups (a split fused pair: fusion.lower_split)."""
+    all the copies (a fused pair's two B operands)."""
     e = low.e
     locals_: list[Value] = []
     for x, pad in copies:
@@ -115,23 +112,18 @@ def stage_plain_all(
         if low.subgroups > 1:
             sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
         for (x, _), local in zip(copies, locals_, strict=True):
-            _copy_plain(low, x, local, sg, spread)
+            _copy_plain(low, x, local, sg)
     return [Operand(v, transpose=x.transpose) for (x, _), v in zip(copies, locals_, strict=True)]
 
 
-def _copy_plain(
-    low: Lowering, x: Operand, local: Value, sg: Value | None, spread: bool = False
-) -> None:
-    """The loop of stage_plain's copy of x into local, chunks of columns per subgroup
-    (``spread``: at most cols / subgroups, so that every subgroup copies about as many)."""
+def _copy_plain(low: Lowering, x: Operand, local: Value, sg: Value | None) -> None:
+    """The loop of stage_plain's copy of x into local, chunks of columns per subgroup."""
     e = low.e
     t = x.type
     rows, cols = t.shape
     assert isinstance(rows, int) and isinstance(cols, int)
     blocks = -(-rows // low.sgs)
     chunk = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks, cols))
-    if spread:
-        chunk = min(chunk, -(-cols // low.subgroups))
     first: Size = 0 if sg is None else e.arith("mul", sg, chunk)
 
     def copy(j0: Size) -> list[Value]:
@@ -141,7 +133,4 @@ def _copy_plain(
         e.add(CoopMatrixStoreInst(v, local, e.value(0), e.value(j0), False, check))
         return []
 
-    if spread and chunk * (low.subgroups - 1) < cols <= chunk * low.subgroups:
-        copy(first)  # one chunk each, no loop: the next copy's loads need not wait for its stores
-        return
     e.loop(first, cols, chunk * low.subgroups, [], copy)
