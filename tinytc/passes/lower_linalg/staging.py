@@ -108,24 +108,12 @@ def stage_plain_all(low: Lowering, copies: list[tuple[Operand, int]]) -> list[Op
             local = e.add(SubviewInst(local, slices)).result
         locals_.append(local)
     with low.parallel():
-        if len(copies) > 1 and low.subgroups == 1:
-            _copy_loads_first(low, [x for x, _ in copies], locals_)
-        else:
-            sg: Value | None = None
-            if low.subgroups > 1:
-                sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
-            for (x, _), local in zip(copies, locals_, strict=True):
-                _copy_plain(low, x, local, sg)
+        sg: Value | None = None
+        if low.subgroups > 1:
+            sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
+        for (x, _), local in zip(copies, locals_, strict=True):
+            _copy_plain(low, x, local, sg)
     return [Operand(v, transpose=x.transpose) for (x, _), v in zip(copies, locals_, strict=True)]
-
-
-def _chunk(low: Lowering, t: MemrefType) -> tuple[int, str]:
-    """(columns per chunk of stage_plain's copy of an operand of type t, its check)."""
-    rows, cols = t.shape
-    assert isinstance(rows, int) and isinstance(cols, int)
-    blocks = -(-rows // low.sgs)
-    chunk = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks, cols))
-    return chunk, "" if cols % chunk == 0 else "cols"
 
 
 def _copy_plain(low: Lowering, x: Operand, local: Value, sg: Value | None) -> None:
@@ -134,32 +122,15 @@ def _copy_plain(low: Lowering, x: Operand, local: Value, sg: Value | None) -> No
     t = x.type
     rows, cols = t.shape
     assert isinstance(rows, int) and isinstance(cols, int)
-    chunk, check = _chunk(low, t)
+    blocks = -(-rows // low.sgs)
+    chunk = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks, cols))
     first: Size = 0 if sg is None else e.arith("mul", sg, chunk)
 
     def copy(j0: Size) -> list[Value]:
+        check = "" if cols % chunk == 0 else "cols"
         ct = CoopMatrixType(t.element, rows, chunk, "matrix_acc")
         v = e.load(Operand(x.value), 0, j0, ct, check)
         e.add(CoopMatrixStoreInst(v, local, e.value(0), e.value(j0), False, check))
         return []
 
     e.loop(first, cols, chunk * low.subgroups, [], copy)
-
-
-def _copy_loads_first(low: Lowering, xs: list[Operand], locals_: list[Value]) -> None:
-    """The copies of several operands by one subgroup, every chunk of every operand loaded
-    before any is stored: a later operand's loads (and the loads their addresses need, as a
-    group member's) then need not wait for an earlier one's values to arrive for its stores
-    (docs/gpu-timings.md: the chain's copy phase)."""
-    e = low.e
-    loaded = []
-    for x, local in zip(xs, locals_, strict=True):
-        t = x.type
-        rows, cols = t.shape
-        assert isinstance(rows, int) and isinstance(cols, int)
-        chunk, check = _chunk(low, t)
-        for j0 in range(0, cols, chunk):
-            ct = CoopMatrixType(t.element, rows, chunk, "matrix_acc")
-            loaded.append((e.load(Operand(x.value), 0, j0, ct, check), local, j0, check))
-    for v, local, j0, check in loaded:
-        e.add(CoopMatrixStoreInst(v, local, e.value(0), e.value(j0), False, check))
