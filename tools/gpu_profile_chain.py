@@ -99,10 +99,11 @@ def run(name: str, ptx: str, working_set: float, repeat: int, entries: int) -> N
         kernel = cp.RawModule(path=str(path)).get_function("fused_kernel")
     n = np.uint64(batch)
     args: tuple[Any, ...] = (k, p, n, table.astype(cp.uint64), n, q, n)
-    lanes = int(re.search(r"\.reqntid (\d+)", ptx)[1])  # type: ignore[index]
+    sizes = re.search(r"\.reqntid (\d+), (\d+), (\d+)", ptx)  # the whole work-group
+    block = tuple(int(x) for x in sizes.groups())  # type: ignore[union-attr]
 
     def launch() -> None:
-        kernel((batch // entries, 1, 1), (lanes, 1, 1), args)
+        kernel((batch // entries, 1, 1), block, args)
 
     before = q.copy()
     launch()
