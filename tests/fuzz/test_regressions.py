@@ -5,6 +5,7 @@ its entry from OPEN_BUGS in fuzz_support.py, and the generator feature comes bac
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 from collections.abc import Callable
@@ -127,6 +128,13 @@ def test_an_index_that_wraps_is_still_refused(worker: Worker) -> None:
     outcome = worker.run(WRAPS_AT_THE_INDEX, [("k", arguments_of([np.zeros(5, np.int32)]), 2)])
     assert outcome.status == "error"
     assert "arith.add (in index)" in outcome.message and "wraps around" in outcome.message
+
+
+def test_next_entry_prefetch_builds_unoptimized(worker: Worker) -> None:
+    """tests/programs/fuzz_prefetch_next_unoptimized.ir as its campaign ran it: at opt_level 0
+    (the gemm's K steps of 1) its build crashed."""
+    case = case_of(PROGRAMS / "fuzz_prefetch_next_unoptimized.ir")
+    check_execution(dataclasses.replace(case, opt_level=0), worker)
 
 
 INT_TYPES = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "index"]

@@ -20,11 +20,12 @@ from .lowering import Lowering
 
 
 def next_entries(low: Lowering, values: list[Value], ahead: int = 1) -> dict[Value, Value]:
-    """The views of a following batch entry (group_id + ahead, wrapping around the group
-    count) of those values that are a subview or group load at group_id in the function's
-    body, made before the parallel region. Every work-group makes such a view, so the
-    following entry's is valid too; under an if or a loop it might not be, and stays
-    out."""
+    """The views of a following batch entry (group_id + ahead, the last entry where that is
+    past it: a remainder by the group count there, feeding the prefetch, crashed the CPU
+    runtime's vectorizer, docs/runtime-cpu.md section 3) of those values that are a subview
+    or group load at group_id in the function's body, made before the parallel region. Every
+    work-group makes such a view, so the following entry's is valid too; under an if or a
+    loop it might not be, and stays out."""
     e = low.e
     following: Value | None = None
     out: dict[Value, Value] = {}
@@ -43,7 +44,8 @@ def next_entries(low: Lowering, values: list[Value], ahead: int = 1) -> dict[Val
         if following is None:
             gid = inst.operands[at[0]]
             count = e.add(GroupSizeInst()).result
-            following = e.add(ArithInst("rem", e.arith("add", gid, ahead), count)).result
+            last = e.arith("sub", count, 1)
+            following = e.add(ArithInst("min", e.arith("add", gid, ahead), last)).result
         ops = [following if i in at else v for i, v in enumerate(inst.operands)]
         if isinstance(inst, LoadInst):
             out[value] = e.add(LoadInst(ops[0], ops[1:])).result
