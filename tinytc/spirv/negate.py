@@ -29,11 +29,11 @@ _FORMATS = {16: "<e", 32: "<f", 64: "<d"}
 def negate(lo: Lowering, t: ir.ScalarType, value: Id) -> Id:
     """-value for a float or complex type t: each sign bit flipped through an integer of its
     width."""
-    rt = lo.scalar_type(t)
     if t.is_complex:
         from .convert_complex import per_part
 
         return per_part(lo, t, value, lambda _, x: negate(lo, t.component, x))
+    rt = lo.scalar_type(t)
     known = float_constant(lo, value)
     if known is not None and not math.isnan(known):  # so that x * -(1.0) is found, too
         return lo.m.constant(rt, -known)

@@ -26,9 +26,6 @@ class Spill:
         self.pointer = lo.m.type_pointer(StorageClass.Function, rt)
         array = lo.m.type_array(rt, count)
         self.var = lo.fn.variable(lo.m.type_pointer(StorageClass.Function, array))
-        # the CPU runtime miscompiles reads of an array whose values it can tell: its indices
-        # are offset by a zero it cannot see (CoreInfo.hidden_zero)
-        self.zero = lo.hidden_zero
 
     @classmethod
     def of(cls, lo: Lowering, rt: Id, values: list[Id]) -> Spill:
@@ -41,8 +38,10 @@ class Spill:
     def at(self, index: Dim) -> Id:
         """The pointer to entry ``index``."""
         at = self.lo.as_id(index)
-        if self.zero is not None:
-            at = self.lo.op(Op.IAdd, self.lo.i64, at, self.zero)
+        # the CPU runtime miscompiles reads of an array whose values it can tell: its indices
+        # are offset by a zero it cannot see (CoreInfo.hidden_zero)
+        if self.lo.hidden_zero is not None:
+            at = self.lo.op(Op.IAdd, self.lo.i64, at, self.lo.hidden_zero)
         return self.lo.op(Op.InBoundsAccessChain, self.pointer, self.var, at)
 
     def load(self, index: Dim) -> Id:
