@@ -176,9 +176,10 @@ class CoreInfo:
     # section 6, "Private arrays of known values"), and the sign mask of a float negation,
     # which it otherwise turns into an fneg (the same section, "Negation across a barrier").
     hidden_zero: bool = False
-    # Whether scalar loads under an if or a loop whose value crosses a barrier are volatile:
-    # the CPU runtime otherwise makes them outside their guard (tinytc/spirv/pinned_loads.py).
-    pin_guarded_loads: bool = False
+    # Whether the runtime makes a load under an if whose value lives across a barrier
+    # outside the if, when no barrier precedes it there (the CPU runtime: docs/runtime-cpu.md
+    # section 6, "Loads moved out of their guard"; the pass fence-guarded-loads).
+    hoists_guarded_loads: bool = False
     # The subgroup size of a kernel with nothing to size it by, where it is not
     # DEFAULT_SUBGROUP_SIZE: on NVIDIA the warp, whose segments the smaller sizes are.
     preferred_subgroup_size: int | None = None
@@ -286,7 +287,7 @@ CPU = CoreInfo(
     max_entries_per_group=64,
     bf16_conversion_pays=False,
     hidden_zero=True,
-    pin_guarded_loads=True,
+    hoists_guarded_loads=True,
     prefetch_intrinsic=True,
     intel_shuffles=True,
     shuffle_scans=True,

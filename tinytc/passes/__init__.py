@@ -16,6 +16,7 @@ from .check_barriers import CheckBarriersPass
 from .check_bounds import CheckBoundsPass
 from .check_ir import CheckIrPass
 from .constant_fold import ConstantFoldPass, DeadCodePass
+from .fence_guarded_loads import FenceGuardedLoadsPass
 from .insert_barrier import InsertBarrierPass
 from .lifetime import InsertLifetimeStopPass, StackPass
 from .lower_linalg import LowerLinalgPass
@@ -42,6 +43,7 @@ PASSES: dict[str, Callable[[CoreInfo, int], Pass]] = {
     "lower-linalg": lambda t, o: LowerLinalgPass(t),
     "stack": lambda t, o: StackPass(t.local_memory_size if t else None),
     "insert-barrier": lambda t, o: InsertBarrierPass(),
+    "fence-guarded-loads": lambda t, o: FenceGuardedLoadsPass(t),
     "check-barriers": lambda t, o: CheckBarriersPass(),  # lowered code in tests; tinytc-opt
 }
 NEEDS_TARGET = frozenset({"work-group-size", "tile-linalg", "lower-linalg"})
@@ -55,6 +57,7 @@ DEFAULT_PIPELINE = (
     "lower-linalg",
     "stack",
     "insert-barrier",
+    "fence-guarded-loads",
 )
 
 

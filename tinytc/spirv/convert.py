@@ -32,7 +32,6 @@ from ._grammar import (
 from .function import Block, Builder, Function
 from .instruction import Id, Instruction
 from .module import Module
-from .pinned_loads import pinned_loads
 from .signature import Dim as Dim  # these three: public here, as the handlers use them
 from .signature import Group as Group
 from .signature import Memref as Memref
@@ -89,7 +88,6 @@ class Lowering:
         self.group_id: Id | None = None
         self.group_size: Id | None = None
         self.hidden_zero: Id | None = None  # CoreInfo.hidden_zero's, per function
-        self.pinned_loads: set[ir.Inst] = set()  # CoreInfo.pin_guarded_loads's, per function
 
     # Types
 
@@ -355,7 +353,6 @@ class Lowering:
         self.check_types(func)
         self.func = func
         self.values = {}
-        self.pinned_loads = pinned_loads(func) if self.target.pin_guarded_loads else set()
         param_types: list[Id] = []
         binders: list[Callable[[list[Id]], None]] = []
         for p in func.params:

@@ -18,11 +18,9 @@ def element_pointer(lo: Lowering, m: Memref, indices: Sequence[ir.Value]) -> Id:
     return lo.offset_pointer(m.pointer, m.space, m.type.element, offset)
 
 
-def load_scalar(lo: Lowering, m: Memref, pointer: Id, pinned: bool = False) -> Id:
-    """The element at ``pointer``; ``pinned``: volatile (tinytc/spirv/pinned_loads.py)."""
+def load_scalar(lo: Lowering, m: Memref, pointer: Id) -> Id:
     el = m.type.element
-    access = _access(pinned)
-    value = lo.op(Op.Load, lo.storage_type(el), pointer, access, el.alignment)
+    value = lo.op(Op.Load, lo.storage_type(el), pointer, MemoryAccess.Aligned, el.alignment)
     if el == ir.BF16:
         value = from_bf16(lo, value)
     return value
@@ -39,27 +37,20 @@ def store_scalar(lo: Lowering, m: Memref, pointer: Id, value: Id) -> None:
 def _load(lo: Lowering, inst: ir.LoadInst) -> None:
     src, *indices = inst.operands
     value = lo.get(src)
-    pinned = inst in lo.pinned_loads
     if isinstance(value, Group):
-        lo.values[inst.result] = group_member(lo, value, indices[0], pinned)
+        lo.values[inst.result] = group_member(lo, value, indices[0])
     else:
-        pointer = element_pointer(lo, value, indices)
-        lo.values[inst.result] = load_scalar(lo, value, pointer, pinned)
+        lo.values[inst.result] = load_scalar(lo, value, element_pointer(lo, value, indices))
 
 
-def _access(pinned: bool) -> MemoryAccess:
-    return MemoryAccess.Volatile | MemoryAccess.Aligned if pinned else MemoryAccess.Aligned
-
-
-def group_member(lo: Lowering, g: Group, index: ir.Value, pinned: bool = False) -> Memref:
-    """The memref at g[index] + offset, with its dynamic sizes read from the dope arrays
-    (volatile loads where ``pinned``)."""
+def group_member(lo: Lowering, g: Group, index: ir.Value) -> Memref:
+    """The memref at g[index] + offset, with its dynamic sizes read from the dope arrays."""
     cw = StorageClass.CrossWorkgroup
     mt = g.type.memref
     member_type = lo.pointer_type(cw, mt.element)
     at = lo.as_id(lo.dim(index))
     slot = lo.op(Op.InBoundsPtrAccessChain, lo.m.type_pointer(cw, member_type), g.pointers, at)
-    pointer = lo.op(Op.Load, member_type, slot, _access(pinned), 8)
+    pointer = lo.op(Op.Load, member_type, slot, MemoryAccess.Aligned, 8)
     pointer = lo.offset_pointer(pointer, cw, mt.element, g.offset)
 
     def entry(kind: str, mode: int, static: int | None) -> Dim:
@@ -67,7 +58,7 @@ def group_member(lo: Lowering, g: Group, index: ir.Value, pinned: bool = False) 
             return static
         array = g.dynamic[(kind, mode)]
         item = lo.op(Op.InBoundsPtrAccessChain, lo.m.type_pointer(cw, lo.i64), array, at)
-        return lo.op(Op.Load, lo.i64, item, _access(pinned), 8)
+        return lo.op(Op.Load, lo.i64, item, MemoryAccess.Aligned, 8)
 
     shape = [entry("shape", i, s) for i, s in enumerate(mt.shape)]
     stride = [entry("stride", i, s) for i, s in enumerate(mt.stride)]
