@@ -1,5 +1,6 @@
-"""SHA-256 of the SPIR-V that tinytc emits for every test program, bench shape and conv2d bench
-layer, on every target: the check that a restructuring changes no emitted byte.
+"""SHA-256 of the SPIR-V that tinytc emits for every test program on every target, and for
+every bench shape (CPU and sm_90) and conv2d bench layer: the check that a restructuring
+changes no emitted byte.
 
     python tools/spirv_digest.py --out before.json          (record)
     python tools/spirv_digest.py --against before.json      (compare; exit 1 on a difference)
@@ -39,13 +40,17 @@ def sources() -> Iterator[tuple[str, tuple[str, ...], Callable[[str], bytes]]]:
         text = path.read_text()
         yield f"program/{path.stem}", TARGETS, lambda t, text=text: tinytc.compile(text, t)
     bench = _bench()
-    for ty in ("f32", "f64"):
+    for ty in ("f32", "f64", "c32", "c64"):
+        # the shapes tools/bench.py and (real types) tools/bench_gpu.py time
+        targets = ("cpu",) if ty.startswith("c") else ("cpu", "sm_90")
         for n in (8, 16, 32, 64):
             for trans in ("nn", "tn", "nt", "tt"):
                 text = bench.gemm_source(ty, n, trans[0], trans[1])
-                yield f"gemm/{ty}-{n}-{trans}", ("cpu",), lambda t, s=text: tinytc.compile(s, t)
-        chain = (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
-        yield f"chain/{ty}", ("cpu",), lambda t, s=chain: tinytc.compile(s, t)
+                yield f"gemm/{ty}-{n}-{trans}", targets, lambda t, s=text: tinytc.compile(s, t)
+        program = "tutorial_complex.ir" if ty.startswith("c") else "tutorial.ir"  # as bench's
+        chain = (ROOT / "tests" / "programs" / program).read_text()
+        chain = chain.replace("c32", ty) if ty == "c64" else chain.replace("f32", ty)
+        yield f"chain/{ty}", targets, lambda t, s=chain: tinytc.compile(s, t)
     yield from conv_sources()
 
 
