@@ -72,7 +72,7 @@ roofline = _load("bench_roofline")
 # Re-exported: tools/spirv_digest.py, tilings.py, bench_complex.py and tests/tools use them.
 DTYPES, PEAK_TYPE, TOLERANCE, SAMPLE = cases.DTYPES, cases.PEAK_TYPE, cases.TOLERANCE, cases.SAMPLE
 Case, column_major, gemm_source = cases.Case, cases.column_major, cases.gemm_source
-gemm_case, chain_case = cases.gemm_case, cases.chain_case
+gemm_case, chain_case, chain_source = cases.gemm_case, cases.chain_case, cases.chain_source
 Limits, l3_bytes, seconds = roofline.Limits, roofline.l3_bytes, roofline.seconds
 SHAPES = [
     *(f"{ty}-{n}-{tr}" for ty in DTYPES for n in (8, 16, 32, 64) for tr in ("nn", "tn", "nt")),

@@ -108,6 +108,13 @@ def gemm_case(ty: str, n: int, trans: str, working_set: float, with_numpy: bool)
     return case
 
 
+def chain_source(ty: str) -> str:
+    """The tutorial chain's program in element type ``ty`` (the complex chain has its own)."""
+    program = "tutorial_complex.ir" if ty in ("c32", "c64") else "tutorial.ir"
+    source = (ROOT / "tests" / "programs" / program).read_text()
+    return source.replace("c32", ty) if ty == "c64" else source.replace("f32", ty)
+
+
 def chain_case(ty: str, working_set: float, with_numpy: bool) -> Case:
     """The tutorial Q_e += K P_e A_e with A a stacked group: K (56x56) is read once, P_e
     (56x9) and A_e (9x9) are read, Q_e (56x9) is read and written."""
@@ -117,10 +124,7 @@ def chain_case(ty: str, working_set: float, with_numpy: bool) -> Case:
     rng = np.random.default_rng(1)
     k, p = column_major(rng, (56, 56), ty), column_major(rng, (56, 9, batch), ty)
     a, q = column_major(rng, (9, 9, batch), ty), column_major(rng, (56, 9, batch), ty)
-    program = "tutorial_complex.ir" if ty in ("c32", "c64") else "tutorial.ir"  # its own
-    source = (ROOT / "tests" / "programs" / program).read_text()
-    source = source.replace("c32", ty) if ty == "c64" else source.replace("f32", ty)
-    kernels: Any = tinytc.jit(source)
+    kernels: Any = tinytc.jit(chain_source(ty))
     pv, av, qv = (x.transpose(2, 0, 1) for x in (p, a, q))
 
     run_numpy = None

@@ -337,7 +337,9 @@ def chain_shape(
 
 def chain_source_of(shape: str) -> str:
     ty = shape.removeprefix("chain-")
-    return (ROOT / "tests" / "programs" / "tutorial.ir").read_text().replace("f32", ty)
+    from bench import chain_source
+
+    return chain_source(ty)
 
 
 def gemm_source_of(shape: str) -> str:

@@ -47,9 +47,7 @@ def sources() -> Iterator[tuple[str, tuple[str, ...], Callable[[str], bytes]]]:
             for trans in ("nn", "tn", "nt", "tt"):
                 text = bench.gemm_source(ty, n, trans[0], trans[1])
                 yield f"gemm/{ty}-{n}-{trans}", targets, lambda t, s=text: tinytc.compile(s, t)
-        program = "tutorial_complex.ir" if ty.startswith("c") else "tutorial.ir"  # as bench's
-        chain = (ROOT / "tests" / "programs" / program).read_text()
-        chain = chain.replace("c32", ty) if ty == "c64" else chain.replace("f32", ty)
+        chain = bench.chain_source(ty)
         yield f"chain/{ty}", targets, lambda t, s=chain: tinytc.compile(s, t)
     yield from conv_sources()
 

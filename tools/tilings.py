@@ -41,8 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def source_of(name: str) -> tuple[str, str]:
     """The program of a gemm or chain shape of bench.py, and its kernel's name."""
     if name.startswith("chain-"):
-        text = (ROOT / "tests" / "programs" / "tutorial.ir").read_text()
-        return text.replace("f32", name.removeprefix("chain-")), "fused_kernel"
+        return bench.chain_source(name.removeprefix("chain-")), "fused_kernel"
     ty, n, trans = name.split("-")
     return bench.gemm_source(ty, int(n), trans[0], trans[1]), "gemm"
 

@@ -20,14 +20,15 @@ from .lowering import Lowering
 
 
 def next_entries(low: Lowering, values: list[Value], ahead: int = 1) -> dict[Value, Value]:
-    """The views of a following batch entry (group_id + ahead; the work-group's own entry
-    where that is past the last) of those values that are a subview or group load at
-    group_id in the function's body, made before the parallel region. Every work-group makes
-    such a view, so the following entry's is valid too; under an if or a loop it might not
-    be, and stays out. Past the last entry, a remainder by the group count crashed the CPU
-    runtime's vectorizer (docs/runtime-cpu.md section 3), and the last entry itself made
-    the work-groups of the last `ahead` entries fetch the same lines: on the H100 f32-8-nn
-    took 0.166-0.175 ms against 0.137-0.138 with the own entry (docs/gpu-timings.md)."""
+    """The views of a following batch entry (group_id + ahead, mirrored at the last entry
+    where that is past it) of those values that are a subview or group load at group_id in
+    the function's body, made before the parallel region. Every work-group makes such a
+    view, so the following entry's is valid too; under an if or a loop it might not be, and
+    stays out. Past the last entry, a remainder by the group count, and the own entry chosen
+    by a compare, crashed the CPU runtime's vectorizer (docs/runtime-cpu.md section 3); the
+    last entry itself made the work-groups of the last `ahead` entries fetch the same lines:
+    on the H100 f32-8-nn took 0.167-0.175 ms against 0.139-0.140 mirrored
+    (docs/gpu-timings.md)."""
     e = low.e
     following: Value | None = None
     out: dict[Value, Value] = {}
