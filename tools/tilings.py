@@ -23,7 +23,6 @@ import os
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import bench  # first: it sets OpenBLAS's thread timeout before numpy is imported
@@ -34,8 +33,6 @@ from tinytc.gemm import Tiling
 from tinytc.ir import LinalgInst
 from tinytc.runtime.device import core_info_from_device, default_queue
 from tinytc.runtime.jit import Kernels
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def source_of(name: str) -> tuple[str, str]:
