@@ -1,4 +1,4 @@
-"""Cooperative matrices in generated programs: over a fixed number of examples the strategies
+"""Cooperative matrices in generated programs: in seeded batches of examples the strategies
 generate every coopmatrix instruction kind (and the variants that lower differently); programs
 with parallel regions compile for every target (spirv-val) and run on the CPU as the reference
 runs them; the feature coopmatrix switches them off."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from fuzz_support import CI_LIMITS, KindBudget, ci_settings
+from fuzz_support import CI_LIMITS, KindBudget, ci_settings, kinds_until_covered
 from hypothesis import given
 
 from tinytc import ir
@@ -30,11 +30,6 @@ KINDS = frozenset(
     reduce_min.column cast.matrix_acc->matrix_a cast.matrix_acc->matrix_b cast.element
     arith.add arith.sub arith.mul arith.div arith.neg for.coopmatrix if.coopmatrix""".split()
 )
-
-
-# generated only; the rarest kinds show up a few times. Float .atomic_add stores: none in 1500
-# or 2000 on an Intel Xeon VM (1500 had sufficed on the AMD EPYC VMs), 12 in 3000.
-EXAMPLES = 3000
 
 
 def _from_subgroup_id(value: ir.Value) -> bool:
@@ -111,17 +106,14 @@ def coopmatrix_kinds(program: ir.Program) -> Counter[str]:
 
 
 def test_every_coopmatrix_kind_is_generated() -> None:
-    seen: Counter[str] = Counter()
-
-    @ci_settings(EXAMPLES)
-    @given(cases(CI_LIMITS))
-    def collect(case: Case) -> None:
-        assert case.program is not None
-        seen.update(coopmatrix_kinds(case.program))
-
-    collect()
-    print("coopmatrix kinds:", dict(sorted(seen.items())))
     expected = KINDS - (set() if CI_LIMITS.allows("subgroup_stripes") else {"store.stripe"})
+
+    def kinds(case: Case) -> Counter[str]:
+        assert case.program is not None
+        return coopmatrix_kinds(case.program)
+
+    seen = kinds_until_covered(cases(CI_LIMITS), kinds, expected)
+    print("coopmatrix kinds:", dict(sorted(seen.items())))
     missing = expected - set(seen)
     assert not missing, f"never generated: {sorted(missing)}; seen: {dict(sorted(seen.items()))}"
 
