@@ -11,7 +11,8 @@ import pytest
 import tinytc
 from tinytc import reference
 from tinytc.errors import CompilationError
-from tinytc.spirv.tools import validate
+from tinytc.spirv._grammar import Op
+from tinytc.spirv.tools import instructions, validate
 
 DTYPE = {"c32": np.complex64, "c64": np.complex128, "f32": np.float32, "f64": np.float64}
 TOL = {"c32": 3e-5, "c64": 1e-13}
@@ -191,3 +192,33 @@ def test_padded_rows_select_per_part(t: str) -> None:
     got = run(text, t, [x, np.zeros((1, 4), DTYPE[t], order="F"), np.zeros((13, 4), DTYPE[t],
               order="F"), values(t, (4, 4), 8)])  # fmt: skip
     np.testing.assert_allclose(got[1][0], x.sum(0), rtol=TOL[t])
+
+
+TRANSPOSED = """func @k(%x: memref<Tx40x20>, %y: memref<Tx20x40>) subgroup_size(S) {
+  parallel {
+    %a = cooperative_matrix_load.n %x[1, 2] : memref<Tx40x20> -> coopmatrix<TxRxC,matrix_acc>
+    cooperative_matrix_store.t %a, %y[3, 1] : coopmatrix<TxRxC,matrix_acc>, memref<Tx20x40>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("t", "sgs", "rows", "shuffles"),
+    [("c32", 16, 32, True), ("c32", 8, 8, True), ("c64", 8, 16, False), ("c64", 16, 16, False)],
+)
+def test_square_transposed_stores_shuffle_parts(
+    t: str, sgs: int, rows: int, shuffles: bool
+) -> None:
+    """A .t store of S columns of c32 transposes in registers, the real and the imaginary parts
+    apart (in 16 lanes, two registers a value, each half of the lanes stores half the block);
+    c64 scatters (tinytc/spirv/coopmatrix/transpose.py)."""
+    text = TRANSPOSED.replace("Tx", f"{t}x").replace("RxC", f"{rows}x{sgs}")
+    text = text.replace("S)", f"{sgs})")
+    opcodes = {op for op, _ in instructions(tinytc.compile(text, "cpu"))}
+    assert (Op.SubgroupShuffleXorINTEL in opcodes) == shuffles
+    x, y = values(t, (40, 20), 8), values(t, (20, 40), 9)
+    want = y.copy()
+    want[3 : 3 + sgs, 1 : 1 + rows] = x[1 : 1 + rows, 2 : 2 + sgs].T
+    got = run(text, t, [x, y])
+    assert np.array_equal(got[1], want)

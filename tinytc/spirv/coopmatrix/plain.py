@@ -19,7 +19,6 @@ from collections.abc import Callable
 
 from ... import ir
 from ...errors import CompilationError
-from ...gemm import transpose_group
 from .._grammar import GroupOperation, MemorySemantics, Op, Scope, StorageClass
 from ..convert import Lowering, Memref
 from ..convert_memory import load_scalar, store_scalar
@@ -27,9 +26,10 @@ from ..convert_scalar import binary, round_bf16
 from ..instruction import Id
 from . import CoopMatrix
 from .access import BLOCK_READ_WIDTHS, Access, Entry, block_reads_pay, check_component_index, clamp
-from .lanes import broadcast, shuffle_xor, subgroup_size
+from .lanes import broadcast, subgroup_size
 from .mul_add import plain_mul_add
 from .spill import looped_load, looped_store
+from .transpose import transposed_store, transposes_in_registers
 
 MAX_PREFETCH_LINES = 64  # calls one prefetch makes at most (a hint, not worth a long build)
 
@@ -156,7 +156,7 @@ class Plain:
         t = value.type
         access = Access(lo, inst.operands[1], inst.operands[2], inst.operands[3], inst)
         if self.transposable(lo, inst, access):
-            self.transposed_store(lo, value, access)
+            transposed_store(lo, value, access)
             return
         if self.over_cap(lo, t):  # (a replicated matrix never is)
 
@@ -179,66 +179,8 @@ class Plain:
             write() if cond is None else lo.if_then(cond, write)
 
     def transposable(self, lo: Lowering, inst: ir.CoopMatrixStoreInst, access: Access) -> bool:
-        """Whether a .t store writes square blocks transposed in registers: S columns, whole
-        blocks of S rows, unchecked, plain, and memref mode 0 contiguous, so that each row of
-        a block is one vector store across the lanes instead of S scattered ones."""
         t: ir.CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
-        sgs = subgroup_size(lo)
-        return (
-            inst.transpose
-            and not inst.checked
-            and not inst.atomic_add
-            and not self.replicated(t)
-            and t.cols == sgs
-            and t.rows % sgs == 0
-            and access.col_stride == 1
-            and transpose_group(sgs, t.element.size, lo.target) > 0
-            and not t.element.is_complex
-        )
-
-    def transposed_store(self, lo: Lowering, value: CoopMatrix, access: Access) -> None:
-        """Each S x S block transposed across the lanes by log2(G) butterfly stages (stage d
-        swaps entry (lane, i) with (lane ^ d, i ^ d) where bit d of lane and i differ: one
-        shuffle and three selects per pair), G columns at a time, then stored row by row:
-        lane l writes column l. With G = S/2 (values of two registers: tinytc.gemm.
-        transpose_group), half h of the lanes ends up holding rows h * G + i of the G
-        columns, and each half stores under its own lane test: two masked vector stores per
-        row. On the CPU this replaces S scatters per block (docs/performance-cpu.md lesson
-        13)."""
-        sgs, t = subgroup_size(lo), value.type
-        rt, boolean = lo.scalar_type(t.element), lo.m.type_bool()
-        blocks = t.row_blocks(sgs)
-        lane = lo.lane()
-        group = transpose_group(sgs, t.element.size, lo.target)
-        distances = [1 << k for k in reversed(range(group.bit_length() - 1))]  # G/2, ..., 1
-        uppers = {  # whether bit d of the lane is set
-            d: lo.op(Op.INotEqual, boolean, lo.op(Op.BitwiseAnd, lo.i64, lane, lo.as_id(d)),
-                     lo.as_id(0))
-            for d in distances
-        }  # fmt: skip
-        halves: list[tuple[int, Id | None]] = [(0, None)]  # (h, whether the lane is in half h)
-        if group < sgs:
-            half = lo.op(Op.ShiftRightLogical, lo.i64, lane, lo.as_id(group.bit_length() - 1))
-            halves = [(h, lo.op(Op.IEqual, boolean, half, lo.as_id(h))) for h in (0, 1)]
-        for block in range(blocks):
-            for first in range(0, sgs, group):
-                m = [value.components[col * blocks + block] for col in range(first, first + group)]
-                for d in distances:
-                    upper = uppers[d]
-                    for i in (i for i in range(group) if not i & d):
-                        low, high = m[i], m[i | d]
-                        sent = lo.op(Op.Select, rt, upper, low, high)
-                        got = shuffle_xor(lo, rt, sent, d)
-                        m[i] = lo.op(Op.Select, rt, upper, got, low)
-                        m[i | d] = lo.op(Op.Select, rt, upper, high, got)
-                for i, component in enumerate(m):
-                    for h, mine in halves:
-                        row = block * sgs + h * group + i
-                        column = lo.add(first - h * group, lane)
-                        offset = lo.add(lo.mul(row, access.row_stride), column)
-                        p = lo.offset_pointer(access.base, access.m.space, t.element, offset)
-                        write = lambda p=p, c=component: store_scalar(lo, access.m, p, c)  # noqa: E731
-                        write() if mine is None else lo.if_then(mine, write)
+        return not self.replicated(t) and transposes_in_registers(lo, inst, access)
 
     def _write(self, lo: Lowering, inst: ir.CoopMatrixStoreInst, m: Memref, p: Id, v: Id) -> None:
         if not inst.atomic_add:
