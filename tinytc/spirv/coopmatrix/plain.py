@@ -179,6 +179,8 @@ class Plain:
             write() if cond is None else lo.if_then(cond, write)
 
     def transposable(self, lo: Lowering, inst: ir.CoopMatrixStoreInst, access: Access) -> bool:
+        """Whether a .t store transposes in registers (transpose.py); not a replicated
+        matrix_b, nor (Dpas.transposable) a DPAS layout."""
         t: ir.CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
         return not self.replicated(t) and transposes_in_registers(lo, inst, access)
 
