@@ -68,7 +68,8 @@ def outside_spmd(text: str, line: int) -> bool:
 def classify(message: str, text: str, line: int) -> str:
     if "needs the subgroup" in message and outside_spmd(text, line):
         # v0.4 marks subgroup instructions spmd; its check-ir refuses them in collective code
-        # (docs/parallel-primitives.md, "Subgroup operations"): a lit test that runs one pass never sees it
+        # (docs/parallel-primitives.md, "Subgroup operations"): a lit test that runs one pass
+        # never sees it
         return "anchor's check-ir refuses too"
     for issue, words in WAITS.items():
         if any(w in message for w in words):
