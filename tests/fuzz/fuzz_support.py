@@ -57,9 +57,8 @@ def kinds_until_covered(
 
         @seed(batch)
         @settings(
-            max_examples=per_batch, database=None, deadline=None, print_blob=False,
+            ci_settings(per_batch), max_examples=per_batch, derandomize=False,
             phases=[Phase.generate],
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         )  # fmt: skip
         @given(strategy)
         def collect(example: object) -> None:

@@ -21,9 +21,8 @@ def transposes_in_registers(lo: Lowering, inst: ir.CoopMatrixStoreInst, access: 
     transposed in registers: S columns, whole blocks of S rows, unchecked, plain, and memref
     mode 0 contiguous, so that each row of a block is one vector store across the lanes
     instead of S scattered ones. Values of up to 8 bytes: a c64's scattered store is one
-    16-byte store per lane, and its butterfly (by parts) lost to it on the CPU (bench.py
-    --compare, the staging copies of c64 n = 8..64 tn: 0.84-0.96x; c32 n = 16..64 tn gained
-    1.03-1.10x)."""
+    16-byte store per lane, and its butterfly (by parts) lost to it on the CPU, where c32's
+    gained (docs/performance-cpu.md lesson 13)."""
     t: ir.CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
     sgs = subgroup_size(lo)
     return (
