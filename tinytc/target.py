@@ -164,6 +164,9 @@ class CoreInfo:
     dpas_whole_loads: bool = False
     # Bytes of one cache line: the unit of a prefetch (64 on the x86 CPUs and Xe GPUs here).
     cache_line: int = 64
+    # Bytes of a core's nearest data cache, where the K loops' prefetch of the next batch
+    # entry is sized by it (tinytc.gemm.prefetch_level); 0: not.
+    l1_data_bytes: int = 0
     max_values_per_item: int = MAX_VALUES_PER_ITEM
     # Whether the bf16 conversions of SPV_INTEL_bfloat16_conversion beat the same conversions
     # on the bits (tinytc/spirv/convert_bf16.py): on GPUs one instruction each; the CPU runtime
@@ -289,6 +292,9 @@ CPU = CoreInfo(
     hidden_zero=True,
     hoists_guarded_loads=True,
     prefetch_intrinsic=True,
+    # 48 KiB per core on the machines measured (docs/performance-cpu.md lesson 6): Intel
+    # Golden Cove (Sapphire Rapids) and AMD Zen 5
+    l1_data_bytes=48 * 1024,
     intel_shuffles=True,
     shuffle_scans=True,
 )

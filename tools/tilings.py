@@ -3,12 +3,12 @@ default, in one process, alternately.
 
     python tools/tilings.py f64-64-nn 2,4,2,3,1 4,2,4,1,1 @HEAD~3 --repeat 21
 
-Each TILING is rows_per_item,cols_per_item,k_unroll,prefetch,prefetch_ahead (tinytc.gemm.Tiling)
-for every collective instruction of the shape; the work group stays the default's. @REV is the
-SPIR-V that commit REV's tinytc.jit makes of the shape (built in a git worktree, in a
-subprocess), called through this tree's runtime. Every variant runs on the same operands
-(bench.py's working set; --resident: half the L3), its results are checked as bench.py checks
-them, and each round runs the variants in an order that alternates (with --resident, each
+Each TILING is rows_per_item,cols_per_item,k_unroll,prefetch,prefetch_ahead[,prefetch_level]
+(tinytc.gemm.Tiling) for every collective instruction of the shape; the work group stays the
+default's. @REV is the SPIR-V that commit REV's tinytc.jit makes of the shape (built in a git
+worktree, in a subprocess), called through this tree's runtime. Every variant runs on the same
+operands (bench.py's working set; --resident: half the L3), its results are checked as bench.py
+checks them, and each round runs the variants in an order that alternates (with --resident, each
 after an untimed run), then the add kernel, whose bandwidth tells which of the VM's two memory
 speeds the rounds saw (with --quick or --resident: the cache's). Two processes can differ
 by several percent on the same SPIR-V (docs/benchmarking.md), so `bench.py --compare` cannot
@@ -44,10 +44,11 @@ def source_of(name: str) -> tuple[str, str]:
 
 
 def tiling_of(spec: str, default: Tiling) -> Tiling:
-    fields = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch", "prefetch_ahead")
+    fields = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch", "prefetch_ahead",
+              "prefetch_level")  # fmt: skip
     values = [int(x) for x in spec.split(",")]
     if not 1 <= len(values) <= len(fields):
-        raise SystemExit(f"tilings: {spec!r} is not rows,cols,k_unroll,prefetch,ahead")
+        raise SystemExit(f"tilings: {spec!r} is not rows,cols,k_unroll,prefetch,ahead[,level]")
     # the given tiles, unfused: a fused pair's tiling has its own form (docs/language.md)
     return dataclasses.replace(default, **dict(zip(fields, values)), fuse=False)
 
@@ -139,7 +140,17 @@ def main(argv: list[str] | None = None) -> int:
         rate = case.flops / statistics.median(times[spec]) / 1e9
         shown = (
             "; ".join(
-                f"{t.rows_per_item},{t.cols_per_item},{t.k_unroll},{t.prefetch},{t.prefetch_ahead}"
+                ",".join(
+                    str(x)
+                    for x in (
+                        t.rows_per_item,
+                        t.cols_per_item,
+                        t.k_unroll,
+                        t.prefetch,
+                        t.prefetch_ahead,
+                        t.prefetch_level,
+                    )
+                )
                 for t in tilings
             )
             or "(that commit's own)"

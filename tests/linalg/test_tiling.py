@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from tinytc.gemm import (
     entries_per_group,
     lanes_per_register,
     prefetch_ahead,
+    prefetch_level,
     prefetch_next,
     prefetch_rows,
     prefetch_schedule,
@@ -386,6 +388,38 @@ def test_the_next_entry_prefetch_takes_the_leading_operands_that_fit() -> None:
     assert prefetch_next(8, (512, 512, 512), CPU, fma_per_product=4) == 3
     assert prefetch_next(8, (512, 512, 512), CPU) == 0
     assert prefetch_next(1, (16384, 16384, 16384), PVC) == 0
+
+
+def test_entries_too_large_to_share_the_l1_with_the_next_are_fetched_into_l2() -> None:
+    """Level 1 (L2) where the fetched operands and the entry being computed, as large, exceed
+    the target's L1 data cache: c64 n=32 and f32 n=64 (48 KB); c32 n=32 (24 KB) and the
+    chain fit and stay in L1, and so does a target that does not say its L1 size or an
+    operand whose size is not known."""
+    l1 = CPU.l1_data_bytes
+    assert l1 == 48 * 1024
+    assert prefetch_level((16384,) * 3, CPU) == 1  # c64 n=32, f32 n=64
+    assert prefetch_level((8192,) * 3, CPU) == 0  # c32 n=32, f64 n=32
+    assert prefetch_level((l1 // 2,), CPU) == 0 and prefetch_level((l1 // 2 + 1,), CPU) == 1
+    assert prefetch_level((65536, None), CPU) == 0 and prefetch_level((), CPU) == 0
+    assert prefetch_level((65536,) * 3, dataclasses.replace(CPU, l1_data_bytes=0)) == 0
+    # choose_tiling decides it on the operands it fetches, and the attribute prints it
+    c64 = choose_tiling(32, 32, (8, 1), CPU, 1, (16384,) * 3, 16, fma_per_product=4)
+    assert (c64.prefetch, c64.prefetch_level) == (3, 1)
+    c32 = choose_tiling(32, 32, (16, 1), CPU, 1, (8192,) * 3, 8, fma_per_product=4)
+    assert (c32.prefetch, c32.prefetch_level) == (3, 0)
+    for ty, level in (("c64", 1), ("c32", 0)):
+        batch, mt = f"memref<{ty}x32x32x?>", f"memref<{ty}x32x32>"
+        gemm = f"""func @k(%A: {batch}, %B: {batch}, %C: {batch}) {{
+  %e = group_id
+  %a = subview %A[:,:,%e] : {batch}
+  %b = subview %B[:,:,%e] : {batch}
+  %c = subview %C[:,:,%e] : {batch}
+  gemm.n.n 1.0, %a, %b, 0.0, %c : {ty}, {mt}, {mt}, {ty}, {mt}
+}}"""
+        tiled = str(run_pipeline(gemm, CPU, 2, UP_TO_TILING))
+        assert ("prefetch_level=1" in tiled) == bool(level)  # printed only when set
+        lowered = str(run_pipeline(gemm, CPU))
+        assert set(re.findall(r"cooperative_matrix_prefetch (\d+),", lowered)) == {str(level)}
 
 
 def test_the_prefetch_reaches_about_prefetch_ahead_bytes_ahead() -> None:

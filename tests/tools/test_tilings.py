@@ -26,7 +26,7 @@ def test_tilings_and_a_commit_run_against_the_default() -> None:
     assert done.returncode == 0, done.stderr
     rows = done.stdout.splitlines()[2:]
     assert [r.split()[0] for r in rows] == ["default", "1,3,2,0,1", "@HEAD"]
-    assert "1,3,2,0,1; 1,3,2,0,1" in rows[1]  # both gemms of the chain take it
+    assert "1,3,2,0,1,0; 1,3,2,0,1,0" in rows[1]  # both gemms of the chain take it
     assert all(float(r.split()[1]) > 0 for r in rows)
 
 
@@ -42,8 +42,13 @@ def test_bad_tilings_are_reported_with_their_location() -> None:
     done = run_tilings("f64-16-nt", "0,4")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "bad tiling for gemm" in done.stderr and "<input>:" in done.stderr
-    done = run_tilings("f64-16-nt", "1,2,3,4,5,6")
-    assert done.returncode == 1 and "is not rows,cols,k_unroll,prefetch,ahead" in done.stderr
+    done = run_tilings("f64-16-nt", "1,2,3,4,5,6,7")
+    assert done.returncode == 1
+    assert "is not rows,cols,k_unroll,prefetch,ahead[,level]" in done.stderr
+    done = run_tilings("f64-16-nt", "1,2,2,3,1,2")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "prefetch level must be 0 (L1) or 1 (L2), got 2" in done.stderr
+    assert "<input>:" in done.stderr
 
 
 def test_another_commits_kernel_is_built_by_that_commits_tinytc(tmp_path: Path) -> None:

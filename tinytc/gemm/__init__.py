@@ -35,6 +35,9 @@ class Tiling:
     prefetch: int = 0
     # Which batch entry those are: group_id + prefetch_ahead (lesson 6).
     prefetch_ahead: int = 1
+    # Into which cache: 0 the nearest (L1), 1 the next (L2; prefetch_level). Printed only
+    # when set.
+    prefetch_level: int = field(default=0, metadata=OPTIONAL)
     # The tile counts in blocks of the target's matrix unit (gemm/dpas.py): rows_per_item
     # blocks of 8 rows, cols_per_item blocks of N columns, K steps of k_unroll instruction K
     # blocks. The target must have the unit for the gemm's types (CoreInfo.matrix_unit_for).
@@ -227,7 +230,8 @@ def choose_tiling(
     # 4 K steps of A values and the accumulators must leave a register to spare
     k_unroll = 4 if (4 * mb + mb * nb) * per_value < target.num_registers else 2
     ahead = prefetch_ahead(operand_bytes) if prefetch else 1
-    return Tiling(work_group, mb, nb, k_unroll, prefetch, ahead, stage_a=staged_a)
+    level = prefetch_level(operand_bytes[:prefetch], target)
+    return Tiling(work_group, mb, nb, k_unroll, prefetch, ahead, level, stage_a=staged_a)
 
 
 PREFETCH_MAX_BYTES = 384 * 1024  # next-entry operands fetched ahead: the most measured
@@ -297,6 +301,17 @@ def prefetch_ahead(operand_bytes: Sequence[int | None]) -> int:
         return 1
     total = max(1, sum(operand_bytes))  # type: ignore[arg-type]
     return max(1, min(MAX_PREFETCH_AHEAD, -(-PREFETCH_AHEAD_BYTES // total)))
+
+
+def prefetch_level(fetched_bytes: Sequence[int | None], target: CoreInfo) -> int:
+    """The cache the K loops fetch the next entry's operands (fetched_bytes) into: the next
+    one (1, L2) where they and the entry being computed, as large, do not fit in the nearest
+    together (CoreInfo.l1_data_bytes), else the nearest (0, L1): the lines fetched into L1
+    evicted the operands that the entry's column tiles read again. Paired on the Xeon of 48
+    KiB L1 (docs/performance-cpu.md lesson 6, "Into which cache")."""
+    if not target.l1_data_bytes or not fetched_bytes or None in fetched_bytes:
+        return 0
+    return int(2 * sum(fetched_bytes) > target.l1_data_bytes)  # type: ignore[arg-type]
 
 
 def prefetch_schedule(steps: int, columns: int) -> tuple[int, int]:
@@ -412,6 +427,8 @@ def check_tiling(tiling: Tiling, work_group: tuple[int, int], subgroup_size: int
     if tiling.work_group != tuple(work_group):
         return f"work group {tiling.work_group} differs from the kernel's {tuple(work_group)}"
     sizes = (tiling.rows_per_item, tiling.cols_per_item, tiling.k_unroll, tiling.prefetch_ahead)
+    if tiling.prefetch_level not in (0, 1):
+        return f"prefetch level must be 0 (L1) or 1 (L2), got {tiling.prefetch_level}"
     if min(sizes) < 1:
         return (
             "rows per item, columns per item, K unroll and prefetch distance must be positive, "

@@ -67,7 +67,7 @@ def lower_dpas(low: Lowering, inst: LinalgInst) -> None:
         def col_tile(n0: Size) -> list[Value]:
             def row_tile(m0: Size) -> list[Value]:
                 t = Tile(m0, n0, tm, tn, checked)
-                touch = prefetcher(low, nexts, n0, tn, cols, depth, kd)
+                touch = prefetcher(low, nexts, n0, tn, cols, depth, kd, level=tiling.prefetch_level)
                 steps = (kd, shape.k)
                 total = dpas_product(low, t, a, b, depth, steps, acc, touch, tiling.whole_k)
                 low.update(inst, out, t, total, acc)

@@ -76,8 +76,9 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         a_el = inputs[0].type.element
         per_tile = tiling.cols_per_item
         touch = prefetcher(
-            low, nexts, t.col, per_tile, cols, depth, tiling.k_unroll, tiling.prefetch_ahead
-        )
+            low, nexts, t.col, per_tile, cols, depth, tiling.k_unroll, tiling.prefetch_ahead,
+            tiling.prefetch_level,
+        )  # fmt: skip
         if isinstance(inst, GemmInst | GemvInst | GerInst):
             b_op = inputs[1]
             if isinstance(inst, GerInst):

@@ -71,6 +71,7 @@ def prefetcher(
     depth: Size,
     unroll: int,
     ahead: int = 1,
+    level: int = 0,
 ) -> Touch | None:
     """touch(i) for the K loop of the tile that starts at start (a row or column) and spans
     extent, of the span rows or columns the instruction tiles: run one after the other,
@@ -78,14 +79,15 @@ def prefetcher(
     view fall evenly (tinytc.gemm.prefetch_schedule; docs/performance-cpu.md lesson 6);
     where several steps share a column, each fetches its share of the column's lines
     (tinytc.gemm.prefetch_rows). Columns past the end are no-ops of the prefetch, rows
-    past the end fetch the column's last line again. On targets of warps an entry ``ahead``
-    that another work-group runs is fetched into the cache the SMs share (level 1: L2),
-    one of this work-group's own into the nearest (docs/gpu.md)."""
+    past the end fetch the column's last line again. ``level`` is the tiling's cache
+    (Tiling.prefetch_level); on targets of warps an entry ``ahead`` that another work-group
+    runs is fetched into the cache the SMs share (level 1: L2), one of this work-group's own
+    into the nearest (docs/gpu.md)."""
     e = low.e
     if not nexts:
         return None
     assert low.func is not None
-    level = int(bool(low.target.warp_size) and ahead >= low.func.batch_per_group)
+    level = max(level, int(bool(low.target.warp_size) and ahead >= low.func.batch_per_group))
     iterations = e.arith("div", depth, unroll)
     base = e.arith("mul", e.arith("div", start, extent), iterations)
     schedule = {m: (1, 1) for m in nexts.values()}  # (spread, width) per view
