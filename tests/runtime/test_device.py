@@ -26,7 +26,7 @@ from tinytc.runtime import (
     default_queue,
     find_intel_cpu_runtime,
 )
-from tinytc.runtime.device import make_vendor_dir
+from tinytc.runtime.device import l1_data_bytes, make_vendor_dir
 from tinytc.target import CPU
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,7 +163,32 @@ def test_core_info_of_the_cpu_device_agrees_with_target_cpu() -> None:
     assert info.subgroup_sizes == CPU.subgroup_sizes
     assert info.local_memory_size == CPU.local_memory_size
     assert info.max_work_group_size == CPU.max_work_group_size
-    assert info == dataclasses.replace(CPU, name=info.name)
+    l1 = l1_data_bytes() or CPU.l1_data_bytes  # this machine's, from Linux
+    assert info == dataclasses.replace(CPU, name=info.name, l1_data_bytes=l1)
+
+
+def test_the_l1_data_cache_is_read_from_linux(tmp_path: Path) -> None:
+    """Level 1 of type Data, in bytes; the instruction cache, other levels and sizes that
+    are not a number with K or M are passed over, and a tree without one gives None."""
+
+    def cache(index: int, level: int, kind: str, size: str) -> None:
+        d = tmp_path / f"index{index}"
+        d.mkdir()
+        for name, text in (("level", f"{level}\n"), ("type", f"{kind}\n"), ("size", f"{size}\n")):
+            (d / name).write_text(text)
+
+    assert l1_data_bytes(tmp_path) is None
+    cache(0, 1, "Instruction", "32K")
+    cache(1, 2, "Unified", "2048K")
+    assert l1_data_bytes(tmp_path) is None
+    cache(2, 1, "Data", "48K")
+    assert l1_data_bytes(tmp_path) == 48 * 1024
+    (tmp_path / "index2" / "size").write_text("lots\n")
+    assert l1_data_bytes(tmp_path) is None
+    (tmp_path / "index2" / "size").write_bytes(b"\xff\n")  # not text
+    assert l1_data_bytes(tmp_path) is None
+    if Path("/sys/devices/system/cpu/cpu0/cache/index0").exists():
+        assert (l1_data_bytes() or 0) >= 16 * 1024  # every x86 core's L1 holds at least that
 
 
 @pytest.mark.parametrize("choice", ["0:0", "name"])

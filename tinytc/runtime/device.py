@@ -323,13 +323,31 @@ def _has_atomic_add(device: cl.Device, param: int, extensions: set[str]) -> bool
     return bool(int.from_bytes(raw, sys.byteorder) & CL_DEVICE_GLOBAL_FP_ATOMIC_ADD_EXT)
 
 
+CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def l1_data_bytes(caches: Path = CPU_CACHES) -> int | None:
+    """Bytes of the first core's level-1 data cache as Linux describes it (sysfs: level 1,
+    type Data, size such as 48K), or None where it does not or the description is not that."""
+    try:
+        for index in sorted(caches.glob("index*")):
+            level, kind = (index / "level").read_text().strip(), (index / "type").read_text()
+            size = re.fullmatch(r"(\d+)([KM]?)", (index / "size").read_text().strip())
+            if level == "1" and kind.strip() == "Data" and size:
+                return int(size[1]) * {"": 1, "K": 1024, "M": 1 << 20}[size[2]]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
 def core_info_from_device(device: cl.Device) -> CoreInfo:
     """The core info of a live OpenCL device, derived from its queries.
 
     DPAS is assumed with the subgroup extension's native form whenever the device lists
     `cl_intel_subgroup_matrix_multiply_accumulate`, its execution size being the smallest
     subgroup size (8 on DG2, 16 on PVC). What cannot be queried (register budget, batching,
-    whether block reads pay, prefetch, cache line) comes from `target.device_template`.
+    whether block reads pay, prefetch, cache line) comes from `target.device_template`; a
+    CPU's L1 data cache from Linux (l1_data_bytes).
     """
     if uses_ptx(device):
         from .ptx_opencl import nvidia_core_info
@@ -341,8 +359,11 @@ def core_info_from_device(device: cl.Device) -> CoreInfo:
     dpas = None
     if "cl_intel_subgroup_matrix_multiply_accumulate" in extensions:
         dpas = DpasGeometry(execution_size=sizes[0], systolic_depth=8)
+    template = device_template(is_cpu, sizes)
+    if is_cpu:  # OpenCL does not report the L1; the OS does (the template's where it cannot)
+        template = replace(template, l1_data_bytes=l1_data_bytes() or template.l1_data_bytes)
     return replace(
-        device_template(is_cpu, sizes),
+        template,
         name=device.name.strip(),
         subgroup_sizes=sizes,
         local_memory_size=device.local_mem_size,
