@@ -130,6 +130,9 @@ def test_candidate_spaces_are_valid():
     assert {t.prefetch for t in space} == {0, 1, 2}
     assert {t.prefetch_ahead for t in space if t.prefetch} == {1, 2, 4, 8}
     assert {t.prefetch_ahead for t in space if not t.prefetch} == {1}
+    assert {t.prefetch_level for t in space if t.prefetch} == {0, 1}  # L1 or L2
+    assert {t.prefetch_level for t in space if not t.prefetch} == {0}
+    assert dataclasses.replace(default, prefetch_level=1) in space  # only the cache differs
     assert all(not check_tiling(t, (16, 1), 16) for t in space)
     assert max(t.rows_per_item for t in space) == 3 and max(t.cols_per_item for t in space) == 6
     problem = conv2d((1, 4, 6, 5), (6, 4, 3, 3), stride=(1, 2)).problem

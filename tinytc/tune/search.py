@@ -192,18 +192,23 @@ def fused_candidates(default: Tiling, cols: int | None, prefetch: int) -> list[T
 
 def _with_prefetch(default: Tiling, sizes: list[tuple[int, int, int]], most: int) -> list[Tiling]:
     """The default with each (rows_per_item, cols_per_item, k_unroll) of ``sizes`` and each
-    prefetch of 0 to ``most`` operands, of the entry 1, 2, 4 or 8 ahead."""
+    prefetch of 0 to ``most`` operands, of the entry 1, 2, 4 or 8 ahead, into L1 or L2 (which
+    pays depends on the machine's L1: docs/performance-cpu.md lesson 6)."""
     return [
-        dataclasses.replace(retiled(default, r, c, k), prefetch=p, prefetch_ahead=ahead)
+        dataclasses.replace(
+            retiled(default, r, c, k), prefetch=p, prefetch_ahead=ahead, prefetch_level=level
+        )
         for r, c, k in sizes
         for p in sorted({*range(most + 1), default.prefetch})
         for ahead in (sorted({*PREFETCH_AHEADS, default.prefetch_ahead}) if p else [1])
+        for level in ((0, 1) if p else [0])
     ]
 
 
 def _distance(a: Tiling, b: Tiling) -> float:
     names = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch_ahead")
-    return log_distance(a, b, names) + abs(a.prefetch - b.prefetch)
+    levels = abs(a.prefetch_level - b.prefetch_level)
+    return log_distance(a, b, names) + abs(a.prefetch - b.prefetch) + levels
 
 
 @dataclass
