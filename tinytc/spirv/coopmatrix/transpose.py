@@ -52,7 +52,9 @@ def transposed_store(lo: Lowering, value: CoopMatrix, access: Access) -> None:
     part_type = lo.scalar_type(el.component if el.is_complex else el)
     blocks = t.row_blocks(sgs)
     lane = lo.lane()
-    group = transpose_group(sgs, el.size, lo.target)
+    # a complex block transposes part by part, so a part's size decides (c32 in 16 lanes:
+    # the whole block, where its halves' masked stores became scatters; lesson 13)
+    group = transpose_group(sgs, el.component.size if el.is_complex else el.size, lo.target)
     distances = [1 << k for k in reversed(range(group.bit_length() - 1))]  # G/2, ..., 1
     uppers = {  # whether bit d of the lane is set
         d: lo.op(Op.INotEqual, boolean, lo.op(Op.BitwiseAnd, lo.i64, lane, lo.as_id(d)),
