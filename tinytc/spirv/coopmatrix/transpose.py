@@ -16,13 +16,23 @@ from .access import Access
 from .lanes import shuffle_xor, subgroup_size
 
 
+def group_of(lo: Lowering, el: ir.ScalarType) -> int:
+    """Columns transposed together (tinytc.gemm.transpose_group) for values of el: by the
+    size of a part for a complex el, which transposes part by part. With halves of the lanes
+    under lane tests (f64 in 16 lanes), the runtime made each masked store of a c32 or c64 row
+    a scatter; whole blocks of one register per part store plain rows (docs/performance-cpu.md
+    lesson 13)."""
+    return transpose_group(subgroup_size(lo), (el.component if el.is_complex else el).size,
+                           lo.target)  # fmt: skip
+
+
 def transposes_in_registers(lo: Lowering, inst: ir.CoopMatrixStoreInst, access: Access) -> bool:
     """Whether a .t store of the documented layout (Plain.transposable) writes square blocks
     transposed in registers: S columns, whole blocks of S rows, unchecked, plain, and memref
     mode 0 contiguous, so that each row of a block is one vector store across the lanes
-    instead of S scattered ones. Values of up to 8 bytes: a c64's scattered store is one
-    16-byte store per lane, and its butterfly (by parts) lost to it on the CPU, where c32's
-    gained (docs/performance-cpu.md lesson 13)."""
+    instead of S scattered ones. Values of up to 8 bytes: c64's butterfly (by parts, whole
+    blocks in 8 lanes) gained at n = 8, 32 and 64 tn but lost at n = 16 (docs/performance-cpu.md
+    lesson 13), so c64 scatters."""
     t: ir.CoopMatrixType = inst.operands[0].type  # type: ignore[assignment]
     sgs = subgroup_size(lo)
     return (
@@ -33,7 +43,7 @@ def transposes_in_registers(lo: Lowering, inst: ir.CoopMatrixStoreInst, access: 
         and t.rows % sgs == 0
         and access.col_stride == 1
         and t.element.size <= 8
-        and transpose_group(sgs, t.element.size, lo.target) > 0
+        and group_of(lo, t.element) > 0
     )
 
 
@@ -52,9 +62,7 @@ def transposed_store(lo: Lowering, value: CoopMatrix, access: Access) -> None:
     part_type = lo.scalar_type(el.component if el.is_complex else el)
     blocks = t.row_blocks(sgs)
     lane = lo.lane()
-    # a complex block transposes part by part, so a part's size decides (c32 in 16 lanes:
-    # the whole block, where its halves' masked stores became scatters; lesson 13)
-    group = transpose_group(sgs, el.component.size if el.is_complex else el.size, lo.target)
+    group = group_of(lo, el)
     distances = [1 << k for k in reversed(range(group.bit_length() - 1))]  # G/2, ..., 1
     uppers = {  # whether bit d of the lane is set
         d: lo.op(Op.INotEqual, boolean, lo.op(Op.BitwiseAnd, lo.i64, lane, lo.as_id(d)),
