@@ -164,6 +164,11 @@ class CoreInfo:
     dpas_whole_loads: bool = False
     # Bytes of one cache line: the unit of a prefetch (64 on the x86 CPUs and Xe GPUs here).
     cache_line: int = 64
+    # Whether a transposed store of values that take two registers transposes each half of
+    # the lanes apart, with half the registers live, and stores under a lane test
+    # (tinytc.gemm.transpose_group): the CPU runtime turns those masked stores into scatters,
+    # so the CPU transposes whole blocks (docs/performance-cpu.md lesson 13).
+    transpose_halves: bool = True
     # Bytes of a core's nearest data cache, where the K loops' prefetch of the next batch
     # entry is sized by it (tinytc.gemm.prefetch_level); 0: not.
     l1_data_bytes: int = 0
@@ -295,6 +300,7 @@ CPU = CoreInfo(
     # 48 KiB per core on the machines measured (docs/performance-cpu.md lesson 6): Intel
     # Golden Cove (Sapphire Rapids) and AMD Zen 5
     l1_data_bytes=48 * 1024,
+    transpose_halves=False,
     intel_shuffles=True,
     shuffle_scans=True,
 )

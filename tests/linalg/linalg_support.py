@@ -362,7 +362,7 @@ QUEUE_CACHE: list[Any] = []
 # the bits), which the CPU runtime runs too, so that they are executed, not only emitted.
 PORTABLE = replace(
     CPU, name="cpu-portable", intel_shuffles=False, subgroup_block_io=False,
-    bf16_conversion=False, block_reads_pay=True,
+    bf16_conversion=False, block_reads_pay=True, transpose_halves=True,
 )  # fmt: skip
 
 

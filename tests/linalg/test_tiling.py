@@ -296,11 +296,15 @@ def test_prefetch_shares_cover_every_line_of_a_column(
 
 
 def test_transposes_whole_blocks_where_a_value_fits_a_register_and_halves_where_two() -> None:
-    assert transpose_group(16, 4, CPU) == 16 and transpose_group(8, 8, CPU) == 8
-    assert transpose_group(32, 2, CPU) == 32
-    assert transpose_group(16, 8, CPU) == 8  # f64 in 16 lanes: two registers per value
-    assert transpose_group(32, 4, CPU) == 16
-    assert transpose_group(32, 8, CPU) == 0  # four registers: scattered stores
+    """Halves where a value takes two registers on targets that transpose halves (PVC); the
+    CPU, whose runtime made the halves' masked stores scatters, transposes whole blocks."""
+    assert transpose_group(16, 4, PVC) == 16 and transpose_group(8, 8, PVC) == 8
+    assert transpose_group(32, 2, PVC) == 32
+    assert transpose_group(16, 8, PVC) == 8  # f64 in 16 lanes: two registers per value
+    assert transpose_group(32, 4, PVC) == 16
+    assert transpose_group(32, 8, PVC) == 0  # four registers: scattered stores
+    assert transpose_group(16, 8, CPU) == 16 and transpose_group(32, 4, CPU) == 32
+    assert transpose_group(16, 4, CPU) == 16 and transpose_group(32, 8, CPU) == 0
 
 
 def test_a_transposed_b_gets_wide_blocks_unless_one_entry_per_group_is_prefetched() -> None:

@@ -157,8 +157,9 @@ def test_block_read_modules_build_with_ocloc() -> None:
 
 
 # .t stores of S x S blocks transpose in registers with shuffles where a value of every lane
-# fits one or two registers (tinytc.gemm.transpose_group; with two, each half of the lanes
-# transposes half the columns and stores under a lane test); the others scatter.
+# fits one or two registers (tinytc.gemm.transpose_group; with two, on targets that transpose
+# halves, each half of the lanes transposes half the columns and stores under a lane test:
+# PORTABLE below runs that form); the others scatter.
 TRANSPOSING_SPECS = [
     (copy_spec(F32, "matrix_acc", 32, 16, ts=True), True),
     (copy_spec(F32, "matrix_a", 16, 16, tl=True, ts=True), True),
@@ -194,13 +195,14 @@ def test_transposed_stores_build_with_ocloc() -> None:
         cs.ocloc(TRANSPOSING.binary(target), target)
 
 
-# A target without Intel's SPIR-V extensions (the CPU's facts otherwise, block reads wanted):
-# transposing stores shuffle with OpGroupNonUniformShuffleXor, loads stay plain, and bf16
-# converts on the bits. The CPU runtime runs these forms too, so they run here (the same
-# target is tests/linalg/linalg_support.PORTABLE).
+# A target without Intel's SPIR-V extensions (the CPU's facts otherwise, block reads wanted,
+# halves transposed apart as on GPUs): transposing stores shuffle with
+# OpGroupNonUniformShuffleXor, loads stay plain, and bf16 converts on the bits. The CPU runtime
+# runs these forms too, so they run here (the same target is
+# tests/linalg/linalg_support.PORTABLE).
 PORTABLE = dataclasses.replace(
     CPU, name="cpu-portable", intel_shuffles=False, subgroup_block_io=False,
-    bf16_conversion=False, block_reads_pay=True,
+    bf16_conversion=False, block_reads_pay=True, transpose_halves=True,
 )  # fmt: skip
 # The CPU with SPV_INTEL_bfloat16_conversion's instructions, which it converts on the bits
 # instead (CoreInfo.bf16_conversion_pays): the runtime runs them right, but builds slowly.

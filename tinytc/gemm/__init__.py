@@ -104,11 +104,14 @@ def registers_per_value(subgroup_size: int, element_size: int, target: CoreInfo)
 def transpose_group(subgroup_size: int, element_size: int, target: CoreInfo) -> int:
     """Columns of a square block of subgroup_size x subgroup_size values that a transposed
     store transposes together across the lanes with shuffles: all of them where one value of
-    every lane fits one register; half of them where it takes two (f64 in 16 lanes: each
-    half of the lanes transposes its own half-size block, with half the registers live; the
-    whole block spilled); 0, scattered stores, beyond."""
+    every lane fits one register, or two on a target that stores no halves
+    (CoreInfo.transpose_halves); else half of them (f64 in 16 lanes: each half of the lanes
+    transposes its own half-size block, with half the registers live, and stores it under a
+    lane test); 0, scattered stores, beyond."""
     per_value = registers_per_value(subgroup_size, element_size, target)
-    return subgroup_size // per_value if per_value <= 2 else 0
+    if per_value > 2:
+        return 0
+    return subgroup_size // 2 if per_value == 2 and target.transpose_halves else subgroup_size
 
 
 def subgroup_size(rows: int | None, element_size: int, target: CoreInfo) -> int:

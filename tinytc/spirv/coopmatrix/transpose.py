@@ -16,16 +16,6 @@ from .access import Access
 from .lanes import shuffle_xor, subgroup_size
 
 
-def group_of(lo: Lowering, el: ir.ScalarType) -> int:
-    """Columns transposed together (tinytc.gemm.transpose_group) for values of el: by the
-    size of a part for a complex el, which transposes part by part. With halves of the lanes
-    under lane tests (f64 in 16 lanes), the runtime made each masked store of a c32 or c64 row
-    a scatter; whole blocks of one register per part store plain rows (docs/performance-cpu.md
-    lesson 13)."""
-    return transpose_group(subgroup_size(lo), (el.component if el.is_complex else el).size,
-                           lo.target)  # fmt: skip
-
-
 def transposes_in_registers(lo: Lowering, inst: ir.CoopMatrixStoreInst, access: Access) -> bool:
     """Whether a .t store of the documented layout (Plain.transposable) writes square blocks
     transposed in registers: S columns, whole blocks of S rows, unchecked, plain, and memref
@@ -43,7 +33,7 @@ def transposes_in_registers(lo: Lowering, inst: ir.CoopMatrixStoreInst, access: 
         and t.rows % sgs == 0
         and access.col_stride == 1
         and t.element.size <= 8
-        and group_of(lo, t.element) > 0
+        and transpose_group(sgs, t.element.size, lo.target) > 0
     )
 
 
@@ -51,10 +41,10 @@ def transposed_store(lo: Lowering, value: CoopMatrix, access: Access) -> None:
     """Each S x S block transposed across the lanes by log2(G) butterfly stages (stage d
     swaps entry (lane, i) with (lane ^ d, i ^ d) where bit d of lane and i differ: one
     shuffle and three selects per pair), G columns at a time, then stored row by row: lane l
-    writes column l. With G = S/2 (values of two registers: tinytc.gemm.transpose_group),
-    half h of the lanes ends up holding rows h * G + i of the G columns, and each half stores
-    under its own lane test: two masked vector stores per row. On the CPU this replaces S
-    scatters per block (docs/performance-cpu.md lesson 13)."""
+    writes column l. With G = S/2 (values of two registers on targets that transpose halves:
+    tinytc.gemm.transpose_group), half h of the lanes ends up holding rows h * G + i of the G
+    columns, and each half stores under its own lane test: two masked vector stores per row.
+    On the CPU whole blocks replace S scatters per block (docs/performance-cpu.md lesson 13)."""
     from ..convert_complex import join, parts
 
     sgs, t = subgroup_size(lo), value.type
@@ -62,7 +52,7 @@ def transposed_store(lo: Lowering, value: CoopMatrix, access: Access) -> None:
     part_type = lo.scalar_type(el.component if el.is_complex else el)
     blocks = t.row_blocks(sgs)
     lane = lo.lane()
-    group = group_of(lo, el)
+    group = transpose_group(sgs, el.size, lo.target)
     distances = [1 << k for k in reversed(range(group.bit_length() - 1))]  # G/2, ..., 1
     uppers = {  # whether bit d of the lane is set
         d: lo.op(Op.INotEqual, boolean, lo.op(Op.BitwiseAnd, lo.i64, lane, lo.as_id(d)),
