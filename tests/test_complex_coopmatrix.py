@@ -211,9 +211,9 @@ def test_square_transposed_stores_shuffle_parts(
     t: str, sgs: int, rows: int, shuffles: bool
 ) -> None:
     """A .t store of S columns of c32 transposes in registers, the real and the imaginary parts
-    apart, each part a register: the whole block, then one store per row across all the lanes
-    (f64 in 16 lanes, two registers a value, transposes halves that store under a lane test,
-    which the CPU runtime made scatters of for c32); c64 scatters
+    apart: on the CPU the whole block, then one store per row across all the lanes (targets
+    that transpose halves, such as PVC, store a value of two registers as halves under a lane
+    test, which the CPU runtime made scatters); c64 scatters
     (tinytc/spirv/coopmatrix/transpose.py)."""
     text = TRANSPOSED.replace("Tx", f"{t}x").replace("RxC", f"{rows}x{sgs}")
     text = text.replace("S)", f"{sgs})")

@@ -4,14 +4,15 @@ default, in one process, alternately.
     python tools/tilings.py f64-64-nn 2,4,2,3,1 4,2,4,1,1 @HEAD~3 --repeat 21
 
 Each TILING is rows_per_item,cols_per_item,k_unroll,prefetch,prefetch_ahead[,prefetch_level]
-(tinytc.gemm.Tiling) for every collective instruction of the shape; the work group stays the
-default's. @REV is the SPIR-V that commit REV's tinytc.jit makes of the shape (built in a git
-worktree, in a subprocess), called through this tree's runtime. Every variant runs on the same
-operands (bench.py's working set; --resident: half the L3), its results are checked as bench.py
-checks them, and each round runs the variants in an order that alternates (with --resident, each
-after an untimed run), then the add kernel, whose bandwidth tells which of the VM's two memory
-speeds the rounds saw (with --quick or --resident: the cache's). Two processes can differ
-by several percent on the same SPIR-V (docs/benchmarking.md), so `bench.py --compare` cannot
+(tinytc.gemm.Tiling) for every collective instruction of the shape; fields left out, and the
+work group, stay the default's (the level 0 where the TILING prefetches nothing). @REV is the
+SPIR-V that commit REV's tinytc.jit makes of the shape (built in a git worktree, in a
+subprocess), called through this tree's runtime. Every variant runs on the same operands
+(bench.py's working set; --resident: half the L3), its results are checked as bench.py checks
+them, and each round runs the variants in an order that alternates (with --resident, each after
+an untimed run), then the add kernel, whose bandwidth tells which of the VM's two memory speeds
+the rounds saw (with --quick or --resident: the cache's). Two processes can differ by several
+percent on the same SPIR-V (docs/benchmarking.md), so `bench.py --compare` cannot
 show small effects; one process can.
 """
 
@@ -46,11 +47,17 @@ def source_of(name: str) -> tuple[str, str]:
 def tiling_of(spec: str, default: Tiling) -> Tiling:
     fields = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch", "prefetch_ahead",
               "prefetch_level")  # fmt: skip
-    values = [int(x) for x in spec.split(",")]
+    try:
+        values = [int(x) for x in spec.split(",")]
+    except ValueError:
+        values = []
     if not 1 <= len(values) <= len(fields):
         raise SystemExit(f"tilings: {spec!r} is not rows,cols,k_unroll,prefetch,ahead[,level]")
+    given = dict(zip(fields, values))
+    if not given.get("prefetch", default.prefetch) and "prefetch_level" not in given:
+        given["prefetch_level"] = 0  # no prefetch, no level: the default's would be refused
     # the given tiles, unfused: a fused pair's tiling has its own form (docs/language.md)
-    return dataclasses.replace(default, **dict(zip(fields, values)), fuse=False)
+    return dataclasses.replace(default, **given, fuse=False)
 
 
 BUILD_SCRIPT = """
@@ -84,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("shape", help="a gemm or chain shape of tools/bench.py, e.g. f64-64-nn")
     ap.add_argument(
-        "tilings", nargs="+", metavar="TILING", help="rows,cols,k_unroll,prefetch,ahead or @REV"
+        "tilings",
+        nargs="+",
+        metavar="TILING",
+        help="rows,cols,k_unroll,prefetch,ahead[,level] (fields left out: the default's) or @REV",
     )
     ap.add_argument("--repeat", type=int, default=15, help="rounds (medians)")
     sizes = ap.add_mutually_exclusive_group()

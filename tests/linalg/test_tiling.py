@@ -22,6 +22,7 @@ from tinytc.gemm import (
     STRIP_REGISTERS,
     WORK_PER_GROUP,
     Tiling,
+    check_tiling,
     choose_tiling,
     entries_per_group,
     lanes_per_register,
@@ -406,6 +407,11 @@ def test_entries_too_large_to_share_the_l1_with_the_next_are_fetched_into_l2() -
     assert prefetch_level((l1 // 2,), CPU) == 0 and prefetch_level((l1 // 2 + 1,), CPU) == 1
     assert prefetch_level((65536, None), CPU) == 0 and prefetch_level((), CPU) == 0
     assert prefetch_level((65536,) * 3, dataclasses.replace(CPU, l1_data_bytes=0)) == 0
+    # a level must be 0 or 1, and needs a prefetch to mean anything
+    wg = (16, 1)
+    assert not check_tiling(Tiling(wg, 2, 4, 2, 3, 1, prefetch_level=1), wg, 16)
+    assert "0 (L1) or 1 (L2), got 2" in check_tiling(Tiling(wg, 2, 4, 2, 3, 1, 2), wg, 16)
+    assert "needs a prefetch" in check_tiling(Tiling(wg, 2, 4, 2, 0, 1, 1), wg, 16)
     # choose_tiling decides it on the operands it fetches, and the attribute prints it
     c64 = choose_tiling(32, 32, (8, 1), CPU, 1, (16384,) * 3, 16, fma_per_product=4)
     assert (c64.prefetch, c64.prefetch_level) == (3, 1)
@@ -424,6 +430,15 @@ def test_entries_too_large_to_share_the_l1_with_the_next_are_fetched_into_l2() -
         assert ("prefetch_level=1" in tiled) == bool(level)  # printed only when set
         lowered = str(run_pipeline(gemm, CPU))
         assert set(re.findall(r"cooperative_matrix_prefetch (\d+),", lowered)) == {str(level)}
+    # a fused pair decides on the per-entry operands it fetches: the c64 chain's P, A and Q
+    # (17 KB) stay in L1 on 48 KB, go to L2 on 32 KB
+    text = (Path(__file__).parent.parent / "programs" / "tutorial_complex.ir").read_text()
+    text = text.replace("c32", "c64")
+    for l1, level in ((48 * 1024, 0), (32 * 1024, 1)):
+        target = dataclasses.replace(CPU, l1_data_bytes=l1)
+        func = run_pipeline(text, target, 2, UP_TO_TILING).functions[0]
+        first = next(i.tiling for i in func.walk() if isinstance(i, GemmInst))
+        assert first.fuse and first.prefetch and first.prefetch_level == level
 
 
 def test_the_prefetch_reaches_about_prefetch_ahead_bytes_ahead() -> None:

@@ -166,9 +166,9 @@ TRANSPOSING_SPECS = [
     (copy_spec(F64, "matrix_acc", 16, 8, ts=True, sgs=8), True),
     (copy_spec(F16, "matrix_acc", 32, 32, ts=True, sgs=32, dynamic=True, runtime_pos=True), True),
     (copy_spec(I8, "matrix_a", 16, 16, ts=True), True),
-    (copy_spec(F64, "matrix_acc", 16, 16, ts=True), True),  # two registers per value: halves
+    (copy_spec(F64, "matrix_acc", 16, 16, ts=True), True),  # two registers a value: PORTABLE halves
     (copy_spec(F64, "matrix_a", 32, 16, tl=True, ts=True), True),
-    (copy_spec(F32, "matrix_acc", 32, 32, ts=True, sgs=32), True),  # halves too
+    (copy_spec(F32, "matrix_acc", 32, 32, ts=True, sgs=32), True),  # the same
     (copy_spec(F32, "matrix_acc", 20, 16, ts=True), False),  # padded rows
     (copy_spec(F32, "matrix_acc", 16, 8, ts=True), False),  # not square
     (checked_spec(F32, "matrix_acc", 16, 16, True, "rows", "past", True), False),
@@ -226,6 +226,16 @@ def test_portable_modules_use_no_intel_instruction() -> None:
     assert int(Op.GroupNonUniformShuffleXor) in used
     on_cpu = set(cs.opcodes(tinytc.compile(program, NATIVE_BF16)))
     assert INTEL_OPCODES - {SUBGROUP_BLOCK_READ} <= on_cpu  # the same kernels on cpu use them
+
+
+def test_values_of_two_registers_transpose_halves_where_the_target_says() -> None:
+    """f64 in 16 lanes: PORTABLE (CoreInfo.transpose_halves, as GPUs) stores each half of a
+    row under a lane test; the CPU, whose runtime made those stores scatters, whole rows."""
+    spec = TRANSPOSING_SPECS[5][0]
+    assert "f64" in spec.name  # the 16 x 16 f64 copy in 16 lanes
+    halves = cs.opcodes(lower(run_pipeline(cs.program([spec]), PORTABLE), PORTABLE).assemble())
+    whole = cs.opcodes(tinytc.compile(cs.program([spec]), "cpu"))
+    assert int(Op.BranchConditional) in halves and int(Op.BranchConditional) not in whole
 
 
 @pytest.mark.parametrize("name", PORTABLE_FAMILY.names)

@@ -45,6 +45,9 @@ def test_bad_tilings_are_reported_with_their_location() -> None:
     done = run_tilings("f64-16-nt", "1,2,3,4,5,6,7")
     assert done.returncode == 1
     assert "is not rows,cols,k_unroll,prefetch,ahead[,level]" in done.stderr
+    done = run_tilings("f64-16-nt", "1,x")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "is not rows,cols,k_unroll,prefetch,ahead[,level]" in done.stderr
     done = run_tilings("f64-16-nt", "1,2,2,3,1,2")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "prefetch level must be 0 (L1) or 1 (L2), got 2" in done.stderr

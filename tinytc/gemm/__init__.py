@@ -35,8 +35,8 @@ class Tiling:
     prefetch: int = 0
     # Which batch entry those are: group_id + prefetch_ahead (lesson 6).
     prefetch_ahead: int = 1
-    # Into which cache: 0 the nearest (L1), 1 the next (L2; prefetch_level). Printed only
-    # when set.
+    # Into which cache: 0 the nearest (L1), 1 L2; tinytc.gemm.prefetch_level() decides it
+    # where the target gives CoreInfo.l1_data_bytes. Printed only when set.
     prefetch_level: int = field(default=0, metadata=OPTIONAL)
     # The tile counts in blocks of the target's matrix unit (gemm/dpas.py): rows_per_item
     # blocks of 8 rows, cols_per_item blocks of N columns, K steps of k_unroll instruction K
@@ -234,7 +234,9 @@ def choose_tiling(
     k_unroll = 4 if (4 * mb + mb * nb) * per_value < target.num_registers else 2
     ahead = prefetch_ahead(operand_bytes) if prefetch else 1
     level = prefetch_level(operand_bytes[:prefetch], target)
-    return Tiling(work_group, mb, nb, k_unroll, prefetch, ahead, level, stage_a=staged_a)
+    return Tiling(
+        work_group, mb, nb, k_unroll, prefetch, ahead, prefetch_level=level, stage_a=staged_a
+    )
 
 
 PREFETCH_MAX_BYTES = 384 * 1024  # next-entry operands fetched ahead: the most measured
@@ -418,7 +420,7 @@ def fused_form(tiling: Tiling, rows_per_item: int, depth: int) -> Tiling:
     and no flag."""
     return dataclasses.replace(
         tiling, rows_per_item=rows_per_item, k_unroll=depth, prefetch=0, prefetch_ahead=1,
-        dpas=False, stage_a=False, stage_b=False, fuse=False,
+        prefetch_level=0, dpas=False, stage_a=False, stage_b=False, fuse=False,
     )  # fmt: skip
 
 
@@ -432,6 +434,8 @@ def check_tiling(tiling: Tiling, work_group: tuple[int, int], subgroup_size: int
     sizes = (tiling.rows_per_item, tiling.cols_per_item, tiling.k_unroll, tiling.prefetch_ahead)
     if tiling.prefetch_level not in (0, 1):
         return f"prefetch level must be 0 (L1) or 1 (L2), got {tiling.prefetch_level}"
+    if tiling.prefetch_level and not tiling.prefetch:
+        return "a prefetch level needs a prefetch (prefetch > 0)"
     if min(sizes) < 1:
         return (
             "rows per item, columns per item, K unroll and prefetch distance must be positive, "

@@ -20,6 +20,7 @@ from ..gemm import (
     fused_cols_per_item,
     fused_k_unroll,
     fused_rows_per_item,
+    prefetch_level,
     prefetch_next,
     warps,
 )
@@ -113,9 +114,11 @@ class TilingPass:
             operands = pair_operands(inst, second)  # type: ignore[arg-type]
             entry = sum(warps.operand_bytes(v.memref_type) for v in operands if per_entry(v))
             prefetch, ahead = warps.fused_prefetch(entry, len(operands))
+        fetched = [v for v in pair_operands(inst, second)[:prefetch] if per_entry(v)]  # type: ignore[arg-type]
+        level = prefetch_level([warps.operand_bytes(v.memref_type) for v in fetched], self.target)
         fused = Tiling(
-            tiling.work_group, mb, k2, unroll, prefetch, ahead, stage_b=stage_b,
-            fuse=True,
+            tiling.work_group, mb, k2, unroll, prefetch, ahead, prefetch_level=level,
+            stage_b=stage_b, fuse=True,
         )  # fmt: skip
         given = second.tiling  # written in the program: fused only where it agrees
         if given is not None and not is_second_form(given, mb, k2):

@@ -329,14 +329,15 @@ CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 def l1_data_bytes(caches: Path = CPU_CACHES) -> int | None:
     """Bytes of the first core's level-1 data cache as Linux describes it (sysfs: level 1,
     type Data, size such as 48K), or None where it does not or the description is not that."""
-    try:
-        for index in sorted(caches.glob("index*")):
+    for index in sorted(caches.glob("index*")):
+        try:
             level, kind = (index / "level").read_text().strip(), (index / "type").read_text()
+            if level != "1" or kind.strip() != "Data":
+                continue
             size = re.fullmatch(r"(\d+)([KM]?)", (index / "size").read_text().strip())
-            if level == "1" and kind.strip() == "Data" and size:
-                return int(size[1]) * {"": 1, "K": 1024, "M": 1 << 20}[size[2]]
-    except (OSError, UnicodeDecodeError):
-        return None
+        except (OSError, UnicodeDecodeError):
+            continue
+        return int(size[1]) * {"": 1, "K": 1024, "M": 1 << 20}[size[2]] if size else None
     return None
 
 

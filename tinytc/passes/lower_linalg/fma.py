@@ -77,7 +77,7 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         per_tile = tiling.cols_per_item
         touch = prefetcher(
             low, nexts, t.col, per_tile, cols, depth, tiling.k_unroll, tiling.prefetch_ahead,
-            tiling.prefetch_level,
+            level=tiling.prefetch_level,
         )  # fmt: skip
         if isinstance(inst, GemmInst | GemvInst | GerInst):
             b_op = inputs[1]

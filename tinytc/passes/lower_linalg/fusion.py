@@ -138,7 +138,7 @@ def lower_fused(low: Lowering, first: GemmInst, second: GemmInst) -> None:
         el1 = a1.type.element
         touch = prefetcher(
             low, nexts, m0, low.sgs * mb, rows, depth1, unroll, tiling1.prefetch_ahead,
-            tiling1.prefetch_level,
+            level=tiling1.prefetch_level,
         )  # fmt: skip
         product = low.product(t1, a1, b1, depth1, unroll, el1, tmp.element, touch)
         if first.alpha.constant != 1:
