@@ -44,16 +44,19 @@ def source_of(name: str) -> tuple[str, str]:
     return bench.gemm_source(ty, int(n), trans[0], trans[1]), "gemm"
 
 
+# The fields a TILING gives, in its order (tinytc.gemm.Tiling)
+FIELDS = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch", "prefetch_ahead",
+          "prefetch_level")  # fmt: skip
+
+
 def tiling_of(spec: str, default: Tiling) -> Tiling:
-    fields = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch", "prefetch_ahead",
-              "prefetch_level")  # fmt: skip
     try:
         values = [int(x) for x in spec.split(",")]
     except ValueError:
         values = []
-    if not 1 <= len(values) <= len(fields):
+    if not 1 <= len(values) <= len(FIELDS):
         raise SystemExit(f"tilings: {spec!r} is not rows,cols,k_unroll,prefetch,ahead[,level]")
-    given = dict(zip(fields, values))
+    given = dict(zip(FIELDS, values))
     if not given.get("prefetch", default.prefetch) and "prefetch_level" not in given:
         given["prefetch_level"] = 0  # no prefetch, no level: the default's would be refused
     # the given tiles, unfused: a fused pair's tiling has its own form (docs/language.md)
@@ -148,23 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     for spec, (_, tilings) in variants.items():
         ratios = [d / t for d, t in zip(times["default"], times[spec])]
         rate = case.flops / statistics.median(times[spec]) / 1e9
-        shown = (
-            "; ".join(
-                ",".join(
-                    str(x)
-                    for x in (
-                        t.rows_per_item,
-                        t.cols_per_item,
-                        t.k_unroll,
-                        t.prefetch,
-                        t.prefetch_ahead,
-                        t.prefetch_level,
-                    )
-                )
-                for t in tilings
-            )
-            or "(that commit's own)"
-        )
+        specs = (",".join(str(getattr(t, f)) for f in FIELDS) for t in tilings)
+        shown = "; ".join(specs) or "(that commit's own)"
         print(f"{spec:14} {rate:8.1f} {statistics.median(ratios):9.3f}  {shown}")
     return 0
 

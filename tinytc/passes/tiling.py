@@ -103,7 +103,8 @@ class TilingPass:
         if mb is None:
             return tiling
         after = self.default(second, func)  # its prefetch: that of the whole pair
-        prefetch = len(pair_operands(inst, second)) if after.prefetch else 0  # type: ignore[arg-type]
+        operands = pair_operands(inst, second)  # type: ignore[arg-type]
+        prefetch = len(operands) if after.prefetch else 0
         unroll = fused_k_unroll(tiling.k_unroll, mb)
         ahead = after.prefetch_ahead
         warp = bool(self.target.warp_size)
@@ -111,10 +112,9 @@ class TilingPass:
         if stage_b:
             staged_unroll = warps.staged_fused_k_unroll(tmp.element)
             unroll = staged_unroll if self.max_k_unroll > 1 else 1  # staged from -O2
-            operands = pair_operands(inst, second)  # type: ignore[arg-type]
             entry = sum(warps.operand_bytes(v.memref_type) for v in operands if per_entry(v))
             prefetch, ahead = warps.fused_prefetch(entry, len(operands))
-        fetched = [v for v in pair_operands(inst, second)[:prefetch] if per_entry(v)]  # type: ignore[arg-type]
+        fetched = [v for v in operands[:prefetch] if per_entry(v)]
         level = prefetch_level([warps.operand_bytes(v.memref_type) for v in fetched], self.target)
         fused = Tiling(
             tiling.work_group, mb, k2, unroll, prefetch, ahead, prefetch_level=level,
