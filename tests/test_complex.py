@@ -189,7 +189,7 @@ def test_add_sub_mul_div_against_numpy(t: str) -> None:
 
 
 UNARY = """func @k(%x: memref<TxN>, %neg: memref<TxN>, %conj: memref<TxN>, %abs: memref<RxN>,
-          %re: memref<RxN>, %im: memref<RxN>) {
+          %re: memref<RxN>, %im: memref<RxN>, %ti: memref<TxN>) {
   foreach %i = 0, N {
     %a = load %x[%i] : memref<TxN>
     %n = arith.neg %a : T
@@ -197,18 +197,20 @@ UNARY = """func @k(%x: memref<TxN>, %neg: memref<TxN>, %conj: memref<TxN>, %abs:
     %b = arith.abs %a : T
     %r = arith.re %a : T
     %m = arith.im %a : T
+    %j = arith.times_i %a : T
     store %n, %neg[%i] : memref<TxN>
     store %c, %conj[%i] : memref<TxN>
     store %b, %abs[%i] : memref<RxN>
     store %r, %re[%i] : memref<RxN>
     store %m, %im[%i] : memref<RxN>
+    store %j, %ti[%i] : memref<TxN>
   }
 }
 """
 
 
 @pytest.mark.parametrize("t", COMPLEX)
-def test_neg_conj_abs_re_im_against_numpy(t: str) -> None:
+def test_neg_conj_abs_re_im_times_i_against_numpy(t: str) -> None:
     r = REAL[t]
     text = (
         UNARY.replace("TxN", f"{t}x{N}").replace("RxN", f"{r}x{N}").replace(" T\n", f" {t}\n")
@@ -219,7 +221,7 @@ def test_neg_conj_abs_re_im_against_numpy(t: str) -> None:
     a[:3] = [big + big * 1j, 1e-30j * np.finfo(COMPLEX[t]).tiny, -0.0 + np.inf * 1j]
     real = REAL_DTYPE[t]
     outs = [np.zeros(N, COMPLEX[t]) for _ in range(2)] + [np.zeros(N, real) for _ in range(3)]
-    got, want = run(text, [a, *outs])
+    got, want = run(text, [a, *outs, np.zeros(N, COMPLEX[t])])
     np.testing.assert_array_equal(got[1], -a)
     np.testing.assert_array_equal(got[2], np.conj(a))
     np.testing.assert_array_equal(got[4], a.real)
@@ -227,7 +229,11 @@ def test_neg_conj_abs_re_im_against_numpy(t: str) -> None:
     assert np.isfinite(got[3][0]) and got[3][0] > big  # hypot scales: no overflow
     assert got[3][2] == np.inf
     assert relative(got[3], np.abs(a)) <= 2 * EPS[t]
-    for k in (1, 2, 4, 5):  # exact; abs within hypot's few ulps
+    times_i = np.zeros(N, COMPLEX[t])  # i a exactly: (-im, re), signed zeros and inf too
+    times_i.real, times_i.imag = -a.imag, a.real
+    np.testing.assert_array_equal(got[6], times_i)
+    assert np.array_equal(np.signbit(got[6].real), np.signbit(times_i.real))
+    for k in (1, 2, 4, 5, 6):  # exact; abs within hypot's few ulps
         np.testing.assert_array_equal(got[k], want[k])
     assert relative(want[3], np.abs(a)) == 0  # type: ignore[arg-type]
 

@@ -153,6 +153,41 @@ def test_mul_add_complex_and_mixed(types: tuple[str, str, str]) -> None:
     np.testing.assert_allclose(got[2], want, rtol=TOL["c32"], atol=TOL["c32"])
 
 
+TIMES_I = """func @k(%x: memref<Tx16x4>, %y: memref<Tx16x4>, %a: memref<Rx16x4>, %d: memref<Tx16x4>)
+    subgroup_size(S) {
+  parallel {
+    %c = cooperative_matrix_load.n %x[0, 0] : memref<Tx16x4> -> coopmatrix<Tx16x4,matrix_acc>
+    %j = arith.times_i %c : coopmatrix<Tx16x4,matrix_acc>
+    cooperative_matrix_store.n %j, %y[0, 0] : coopmatrix<Tx16x4,matrix_acc>, memref<Tx16x4>
+    %b = cooperative_matrix_load.n %x[0, 0] : memref<Tx16x4> -> coopmatrix<Tx4x4,matrix_b>
+    %ib = arith.times_i %b : coopmatrix<Tx4x4,matrix_b>
+    %r = cooperative_matrix_load.n %a[0, 0] : memref<Rx16x4> -> coopmatrix<Rx16x4,matrix_a>
+    %z = cooperative_matrix_construct [0.0, 0.0] : coopmatrix<Tx16x4,matrix_acc>
+    %p = cooperative_matrix_mul_add %r, %ib, %z : coopmatrix<Rx16x4,matrix_a>,
+        coopmatrix<Tx4x4,matrix_b>, coopmatrix<Tx16x4,matrix_acc>
+    cooperative_matrix_store.n %p, %d[0, 0] : coopmatrix<Tx16x4,matrix_acc>, memref<Tx16x4>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(("t", "sgs"), [("c32", 16), ("c64", 8), ("c32", 8)])
+def test_times_i_of_accumulators_and_of_b(t: str, sgs: int) -> None:
+    """i C exactly, in every lane's components; i B (held whole) as the factor of a real
+    times complex mul_add, as the split form of the complex gemm uses it
+    (lower_linalg/split.py): A (i B)."""
+    r = {"c32": "f32", "c64": "f64"}[t]
+    text = TIMES_I.replace("Tx", f"{t}x").replace("Rx", f"{r}x").replace("S)", f"{sgs})")
+    x, a = values(t, (16, 4), 1), values(r, (16, 4), 2)
+    y, d = np.zeros((16, 4), DTYPE[t], order="F"), np.zeros((16, 4), DTYPE[t], order="F")
+    got = run(text, t, [x, y, a, d])
+    exact = np.zeros_like(x)
+    exact.real, exact.imag = -x.imag, x.real
+    np.testing.assert_array_equal(got[1], exact)
+    want = a.astype(np.complex128) @ (1j * x[:4].astype(np.complex128))
+    assert np.abs(got[3] - want).max() <= TOL[t] * 10
+
+
 def test_reduce_max_of_complex_is_refused() -> None:
     text = """func @k(%x: memref<c32x16x4>) subgroup_size(16) {
   parallel {

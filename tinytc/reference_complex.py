@@ -20,11 +20,20 @@ def _arith(op: str, a: Any, b: Any, t: ScalarType) -> Any:
 
 
 def _unary(op: str, a: Any, t: ScalarType) -> Any:
-    """abs, re and im give the component type, neg and conj the complex one."""
+    """abs, re and im give the component type, neg, conj and times_i the complex one."""
     a = dtype_of(t).type(a)
     if op in ("abs", "re", "im"):
         return {"abs": np.abs, "re": np.real, "im": np.imag}[op](a)[()]
+    if op == "times_i":
+        return times_i(np.asarray(a))[()]
     return np.conj(a) if op == "conj" else -a
+
+
+def times_i(a: np.ndarray) -> np.ndarray:
+    """i a, exactly: (-im, re) (numpy's 1j * a rounds 0 * re into the real part)."""
+    out = np.empty_like(a)
+    out.real, out.imag = -a.imag, a.real
+    return out
 
 
 def _to_complex(a: Any, src: ScalarType, to: ScalarType) -> Any:

@@ -18,6 +18,7 @@ from .arguments import dtype_of
 from .errors import CompilationError
 from .ir import BF16, I32, CoopMatrixType, Inst, ScalarType
 from .reference import HANDLERS, Frame, arith_value, as_compute, cast_value, scalar
+from .reference_complex import times_i
 from .reference_spmd import (
     SPMD_HANDLERS,
     PerSubgroup,
@@ -75,10 +76,11 @@ def vec_arith(op: str, a: np.ndarray, b: np.ndarray, t: ScalarType) -> np.ndarra
 
 
 def vec_unary(op: str, a: np.ndarray, t: ScalarType) -> np.ndarray:
-    """arith.neg or arith.abs: exact for floats, wrapping around for integers; conj, re, im
-    of complex entries (t is the result's element type)."""
-    if op in ("conj", "re", "im"):
-        return {"conj": np.conj, "re": np.real, "im": np.imag}[op](a).astype(mat_dtype(t))
+    """arith.neg or arith.abs: exact for floats, wrapping around for integers; conj, re, im,
+    times_i of complex entries (t is the result's element type)."""
+    if op in ("conj", "re", "im", "times_i"):
+        unary = {"conj": np.conj, "re": np.real, "im": np.imag, "times_i": times_i}[op]
+        return unary(a).astype(mat_dtype(t))
     return (np.abs if op == "abs" else np.negative)(a).astype(mat_dtype(t))
 
 

@@ -169,6 +169,12 @@ class CoreInfo:
     # (tinytc.gemm.transpose_group): the CPU runtime turns those masked stores into scatters,
     # so the CPU transposes whole blocks (docs/performance-cpu.md lesson 13).
     transpose_halves: bool = True
+    # Whether a subgroup holds a complex value as two vectors across its lanes, real parts
+    # and imaginary parts, so that a load of interleaved complex values takes them apart with
+    # shuffles: the CPU runtime's (docs/performance-cpu.md, "Complex GEMM"). A complex gemm's
+    # op(A) is then copied apart once per entry where that pays (tinytc.passes.tiling.
+    # split_pays). GPUs hold a complex value in one work-item's registers.
+    complex_in_two_vectors: bool = False
     # Bytes of a core's nearest data cache, where the K loops' prefetch of the next batch
     # entry is sized by it (tinytc.gemm.prefetch_level); 0: not.
     l1_data_bytes: int = 0
@@ -301,6 +307,7 @@ CPU = CoreInfo(
     # Golden Cove (Sapphire Rapids) and AMD Zen 5
     l1_data_bytes=48 * 1024,
     transpose_halves=False,
+    complex_in_two_vectors=True,
     intel_shuffles=True,
     shuffle_scans=True,
 )

@@ -3,11 +3,12 @@ default, in one process, alternately.
 
     python tools/tilings.py f64-64-nn 2,4,2,3,1 4,2,4,1,1 @HEAD~3 --repeat 21
 
-Each TILING is rows_per_item,cols_per_item,k_unroll,prefetch,prefetch_ahead[,prefetch_level]
-(tinytc.gemm.Tiling) for every collective instruction of the shape; fields left out, and the
-work group, stay the default's (the level 0 where the TILING prefetches nothing). @REV is the
-SPIR-V that commit REV's tinytc.jit makes of the shape (built in a git worktree, in a
-subprocess), called through this tree's runtime. Every variant runs on the same operands
+Each TILING is rows_per_item,cols_per_item,k_unroll,prefetch,prefetch_ahead[,prefetch_level
+[,split_a]] (tinytc.gemm.Tiling) for every collective instruction of the shape; fields left
+out or empty (",,,,,,1"), and the work group, stay the default's (the level 0 where the
+TILING prefetches nothing; stage_a off with split_a). @REV is the SPIR-V that commit REV's
+tinytc.jit makes of the shape (built in a git worktree, in a subprocess), called through
+this tree's runtime. Every variant runs on the same operands
 (bench.py's working set; --resident: half the L3), its results are checked as bench.py checks
 them, and each round runs the variants in an order that alternates (with --resident, each after
 an untimed run), then the add kernel, whose bandwidth tells which of the VM's two memory speeds
@@ -46,19 +47,23 @@ def source_of(name: str) -> tuple[str, str]:
 
 # The fields a TILING gives, in its order (tinytc.gemm.Tiling)
 FIELDS = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch", "prefetch_ahead",
-          "prefetch_level")  # fmt: skip
+          "prefetch_level", "split_a")  # fmt: skip
 
 
 def tiling_of(spec: str, default: Tiling) -> Tiling:
-    try:
-        values = [int(x) for x in spec.split(",")]
+    words = spec.split(",")
+    try:  # an empty field keeps the default's
+        given = {f: int(x) for f, x in zip(FIELDS, words) if x}
     except ValueError:
-        values = []
-    if not 1 <= len(values) <= len(FIELDS):
-        raise SystemExit(f"tilings: {spec!r} is not rows,cols,k_unroll,prefetch,ahead[,level]")
-    given = dict(zip(FIELDS, values))
+        given = {}
+    if not given or len(words) > len(FIELDS):
+        raise SystemExit(
+            f"tilings: {spec!r} is not rows,cols,k_unroll,prefetch,ahead[,level[,split_a]]"
+        )
     if not given.get("prefetch", default.prefetch) and "prefetch_level" not in given:
         given["prefetch_level"] = 0  # no prefetch, no level: the default's would be refused
+    if given.get("split_a"):
+        given["stage_a"] = False  # split_a makes its own copy of A
     # the given tiles, unfused: a fused pair's tiling has its own form (docs/language.md)
     return dataclasses.replace(default, **given, fuse=False)
 
@@ -97,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         "tilings",
         nargs="+",
         metavar="TILING",
-        help="rows,cols,k_unroll,prefetch,ahead[,level] (fields left out: the default's) or @REV",
+        help="rows,cols,k_unroll,prefetch,ahead[,level[,split_a]] (fields left out or empty: "
+        "the default's) or @REV",
     )
     ap.add_argument("--repeat", type=int, default=15, help="rounds (medians)")
     sizes = ap.add_mutually_exclusive_group()
@@ -151,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     for spec, (_, tilings) in variants.items():
         ratios = [d / t for d, t in zip(times["default"], times[spec])]
         rate = case.flops / statistics.median(times[spec]) / 1e9
-        specs = (",".join(str(getattr(t, f)) for f in FIELDS) for t in tilings)
+        specs = (",".join(str(int(getattr(t, f))) for f in FIELDS) for t in tilings)
         shown = "; ".join(specs) or "(that commit's own)"
         print(f"{spec:14} {rate:8.1f} {statistics.median(ratios):9.3f}  {shown}")
     return 0

@@ -26,8 +26,17 @@ def test_tilings_and_a_commit_run_against_the_default() -> None:
     assert done.returncode == 0, done.stderr
     rows = done.stdout.splitlines()[2:]
     assert [r.split()[0] for r in rows] == ["default", "1,3,2,0,1", "@HEAD"]
-    assert "1,3,2,0,1,0; 1,3,2,0,1,0" in rows[1]  # both gemms of the chain take it
+    assert "1,3,2,0,1,0,0; 1,3,2,0,1,0,0" in rows[1]  # both gemms of the chain take it
     assert all(float(r.split()[1]) > 0 for r in rows)
+
+
+def test_empty_fields_keep_the_default() -> None:
+    """",,,,,,1" splits the complex gemm's A and keeps the default's tile; the default, of a
+    transposed A at n = 16, stages it instead (tinytc.passes.tiling.split_pays)."""
+    done = run_tilings("c32-16-tn", ",,,,,,1")
+    assert done.returncode == 0, done.stderr
+    default, split = done.stdout.splitlines()[2:]
+    assert default.split()[-1][:-1] + "1" == split.split()[-1] and default.endswith(",0")
 
 
 def test_cache_resident_runs_report_the_bandwidth_their_rounds_saw() -> None:
@@ -42,12 +51,14 @@ def test_bad_tilings_are_reported_with_their_location() -> None:
     done = run_tilings("f64-16-nt", "0,4")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "bad tiling for gemm" in done.stderr and "<input>:" in done.stderr
-    done = run_tilings("f64-16-nt", "1,2,3,4,5,6,7")
+    done = run_tilings("f64-16-nt", "1,2,3,4,5,6,7,8")
     assert done.returncode == 1
-    assert "is not rows,cols,k_unroll,prefetch,ahead[,level]" in done.stderr
+    assert "is not rows,cols,k_unroll,prefetch,ahead[,level[,split_a]]" in done.stderr
     done = run_tilings("f64-16-nt", "1,x")
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert "is not rows,cols,k_unroll,prefetch,ahead[,level]" in done.stderr
+    assert "is not rows,cols,k_unroll,prefetch,ahead[,level[,split_a]]" in done.stderr
+    done = run_tilings("f64-16-nt", ",,,,,,1")  # split_a: complex gemms only
+    assert done.returncode == 1 and "split_a: it needs A, B and X of one complex type" in done.stderr
     done = run_tilings("f64-16-nt", "1,2,2,3,1,2")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "prefetch level must be 0 (L1) or 1 (L2), got 2" in done.stderr

@@ -9,7 +9,7 @@ from tune_support import GEMM, SMALL
 
 import tinytc
 from tinytc import reference
-from tinytc.compiler import run_pipeline
+from tinytc.compiler import run_pipeline, tiled
 from tinytc.gemm import Tiling, check_tiling
 from tinytc.recipes import ConvTiling, conv2d, small_gemm_batched
 from tinytc.recipes.conv2d_tune import conv_candidates
@@ -141,6 +141,29 @@ def test_candidate_spaces_are_valid():
     assert convs[0] == base and len(set(convs)) == len(convs) > 50
     assert all(check_conv_tiling(t, cpu) == t and t.kernel != "rows" for t in convs)  # stride_w 2
     assert {t.kernel for t in convs} == {"gather", "columns"}
+
+
+def test_complex_gemms_try_both_forms_of_a():
+    """A complex gemm whose A can be split tries each tiling split and not (a transposed A
+    staged where it is not split); a real one, and a complex one of mixed types, do not."""
+    cpu = get_target("cpu")
+
+    def space(a: str, b: str, trans: str = "t") -> list:
+        text = f"""func @k(%a: memref<{a}x32x32>, %b: memref<{b}x32x32>, %c: memref<c32x32x32>) {{
+  gemm.{trans}.n 1.0, %a, %b, 0.0, %c : c32, memref<{a}x32x32>, memref<{b}x32x32>, c32,
+      memref<c32x32x32>
+}}
+"""
+        (site,) = search._sites(tiled(text, cpu), cpu)
+        return site.candidates(cpu)
+
+    tilings = space("c32", "c32")
+    assert tilings[0].split_a and not tilings[0].stage_a  # the default (split_pays)
+    assert {(t.split_a, t.stage_a) for t in tilings} == {(True, False), (False, True)}
+    assert len([t for t in tilings if t.split_a]) == len(tilings) // 2
+    unstaged = {(t.split_a, t.stage_a) for t in space("c32", "c32", "n")}
+    assert unstaged == {(False, False), (True, False)}
+    assert not any(t.split_a for t in space("f32", "c32"))
 
 
 def test_invalid_tilings_are_errors():

@@ -38,6 +38,13 @@ class Tiling:
     # Into which cache: 0 the nearest (L1), 1 L2; tinytc.gemm.prefetch_level() decides it
     # where the target gives CoreInfo.l1_data_bytes. Printed only when set.
     prefetch_level: int = field(default=0, metadata=OPTIONAL)
+    # A complex gemm's static op(A) is first copied into local memory as two real matrices,
+    # its real and imaginary parts, and the product sums Re(A) B + Im(A) (i B): the
+    # shuffles that take A's values apart run once per entry, not once per column tile
+    # (lower_linalg/split.py; docs/performance-cpu.md, "Complex GEMM"); tile-linalg sets it
+    # where it pays (tinytc.passes.tiling.split_pays). Instead of stage_a. Printed only when
+    # set.
+    split_a: bool = field(default=False, metadata=OPTIONAL)
     # The tile counts in blocks of the target's matrix unit (gemm/dpas.py): rows_per_item
     # blocks of 8 rows, cols_per_item blocks of N columns, K steps of k_unroll instruction K
     # blocks. The target must have the unit for the gemm's types (CoreInfo.matrix_unit_for).
@@ -446,6 +453,8 @@ def check_tiling(tiling: Tiling, work_group: tuple[int, int], subgroup_size: int
             f"{tiling.rows_per_item} x {tiling.cols_per_item} accumulators per work-item exceed "
             f"{MAX_TILE_COMPONENTS}"
         )
+    if tiling.split_a and (tiling.dpas or tiling.fuse or tiling.stage_a):
+        return "split_a makes its own copy of A: not with dpas, fuse or stage_a"
     if work_group[0] % subgroup_size:
         return f"work group {work_group} does not hold whole subgroups of {subgroup_size}"
     return ""

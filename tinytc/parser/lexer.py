@@ -12,9 +12,10 @@ from ..ir.types import MATRIX_USES, SCALAR_TYPES, CoopMatrixType
 
 COOPMATRIX = "coopmatrix"
 INT_LIMIT = 2**63 - 1  # every integer literal of the language fits a signed 64-bit integer
-# rev1 spellings without 'arith.', and v0.4's (min, max, abs, the bitwise ones)
+# rev1 spellings without 'arith.', and v0.4's (min, max, abs, the bitwise ones), and times_i
+# (tinytc's: the v0.4 dialect spells it as its other arithmetic)
 REV1_ARITH = ("add", "sub", "mul", "div", "rem", "neg", "min", "max", "abs")
-REV1_ARITH += ("shl", "shr", "and", "or", "xor", "not", "conj", "re", "im")
+REV1_ARITH += ("shl", "shr", "and", "or", "xor", "not", "conj", "re", "im", "times_i")
 
 PUNCTUATION = {
     "->": "ARROW",

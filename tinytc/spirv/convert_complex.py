@@ -134,7 +134,9 @@ def divide(lo: Lowering, t: ir.ScalarType, a: Id, b: Id) -> Id:
 
 
 def _unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
-    """neg, conj, abs, re, im (abs, re, im give the component type)."""
+    """neg, conj, abs, re, im (abs, re, im give the component type), times_i: i z as
+    (-im, re), its negation a factor of the fmas that the complex gemm's split form feeds it
+    to (negate_factor; tinytc/passes/lower_linalg/split.py)."""
     ct = lo.scalar_type(t.component)
     if op == "neg":
         return negate(lo, t, a)
@@ -143,6 +145,8 @@ def _unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
         return re
     if op == "im":
         return im
+    if op == "times_i":
+        return join(lo, t, negate_factor(lo, t.component, im), re)
     if op == "abs":
         return lo.b.ext_inst(ct, OpenCLStd.hypot, re, im)
     return join(lo, t, re, negate(lo, t.component, im))  # conj

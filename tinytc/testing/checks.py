@@ -87,12 +87,14 @@ def retile(program: Program, seed: int, target: CoreInfo) -> None:
     """Give every collective instruction a random tiling (as an autotuner may, between the
     tile-linalg pass and the lowering), in the units of its lowering: register blocks of
     lanes for fma, DPAS blocks for a gemm on DPAS, drawn among those its tiles can hold; with
-    the staging tile-linalg chose, not fused."""
+    the staging tile-linalg chose or, for a complex gemm that can, half the time its A split
+    (Tiling.split_a), not fused."""
     import dataclasses
     import random
 
     from tinytc.gemm.dpas import check_dpas_tiling
     from tinytc.ir import LinalgInst
+    from tinytc.passes.lower_linalg.split import why_not_split
 
     rng = random.Random(seed)
     for func in program.functions:
@@ -106,6 +108,8 @@ def retile(program: Program, seed: int, target: CoreInfo) -> None:
 
                 rows, cols, k = rng.randint(1, 4), rng.randint(1, 8), rng.choice([1, 2, 3, 4])
                 inst.tiling = sized(rows, cols, k)
+                if not chosen.dpas and not why_not_split(inst, target) and rng.random() < 0.5:
+                    inst.tiling = dataclasses.replace(inst.tiling, split_a=True, stage_a=False)
                 unit = dpas_unit(inst, func, target)
                 if chosen.dpas and unit is not None and check_dpas_tiling(inst.tiling, unit):
                     fitting = [

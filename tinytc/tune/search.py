@@ -27,6 +27,7 @@ from ..gemm import MAX_COLS_PER_ITEM, MAX_ROW_BLOCKS, Tiling, check_tiling, reti
 from ..gemm.dpas import BLOCK_ROWS, MAX_TILE_ROWS, check_dpas_tiling
 from ..ir import LinalgInst, Program
 from ..passes.lower_linalg.fusion import fusion_partner, pair_operands
+from ..passes.lower_linalg.split import why_not_split
 from ..passes.matrix_unit import matrix_unit_of
 from ..target import CoreInfo, DpasShape
 from . import measure
@@ -207,7 +208,7 @@ def _with_prefetch(default: Tiling, sizes: list[tuple[int, int, int]], most: int
 
 def _distance(a: Tiling, b: Tiling) -> float:
     names = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch_ahead")
-    levels = abs(a.prefetch_level - b.prefetch_level)
+    levels = abs(a.prefetch_level - b.prefetch_level) + (a.split_a != b.split_a)
     return log_distance(a, b, names) + abs(a.prefetch - b.prefetch) + levels
 
 
@@ -226,6 +227,8 @@ class _Site:
     loc: Any
     unit: DpasShape | None  # the matrix unit a DPAS tiling (default.dpas) counts blocks of
     second: bool  # the second gemm of a fused pair
+    splits: bool  # a complex gemm whose A may be split (Tiling.split_a): both are tried
+    transposed_a: bool
 
     def problem(self, tiling: Tiling, max_values: int) -> str:
         """Why the lowering would refuse a candidate that keeps the default's kind ('' if
@@ -246,7 +249,14 @@ class _Site:
             return dpas_candidates(
                 self.default, self.rows, self.cols, self.unit, max_values, prefetch
             )
-        return program_candidates(self.default, self.rows, self.cols, self.sgs, prefetch)
+        space = program_candidates(self.default, self.rows, self.cols, self.sgs, prefetch)
+        if not self.splits:
+            return space
+        other = [  # the other form of A, a transposed one staged where it is not split
+            dataclasses.replace(t, split_a=not t.split_a, stage_a=t.split_a and self.transposed_a)
+            for t in space
+        ]
+        return nearest_first(self.default, space + other, _distance)
 
 
 def _sites(program: Program, target: CoreInfo) -> list[_Site]:
@@ -266,9 +276,11 @@ def _sites(program: Program, target: CoreInfo) -> list[_Site]:
                     seconds.add(second)
                     accessed = len(pair_operands(inst, second))  # type: ignore[arg-type]
             unit = matrix_unit_of(inst, target, func.subgroup_size)
+            plain = not (inst.tiling.fuse or inst.tiling.dpas or inst in seconds)
+            splits = plain and not why_not_split(inst, target)
             site = _Site(
                 func.name, index, inst.tiling, rows, cols, func.subgroup_size, accessed,
-                inst.loc, unit, inst in seconds,
+                inst.loc, unit, inst in seconds, splits, getattr(inst, "trans_a", False),
             )  # fmt: skip
             sites.append(site)
     return sites

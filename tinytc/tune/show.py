@@ -66,6 +66,7 @@ def describe(candidate: Any) -> str:
             f"rows/item {t.rows_per_item} cols/item {t.cols_per_item} k_unroll {t.k_unroll} "
             f"prefetch {t.prefetch} ahead {t.prefetch_ahead}"
             + (" into L2" if t.prefetch_level else "")
+            + (" A split" if t.split_a else "")
         )
     if dataclasses.is_dataclass(candidate) and not isinstance(candidate, type):
         return ", ".join(f"{k} {v}" for k, v in dataclasses.asdict(candidate).items())

@@ -22,14 +22,15 @@ if TYPE_CHECKING:
     from ..semantics import Interpreter
 
 ARITH_BINARY = ("add", "sub", "mul", "div", "rem", "shl", "shr", "and", "or", "xor", "min", "max")
-ARITH_UNARY = ("neg", "not", "abs", "conj", "re", "im")
+ARITH_UNARY = ("neg", "not", "abs", "conj", "re", "im", "times_i")
 BITWISE = ("and", "or", "xor", "not")  # the only arithmetic defined on i1
 INTEGER_ONLY = ("shl", "shr", *BITWISE)
 COMPARISONS = ("eq", "ne", "gt", "ge", "lt", "le")
 # component-wise on coopmatrix values
-COOPMATRIX_ARITH = ("add", "sub", "mul", "div", "neg", "min", "max", "abs", "conj", "re", "im")
-COMPLEX_ARITH = ("add", "sub", "mul", "div", "neg", "abs", "conj", "re", "im")
-COMPLEX_ONLY = ("conj", "re", "im")
+COOPMATRIX_ARITH = ("add", "sub", "mul", "div", "neg", "min", "max", "abs", "conj", "re", "im",
+                    "times_i")  # fmt: skip
+COMPLEX_ARITH = ("add", "sub", "mul", "div", "neg", "abs", "conj", "re", "im", "times_i")
+COMPLEX_ONLY = ("conj", "re", "im", "times_i")  # times_i: i z, exactly (-im z, re z)
 REAL_RESULT = ("abs", "re", "im")  # of a complex operand: its component type
 
 

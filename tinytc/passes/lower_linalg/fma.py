@@ -30,6 +30,7 @@ from ...target import summed_type
 from .emitter import Operand, Size, Tile, Touch, both, checked_rows, col_tiles
 from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
+from .split import split_product, stage_split, why_not_split
 from .staging import stage, stage_plain, why_not_staged
 from .staging_k import lower_chunked
 
@@ -57,7 +58,9 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         return
     if isinstance(inst, GemmInst | GemvInst):
         depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
-        if tiling.stage_a:
+        if tiling.split_a:
+            planes = stage_split(low, inputs[0])
+        elif tiling.stage_a:
             transposed = inputs[0].transpose
             if transposed and not tiling.stage_pad:
                 inputs[0] = stage(low, inputs[0])
@@ -84,6 +87,8 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
             if isinstance(inst, GerInst):
                 b_op = Operand(b_op.value, transpose=True)  # b as a row
             ku, whole = tiling.k_unroll, tiling.whole_k
+            if tiling.split_a:
+                return split_product(low, t, planes, b_op, depth, ku, acc, touch, whole)
             return low.product(t, inputs[0], b_op, depth, ku, a_el, acc, touch, whole)
         if isinstance(inst, SumInst):
             return row_sum(low, t, inputs[0], depth, tiling.k_unroll, acc, touch, tiling.whole_k)
@@ -113,6 +118,9 @@ def check_staging(low: Lowering, inst: LinalgInst, tiling: Tiling, inputs: list[
     a gemm on targets of warps, in chunks of K (warps.k_chunk): their size, else 0."""
     warps = low.target.warp_size is not None
     gemm = isinstance(inst, GemmInst | GemvInst)
+    problem = why_not_split(inst, low.target) if tiling.split_a else ""
+    if problem:
+        low.refuse(inst, f"split_a: {problem}")
     if tiling.stage_pad and (tiling.stage_pad < 0 or not (tiling.stage_a and inputs[0].transpose)):
         low.refuse(inst, "stage_pad: it pads the copy of a transposed A that stage_a makes")
     copies: list[Operand] = []

@@ -53,7 +53,7 @@ class ComplexStatements(GeneratorBase):
         z = self.emit(CastInst(a.value, to)).result
         z = self.emit(ArithInst("mul", z, Constant(k, to))).result
         z = self.emit(ArithInst("add", z, Constant(c, to))).result
-        z = self.emit(ArithUnaryInst("conj", z)).result
+        z = self.emit(ArithUnaryInst(self.pick(["conj", "times_i"]), z)).result  # |z| kept
         if self.flag(50):
             z = self.emit(ArithInst(self.pick(["div", "sub"]), z, Constant(d, to))).result
         op = self.pick(["re", "im", "abs"])

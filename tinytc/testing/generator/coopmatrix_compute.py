@@ -129,7 +129,7 @@ class CoopMatrixCompute(CoopMatrixStores):
         return lo, hi, exact, bounded, mag
 
     def cm_arith(self, ctx: Ctx) -> None:
-        """Component-wise add, sub, mul, div or neg."""
+        """Component-wise add, sub, mul, div, neg or (complex) times_i."""
         m = self.some_matrix()
         assert m is not None
         t, el = m.type, m.type.element
@@ -140,7 +140,10 @@ class CoopMatrixCompute(CoopMatrixStores):
                 t_lo, t_hi = value_range(el)
                 if not (t_lo <= lo and hi <= t_hi and el.kind == "int"):
                     lo, hi = t_lo, t_hi
-            value = self.emit(ArithUnaryInst("neg", m.value)).result
+            unary = "times_i" if el.is_complex and self.flag(50) else "neg"
+            if unary == "times_i":  # (-im, re): either part's bounds, or their negation
+                lo, hi = min(m.lo, -m.hi), max(m.hi, -m.lo)
+            value = self.emit(ArithUnaryInst(unary, m.value)).result
             self.matrix(value, (lo, hi, m.exact, m.bounded, magnitude(m)), m)
             return
         if op == "div" and el.is_complex:

@@ -1,0 +1,190 @@
+"""The split form of the complex gemm (Tiling.split_a, tinytc/passes/lower_linalg/split.py):
+op(A) copied into local memory as its real and imaginary parts, Re(A) B + Im(A) (i B) summed
+over K. Where tile-linalg chooses it, what it prints, every transpose, ragged and checked
+tiles, several subgroups, complex alpha and beta and .atomic with it forced, each run on the
+CPU runtime against numpy and the reference (the source's and the lowered program's), and
+the tilings it refuses with located errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import tinytc
+from tinytc import reference
+from tinytc.compiler import compile_to_module, run_pipeline, tiled
+from tinytc.errors import CompilationError
+from tinytc.ir import GemmInst, LinalgInst
+from tinytc.runtime.device import default_queue
+from tinytc.runtime.jit import Kernels
+from tinytc.spirv.tools import validate
+from tinytc.target import CPU, CoreInfo
+
+DTYPE = {"c32": np.complex64, "c64": np.complex128, "f32": np.float32}
+TOL = {"c32": 3e-5, "c64": 1e-13}
+TILED = ("check-ir", "insert-lifetime-stop", "work-group-size", "tile-linalg")
+
+
+def values(t: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    return np.asfortranarray(x.astype(DTYPE[t]))
+
+
+def memref(t: str, shape: tuple[int, ...]) -> str:
+    return f"memref<{t}" + "".join(f"x{s}" for s in shape) + ">"
+
+
+def gemm(t: str, ta: str, tb: str, m: int, n: int, k: int, scalars: str, head: str = "") -> str:
+    """func @k of one gemm.ta.tb of op(A) m x k, op(B) k x n."""
+    a = memref(t, (k, m) if ta == "t" else (m, k))
+    b = memref(t, (n, k) if tb == "t" else (k, n))
+    c = memref(t, (m, n))
+    alpha, beta = scalars.split()
+    return f"""func @k(%a: {a}, %b: {b}, %c: {c}){head} {{
+  gemm.{ta}.{tb} {alpha}, %a, %b, {beta}, %c : {t}, {a}, {b}, {t}, {c}
+}}
+"""
+
+
+def split_tilings(text: str, target: str | CoreInfo = CPU) -> list:
+    """The default tilings of @k's collectives for the target, with split_a forced."""
+    insts = [i for i in tiled(text, target).function("k").walk() if isinstance(i, LinalgInst)]
+    return [dataclasses.replace(i.tiling, split_a=True, stage_a=False) for i in insts]
+
+
+def run_split(text: str, args: list[np.ndarray], howmany: int = 1) -> None:
+    """@k with split_a forced, on the CPU runtime (validated first, as for pvc)."""
+    validate(compile_to_module(text, "pvc", tilings={"k": split_tilings(text, "pvc")})[1])
+    program, binary = compile_to_module(text, CPU, tilings={"k": split_tilings(text)})
+    validate(binary)
+    Kernels(program, binary, default_queue()).k(*args, howmany=howmany)
+
+
+def op(x: np.ndarray, trans: str) -> np.ndarray:
+    return x.T if trans == "t" else x
+
+
+@pytest.mark.parametrize("t", ["c32", "c64"])
+@pytest.mark.parametrize("trans", ["nn", "tn", "nt", "tt"])
+def test_every_transpose_with_ragged_tiles(t: str, trans: str) -> None:
+    """op(A) of 37 x 11 (ragged rows and columns, K odd), complex alpha and beta."""
+    m, n, k = 37, 13, 11
+    text = gemm(t, trans[0], trans[1], m, n, k, "[0.5,-1.0] [2.0,0.25]")
+    a = values(t, (k, m) if trans[0] == "t" else (m, k), 1)
+    b = values(t, (n, k) if trans[1] == "t" else (k, n), 2)
+    c = values(t, (m, n), 3)
+    want = (0.5 - 1j) * (op(a, trans[0]) @ op(b, trans[1])) + (2 + 0.25j) * c
+    expected = c.copy(order="F")
+    reference.run(tinytc.parse(text), "k", [a, b, expected], 1)
+    run_split(text, [a, b, c])
+    scale = float(np.abs(want).max())
+    assert np.abs(c - want).max() <= TOL[t] * scale
+    assert np.abs(expected - want).max() <= TOL[t] * scale
+
+
+@pytest.mark.parametrize("wg", ["work_group_size(32,1)", "work_group_size(16,2)"])
+def test_several_subgroups_share_the_copy(wg: str) -> None:
+    """Subgroups copy their own columns of A (a barrier follows) and share the column tiles."""
+    text = gemm("c32", "t", "n", 32, 40, 24, "1.0 0.0", f" {wg} subgroup_size(16)")
+    a, b = values("c32", (24, 32), 4), values("c32", (24, 40), 5)
+    c = np.zeros((32, 40), np.complex64, order="F")
+    run_split(text, [a, b, c])
+    want = a.T.astype(np.complex128) @ b
+    assert np.abs(c - want).max() <= TOL["c32"] * float(np.abs(want).max())
+
+
+def test_batched_atomic_update() -> None:
+    """.atomic with beta 1: every entry's product added to one C, part by part."""
+    t, m, n, k, count = "c32", 16, 8, 16, 6
+    at, bt, ct = memref(t, (m, k)), memref(t, (k, n)), memref(t, (m, n))
+    text = f"""func @k(%a: group<{at}>, %b: {bt}, %c: {ct}) {{
+  %g = group_id
+  %x = load %a[%g] : group<{at}>
+  gemm.n.n.atomic [0.0,1.0], %x, %b, 1.0, %c : {t}, {at}, {bt}, {t}, {ct}
+}}
+"""
+    a = [values(t, (m, k), 10 + i) for i in range(count)]
+    b, c = values(t, (k, n), 8), values(t, (m, n), 9)
+    want = c + 1j * sum(x @ b for x in a)
+    run_split(text, [a, b, c], howmany=count)
+    assert np.abs(c - want).max() <= TOL[t] * float(np.abs(want).max())
+
+
+@pytest.mark.parametrize(
+    ("t", "trans", "n", "split"),
+    [
+        ("c32", "tn", 32, True),  # 8 column tiles of a copied A
+        ("c64", "tn", 32, True),
+        ("c32", "tn", 16, False),  # 2 column tiles: stage_a's copy
+        ("c32", "nn", 64, True),  # 16 column tiles, A (32 KB) within the L1
+        ("c32", "nt", 64, True),
+        ("c32", "nn", 32, False),  # 8 column tiles of an A as it is
+        ("c64", "nn", 64, False),  # A (64 KB) beyond the L1
+    ],
+)
+def test_where_tile_linalg_splits_and_what_it_prints(
+    t: str, trans: str, n: int, split: bool
+) -> None:
+    """The printed tiling says split_a where tinytc.passes.tiling.split_pays does; the lowered
+    program copies A into two real planes and multiplies B by i; it reads back to the same
+    SPIR-V, and the reference interpreter runs the lowered program to numpy's result."""
+    text = gemm(t, trans[0], trans[1], n, n, n, "1.0 0.0")
+    printed = str(run_pipeline(text, "cpu", 2, passes=TILED))
+    assert ("split_a=true" in printed) == split
+    assert ("stage_a=true" in printed) == (trans[0] == "t" and not split)
+    assert tinytc.compile(printed, "cpu") == tinytc.compile(text, "cpu")
+    assert "split_a" not in str(run_pipeline(text, "pvc", 2, passes=TILED))  # GPUs: not taken
+    if not split:
+        return
+    part = {"c32": "f32", "c64": "f64"}[t]
+    lowered = str(run_pipeline(text, "cpu", 2, passes=(*TILED, "lower-linalg")))
+    assert f"alloca -> memref<{part}x{n}x{n}x2>" in lowered and "arith.times_i" in lowered
+    a, b = values(t, (n, n), 6), values(t, (n, n), 7)
+    c = np.zeros((n, n), DTYPE[t], order="F")
+    reference.run(tinytc.parse(lowered), "k", [a, b, c], 1)
+    want = op(a, trans[0]).astype(np.complex128) @ op(b, trans[1])
+    assert np.abs(c - want).max() <= TOL[t] * float(np.abs(want).max())
+
+
+@pytest.mark.parametrize(
+    ("text", "change", "message"),
+    [
+        (gemm("c32", "n", "n", 16, 8, 4, "1.0 0.0"), {"stage_a": True}, "not with dpas, fuse"),
+        (gemm("f32", "n", "n", 16, 8, 4, "1.0 0.0"), {}, "of one complex type"),
+        (
+            "func @k(%a: memref<c32x16x?>, %b: memref<c32x?x8>, %c: memref<c32x16x8>) {\n"
+            "  gemm.n.n 1.0, %a, %b, 0.0, %c : c32, memref<c32x16x?>, memref<c32x?x8>, c32, "
+            "memref<c32x16x8>\n}\n",
+            {},
+            "not known at compile time",
+        ),
+        (
+            "func @k(%a: memref<c32x16x4>, %x: memref<c32x4>, %y: memref<c32x16>) {\n"
+            "  gemv.n 1.0, %a, %x, 0.0, %y : c32, memref<c32x16x4>, memref<c32x4>, c32, "
+            "memref<c32x16>\n}\n",
+            {},
+            "the A of a gemm only",
+        ),
+    ],
+)
+def test_refused_split_tilings_are_located(text: str, change: dict, message: str) -> None:
+    tilings = [dataclasses.replace(t, **change) for t in split_tilings(text)]
+    with pytest.raises(CompilationError) as e:
+        compile_to_module(text, CPU, tilings={"k": tilings})
+    assert message in e.value.message and "split_a" in e.value.message
+    assert ":2." in str(e.value)  # the instruction's line
+
+
+def test_split_pays_only_for_complex_gemms_of_one_type() -> None:
+    """Mixed real and complex operands keep the plain product."""
+    m = 32
+    a, b, c = memref("f32", (m, m)), memref("c32", (m, m)), memref("c32", (m, m))
+    text = f"""func @k(%a: {a}, %b: {b}, %c: {c}) {{
+  gemm.t.n 1.0, %a, %b, 0.0, %c : c32, {a}, {b}, c32, {c}
+}}
+"""
+    insts = [i for i in tiled(text, CPU).function("k").walk() if isinstance(i, GemmInst)]
+    assert not insts[0].tiling.split_a and insts[0].tiling.stage_a
