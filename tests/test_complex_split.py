@@ -55,12 +55,14 @@ def split_tilings(text: str, target: str | CoreInfo = CPU) -> list:
     return [dataclasses.replace(i.tiling, split_a=True, stage_a=False) for i in insts]
 
 
-def run_split(text: str, args: list[np.ndarray], howmany: int = 1) -> None:
-    """@k with split_a forced, on the CPU runtime (validated first, as for pvc)."""
+def run_split(text: str, args: list[np.ndarray], howmany: int = 1) -> str:
+    """@k with split_a forced, on the CPU runtime (validated first, as for pvc): the program
+    it ran, lowered."""
     validate(compile_to_module(text, "pvc", tilings={"k": split_tilings(text, "pvc")})[1])
     program, binary = compile_to_module(text, CPU, tilings={"k": split_tilings(text)})
     validate(binary)
     Kernels(program, binary, default_queue()).k(*args, howmany=howmany)
+    return str(program)
 
 
 def op(x: np.ndarray, trans: str) -> np.ndarray:
@@ -79,20 +81,26 @@ def test_every_transpose_with_ragged_tiles(t: str, trans: str) -> None:
     want = (0.5 - 1j) * (op(a, trans[0]) @ op(b, trans[1])) + (2 + 0.25j) * c
     expected = c.copy(order="F")
     reference.run(tinytc.parse(text), "k", [a, b, expected], 1)
-    run_split(text, [a, b, c])
+    lowered = run_split(text, [a, b, c])
     scale = float(np.abs(want).max())
     assert np.abs(c - want).max() <= TOL[t] * scale
     assert np.abs(expected - want).max() <= TOL[t] * scale
+    # one subgroup: an A as it is is split by the first column tiles, with no barrier
+    assert ("barrier" in lowered) == (trans[0] == "t")
 
 
+@pytest.mark.parametrize("ta", "tn")
 @pytest.mark.parametrize("wg", ["work_group_size(32,1)", "work_group_size(16,2)"])
-def test_several_subgroups_share_the_copy(wg: str) -> None:
-    """Subgroups copy their own columns of A (a barrier follows) and share the column tiles."""
-    text = gemm("c32", "t", "n", 32, 40, 24, "1.0 0.0", f" {wg} subgroup_size(16)")
-    a, b = values("c32", (24, 32), 4), values("c32", (24, 40), 5)
+def test_several_subgroups_share_the_copy(wg: str, ta: str) -> None:
+    """Subgroups copy their own columns of A (a barrier follows) and share the column tiles;
+    one subgroup alone has its first column tiles split an A as it is (the other test)."""
+    text = gemm("c32", ta, "n", 32, 40, 24, "1.0 0.0", f" {wg} subgroup_size(16)")
+    a = values("c32", (24, 32) if ta == "t" else (32, 24), 4)
+    b = values("c32", (24, 40), 5)
     c = np.zeros((32, 40), np.complex64, order="F")
-    run_split(text, [a, b, c])
-    want = a.T.astype(np.complex128) @ b
+    lowered = run_split(text, [a, b, c])
+    assert lowered.count("barrier") == 1  # after the copy
+    want = op(a, ta).astype(np.complex128) @ b
     assert np.abs(c - want).max() <= TOL["c32"] * float(np.abs(want).max())
 
 

@@ -58,7 +58,8 @@ def test_bad_tilings_are_reported_with_their_location() -> None:
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "is not rows,cols,k_unroll,prefetch,ahead[,level[,split_a]]" in done.stderr
     done = run_tilings("f64-16-nt", ",,,,,,1")  # split_a: complex gemms only
-    assert done.returncode == 1 and "split_a: it needs A, B and X of one complex type" in done.stderr
+    assert done.returncode == 1
+    assert "split_a: it needs A, B and X of one complex type" in done.stderr
     done = run_tilings("f64-16-nt", "1,2,2,3,1,2")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "prefetch level must be 0 (L1) or 1 (L2), got 2" in done.stderr

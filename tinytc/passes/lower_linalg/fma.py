@@ -30,7 +30,7 @@ from ...target import summed_type
 from .emitter import Operand, Size, Tile, Touch, both, checked_rows, col_tiles
 from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
-from .split import split_product, stage_split, why_not_split
+from .split import split_product, stage_split, store_parts, why_not_split
 from .staging import stage, stage_plain, why_not_staged
 from .staging_k import lower_chunked
 
@@ -58,8 +58,11 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         return
     if isinstance(inst, GemmInst | GemvInst):
         depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
+        # the split copy of an A as it is, with one subgroup: made by the first column
+        # tiles, whose K loops read A anyway (split.py)
+        peel = tiling.split_a and not inputs[0].transpose and low.subgroups == 1
         if tiling.split_a:
-            planes = stage_split(low, inputs[0])
+            planes = stage_split(low, inputs[0], copy=not peel)
         elif tiling.stage_a:
             transposed = inputs[0].transpose
             if transposed and not tiling.stage_pad:
@@ -75,7 +78,7 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
     else:
         depth = 1
 
-    def compute(t: Tile) -> Value:
+    def compute(t: Tile, peeled: bool = False) -> Value:
         a_el = inputs[0].type.element
         per_tile = tiling.cols_per_item
         touch = prefetcher(
@@ -87,9 +90,10 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
             if isinstance(inst, GerInst):
                 b_op = Operand(b_op.value, transpose=True)  # b as a row
             ku, whole = tiling.k_unroll, tiling.whole_k
-            if tiling.split_a:
+            if tiling.split_a and not peeled:
                 return split_product(low, t, planes, b_op, depth, ku, acc, touch, whole)
-            return low.product(t, inputs[0], b_op, depth, ku, a_el, acc, touch, whole)
+            on_a = store_parts(low, t, planes) if peeled else None
+            return low.product(t, inputs[0], b_op, depth, ku, a_el, acc, touch, whole, on_a)
         if isinstance(inst, SumInst):
             return row_sum(low, t, inputs[0], depth, tiling.k_unroll, acc, touch, tiling.whole_k)
         mt = CoopMatrixType(a_el, t.rows, t.cols, "matrix_acc")
@@ -106,7 +110,11 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
     fetched = inst.accessed[: tiling.prefetch] if k_loop else []
     nexts = next_entries(low, fetched, tiling.prefetch_ahead)
     with low.parallel():
-        tiles(low, inst, tiling, rows, cols, lambda t: low.update(inst, out, t, compute(t), acc))
+        first = None
+        if isinstance(inst, GemmInst) and peel:
+            first = lambda t: low.update(inst, out, t, compute(t, True), acc)  # noqa: E731
+        tiles(low, inst, tiling, rows, cols, lambda t: low.update(inst, out, t, compute(t), acc),
+              first)  # fmt: skip
     for staged in low.staged:
         e.add(LifetimeStopInst(staged))
 
@@ -174,8 +182,10 @@ def tiles(
     rows: Size,
     cols: Size,
     body: Callable[[Tile], None],
+    first: Callable[[Tile], None] | None = None,
 ) -> None:
-    """Call body for every tile this subgroup owns: subgroups share the column tiles."""
+    """Call body for every tile this subgroup owns: subgroups share the column tiles. Where
+    ``first`` is given (one subgroup), it is the body of the first column tile."""
     e = low.e
     if isinstance(inst, SumInst) and inst.operands[1].type.order == 1:  # type: ignore[union-attr]
         cols = 1
@@ -187,12 +197,16 @@ def tiles(
         sg_index = e.add(CastInst(sg, INDEX)).result
         first_col = e.arith("mul", sg_index, nb)
 
-    def col_tile(n0: Size) -> list[Value]:
+    def col_tile(n0: Size, run: Callable[[Tile], None] = body) -> list[Value]:
         tile_cols, col_check = col_tiles(cols, nb, tiling.whole_cols)
-        low.row_tiles(rows, mt, lambda m0, r, rc: body(
+        low.row_tiles(rows, mt, lambda m0, r, rc: run(
             Tile(m0, n0, r, tile_cols, both(rc, col_check))), tiling.whole_rows)  # fmt: skip
         return []
 
+    if first is not None:
+        assert low.subgroups == 1
+        col_tile(0, first)
+        first_col = col_step
     e.loop(first_col, cols, col_step, [], col_tile)
 
 

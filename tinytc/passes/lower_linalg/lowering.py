@@ -98,9 +98,11 @@ class Lowering:
         acc: ScalarType,
         touch: Touch | None = None,
         whole: bool = False,
+        on_a: Callable[[Value, Size], None] | None = None,
     ) -> Value:
         """sum_k op(A)(tile rows, k) op(B)(k, tile cols) in a register tile of type acc
-        (``whole``: the depth is a multiple of unroll)."""
+        (``whole``: the depth is a multiple of unroll); on_a(x, k) is given each tile of A
+        the loop loads."""
         e = self.e
         b_el = b.type.element
         # A and B of types cooperative_matrix_mul_add does not take together (v0.4's mixed
@@ -110,6 +112,8 @@ class Lowering:
 
         def step(k: Size, ku: int, c: Value) -> list[Value]:
             x = e.load(a, t.row, k, CoopMatrixType(el, t.rows, ku, "matrix_a"), checked_rows(t))
+            if on_a is not None:
+                on_a(x, k)
             y = e.load(b, k, t.col, CoopMatrixType(b_el, ku, t.cols, "matrix_b"), checked_cols(t))
             if not native:
                 x, y = self.convert(x, acc), self.convert(y, acc)

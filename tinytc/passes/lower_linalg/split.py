@@ -10,6 +10,8 @@ as before, and i B = (-Im B, Re B) swaps them and negates a factor of the fma.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...gemm import MAX_TILE_COMPONENTS, transpose_group
 from ...ir import (
     INDEX,
@@ -44,12 +46,13 @@ def why_not_split(inst: LinalgInst, target: CoreInfo) -> str:
     return why_not_staged(a, target)
 
 
-def stage_split(low: Lowering, a: Operand) -> tuple[Operand, Operand]:
+def stage_split(low: Lowering, a: Operand, copy: bool = True) -> tuple[Operand, Operand]:
     """op(A) of a static complex A copied into local memory as its real parts and its
     imaginary parts, two matrices of op(A)'s shape (one alloca, the parts its last mode);
     insert-barrier puts the barrier after the copy. A transposed A is copied in square
     S x S blocks where they cover it, whose transposed stores transpose in registers
-    (docs/performance-cpu.md lesson 13), else in column strips."""
+    (docs/performance-cpu.md lesson 13), else in column strips. Not ``copy``: the planes
+    only, which the first column tiles fill (store_parts)."""
     e, sgs = low.e, low.sgs
     t = a.type
     height, width = t.shape  # A's, not op(A)'s
@@ -73,6 +76,8 @@ def stage_split(low: Lowering, a: Operand) -> tuple[Operand, Operand]:
     )
     if square:
         chunk = sgs
+    if not copy:
+        return Operand(planes[0]), Operand(planes[1])
 
     def store(x: Value, row: Size, col: Size, check: str) -> None:
         """x's parts into the planes at (row, col) of A (transposed: of op(A), swapped)."""
@@ -88,7 +93,7 @@ def stage_split(low: Lowering, a: Operand) -> tuple[Operand, Operand]:
             sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
             first = e.arith("mul", sg, chunk)
 
-        def copy(j0: Size) -> list[Value]:  # A's columns j0..
+        def copy_from(j0: Size) -> list[Value]:  # A's columns j0..
             if square:
                 for k0 in range(0, height, sgs):
                     ct = CoopMatrixType(t.element, sgs, sgs, "matrix_acc")
@@ -100,8 +105,25 @@ def stage_split(low: Lowering, a: Operand) -> tuple[Operand, Operand]:
             store(e.load(Operand(a.value), 0, j0, ct, check), 0, j0, check)
             return []
 
-        e.loop(first, width, chunk * low.subgroups, [], copy)
+        e.loop(first, width, chunk * low.subgroups, [], copy_from)
     return Operand(planes[0]), Operand(planes[1])
+
+
+def store_parts(low: Lowering, t: Tile, planes: tuple[Operand, Operand]) -> Any:
+    """on_a of Lowering.product in a first column tile: each tile of op(A) (not transposed)
+    the K loop loads, its parts stored into the planes, where the same lanes read them in
+    the later column tiles (the rows of a lane are those of its loads: no barrier).
+    Against the copy before the tiles, in one process (tools/tilings.py SHAPE @REV, 9
+    rounds): c32 n=64 nn 1.06x, nt 1.07x."""
+    e = low.e
+
+    def store(x: Value, k: Size) -> None:
+        for p, plane in zip(("re", "im"), planes):
+            part_x = e.add(ArithUnaryInst(p, x)).result
+            e.add(CoopMatrixStoreInst(part_x, plane.value, e.value(t.row), e.value(k), False,
+                                      checked_rows(t)))  # fmt: skip
+
+    return store
 
 
 def split_product(
