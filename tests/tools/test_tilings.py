@@ -31,7 +31,7 @@ def test_tilings_and_a_commit_run_against_the_default() -> None:
 
 
 def test_empty_fields_keep_the_default() -> None:
-    """",,,,,,1" splits the complex gemm's A and keeps the default's tile; the default, of a
+    """ ",,,,,,1" splits the complex gemm's A and keeps the default's tile; the default, of a
     transposed A at n = 16, stages it instead (tinytc.passes.tiling.split_pays)."""
     done = run_tilings("c32-16-tn", ",,,,,,1")
     assert done.returncode == 0, done.stderr
