@@ -122,24 +122,27 @@ def test_batched_atomic_update() -> None:
 
 
 @pytest.mark.parametrize(
-    ("t", "trans", "n", "split"),
+    ("t", "trans", "n", "head", "split"),
     [
-        ("c32", "tn", 32, True),  # 8 column tiles of a copied A
-        ("c64", "tn", 32, True),
-        ("c32", "tn", 16, False),  # 2 column tiles: stage_a's copy
-        ("c32", "nn", 64, True),  # 16 column tiles, A (32 KB) within the L1
-        ("c32", "nt", 64, True),
-        ("c32", "nn", 32, False),  # 8 column tiles of an A as it is
-        ("c64", "nn", 64, False),  # A (64 KB) beyond the L1
+        ("c32", "tn", 32, "", True),  # 8 column tiles of a copied A
+        ("c64", "tn", 32, "", True),
+        ("c32", "tn", 16, "", False),  # 2 column tiles: stage_a's copy
+        ("c32", "nn", 64, "", True),  # an A as it is split by the first column tiles
+        ("c32", "nt", 64, "", True),
+        ("c32", "nn", 32, "", True),
+        ("c64", "nn", 64, "", True),
+        ("c32", "nn", 16, "", False),
+        ("c32", "tn", 64, " work_group_size(32,1) subgroup_size(16)", True),
+        ("c32", "nn", 64, " work_group_size(32,1) subgroup_size(16)", False),  # would copy
     ],
 )
 def test_where_tile_linalg_splits_and_what_it_prints(
-    t: str, trans: str, n: int, split: bool
+    t: str, trans: str, n: int, head: str, split: bool
 ) -> None:
     """The printed tiling says split_a where tinytc.passes.tiling.split_pays does; the lowered
     program copies A into two real planes and multiplies B by i; it reads back to the same
     SPIR-V, and the reference interpreter runs the lowered program to numpy's result."""
-    text = gemm(t, trans[0], trans[1], n, n, n, "1.0 0.0")
+    text = gemm(t, trans[0], trans[1], n, n, n, "1.0 0.0", head)
     printed = str(run_pipeline(text, "cpu", 2, passes=TILED))
     assert ("split_a=true" in printed) == split
     assert ("stage_a=true" in printed) == (trans[0] == "t" and not split)

@@ -207,30 +207,28 @@ def default_tiling(
         transposed_b, staged_a, 4 if summed.is_complex else 1,
     )  # fmt: skip
     tiling = dataclasses.replace(tiling, k_unroll=min(tiling.k_unroll, max_k_unroll))
-    if staging and isinstance(inst, GemmInst) and split_pays(inst, tiling, target):
+    subgroups = func.work_group_size[0] // (func.subgroup_size or 1) * func.work_group_size[1]
+    if staging and isinstance(inst, GemmInst) and split_pays(inst, tiling, subgroups, target):
         tiling = dataclasses.replace(tiling, split_a=True, stage_a=False)
     return tiling
 
 
-def split_pays(inst: GemmInst, tiling: Tiling, target: CoreInfo) -> bool:
-    """Whether op(A) of a complex gemm is copied apart into its real and imaginary parts
+def split_pays(inst: GemmInst, tiling: Tiling, subgroups: int, target: CoreInfo) -> bool:
+    """Whether op(A) of a complex gemm is split into its real and imaginary parts
     (Tiling.split_a), on a target that takes complex values apart with shuffles: then the K
-    loop, which takes A apart once per column tile, does not. Measured in one process
-    (tools/tilings.py SHAPE ,,,,,,1, 7-11 rounds, docs/performance-cpu.md "Complex GEMM"):
-    a transposed A, which stage_a copies anyway, from 8 column tiles (c32 n=32 tn 1.08x,
-    n=64 tn 1.13-1.16x, c64 n=32 and 64 tn 1.07x; at 2 tiles, n=16 tn, c32 1.01x, c64
-    0.93x); A as it is, from 16 column tiles where A fits the L1 (c32 n=64 nn 1.06-1.12x,
-    nt 1.05x; at 8 tiles c32 n=32 nn 1.00x, nt 0.99x, c64 n=32 nn 0.92x; c64 n=64 nn, whose
-    A does not fit, 1.00-1.01x)."""
-    a = inst.operands[1].memref_type
+    loop, which takes A apart once per column tile, does not. From 8 column tiles, where A
+    is transposed (stage_a copies it anyway) or one subgroup splits an A as it is in its
+    first column tiles (split.store_parts); a copy before the tiles of an A as it is paid
+    only from 16 column tiles (c32 n=64 nn 1.06-1.12x; n=32 nn 1.00x, c64 n=32 nn 0.92x).
+    Measured in one process (tools/tilings.py SHAPE ,,,,,,1, 7-11 rounds; docs/performance-
+    cpu.md, "Complex GEMM"): c32 n=32 tn 1.08x, n=64 tn 1.13-1.16x, c64 n=32 and 64 tn
+    1.07x; split by the first tiles c32 n=32 nn 1.06x, nt 1.01x, c64 n=32 nn 1.04x, nt
+    1.01x, c64 n=64 nn 1.07x, nt 1.05x; below 8 tiles c32 n=16 tn 1.01x and nn 1.00x, c64
+    n=16 tn 0.93x and nn 1.00x, c32 n=8 nn 0.99x."""
     if not target.complex_in_two_vectors or tiling.dpas or why_not_split(inst, target):
         return False
-    if not stage_pays(a, target):  # its share of local memory
-        return False
     cols = inst.output.memref_type.shape[1]
-    if not isinstance(cols, int):
-        return False
+    if not stage_pays(inst.operands[1].memref_type, target) or not isinstance(cols, int):
+        return False  # its share of local memory
     col_tiles = -(-cols // tiling.cols_per_tile)
-    if inst.trans_a:
-        return col_tiles >= 8
-    return col_tiles >= 16 and math.prod(a.shape) * a.element.size <= target.l1_data_bytes  # type: ignore[arg-type]
+    return col_tiles >= 8 and (inst.trans_a or subgroups == 1)
