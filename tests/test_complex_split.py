@@ -19,7 +19,8 @@ from tinytc.errors import CompilationError
 from tinytc.ir import GemmInst, LinalgInst
 from tinytc.runtime.device import default_queue
 from tinytc.runtime.jit import Kernels
-from tinytc.spirv.tools import validate
+from tinytc.spirv._grammar import Op
+from tinytc.spirv.tools import instructions, validate
 from tinytc.target import CPU, CoreInfo
 
 DTYPE = {"c32": np.complex64, "c64": np.complex128, "f32": np.float32}
@@ -94,10 +95,10 @@ def test_every_transpose_with_ragged_tiles(t: str, trans: str) -> None:
 def test_several_subgroups_share_the_copy(wg: str, ta: str) -> None:
     """Subgroups copy their own columns of A (a barrier follows) and share the column tiles;
     one subgroup alone has its first column tiles split an A as it is (the other test)."""
-    text = gemm("c32", ta, "n", 32, 40, 24, "1.0 0.0", f" {wg} subgroup_size(16)")
+    text = gemm("c32", ta, "n", 32, 37, 24, "1.0 0.0", f" {wg} subgroup_size(16)")
     a = values("c32", (24, 32) if ta == "t" else (32, 24), 4)
-    b = values("c32", (24, 40), 5)
-    c = np.zeros((32, 40), np.complex64, order="F")
+    b = values("c32", (24, 37), 5)
+    c = np.zeros((32, 37), np.complex64, order="F")
     lowered = run_split(text, [a, b, c])
     assert lowered.count("barrier") == 1  # after the copy
     want = op(a, ta).astype(np.complex128) @ b
@@ -154,10 +155,12 @@ def test_where_tile_linalg_splits_and_what_it_prints(
     lowered = str(run_pipeline(text, "cpu", 2, passes=(*TILED, "lower-linalg")))
     assert f"alloca -> memref<{part}x{n}x{n}x2>" in lowered and "arith.times_i" in lowered
     a, b = values(t, (n, n), 6), values(t, (n, n), 7)
-    c = np.zeros((n, n), DTYPE[t], order="F")
-    reference.run(tinytc.parse(lowered), "k", [a, b, c], 1)
     want = op(a, trans[0]).astype(np.complex128) @ op(b, trans[1])
-    assert np.abs(c - want).max() <= TOL[t] * float(np.abs(want).max())
+    for run in (lambda *x: reference.run(tinytc.parse(lowered), "k", list(x), 1),
+                lambda *x: tinytc.jit(text).k(*x, howmany=1)):  # fmt: skip
+        c = np.zeros((n, n), DTYPE[t], order="F")
+        run(a, b, c)
+        assert np.abs(c - want).max() <= TOL[t] * float(np.abs(want).max())
 
 
 @pytest.mark.parametrize(
@@ -189,6 +192,54 @@ def test_refused_split_tilings_are_located(text: str, change: dict, message: str
     assert ":2." in str(e.value)  # the instruction's line
 
 
+def test_no_columns_and_columns_known_at_run_time() -> None:
+    """Without columns the first tiles do not run, so a copy makes the parts (static n = 0);
+    columns known at run time, in whole tiles (whole_cols: unchecked), take the copy too,
+    and run for n = 0 and n = 8."""
+    text = gemm("c32", "n", "n", 32, 0, 16, "1.0 0.0")
+    lowered = run_split(text, [values("c32", (32, 16), 1), np.zeros((16, 0), np.complex64),
+                               np.zeros((32, 0), np.complex64)])  # fmt: skip
+    assert "alloca" in lowered
+    dynamic = """func @k(%a: memref<c32x32x16>, %b: memref<c32x16x?>, %c: memref<c32x32x?>
+        {shape_gcd=[1,6]}) {
+  gemm.n.n 1.0, %a, %b, 0.0, %c : c32, memref<c32x32x16>, memref<c32x16x?>, c32,
+      memref<c32x32x?>
+}
+"""
+    (tiling,) = split_tilings(dynamic)
+    assert tiling.whole_cols and tiling.cols_per_item == 6
+    for n in (0, 12):
+        a, b = values("c32", (32, 16), 2), values("c32", (16, n), 3)
+        c = np.zeros((32, n), np.complex64, order="F")
+        run_split(dynamic, [a, b, c])
+        np.testing.assert_allclose(c, a.astype(np.complex128) @ b, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("which", ["second", "cumsum", "stage_b"])
+def test_split_a_where_it_cannot_run_is_refused(which: str) -> None:
+    """The second gemm of a fused pair, a cumsum, and a gemm whose B is staged (split_a
+    makes its own copy) refuse split_a with the instruction's location."""
+    from pathlib import Path
+
+    if which == "second":
+        text = (Path(__file__).parent / "programs" / "tutorial_complex.ir").read_text()
+        kernel = "fused_kernel"
+        insts = [i for i in tiled(text, CPU).function(kernel).walk() if isinstance(i, GemmInst)]
+        tilings = [insts[0].tiling, dataclasses.replace(insts[1].tiling, split_a=True)]
+    elif which == "cumsum":
+        kernel, m = "k", memref("c32", (8, 4))
+        body = f"cumsum 1.0, %a, 0, 0.0, %b : c32, {m}, c32, {m}"
+        text = f"func @k(%a: {m}, %b: {m}) {{\n  {body}\n}}\n"
+        (inst,) = [i for i in tiled(text, CPU).function(kernel).walk() if isinstance(i, LinalgInst)]
+        tilings = [dataclasses.replace(inst.tiling, split_a=True)]
+    else:
+        kernel, text = "k", gemm("c32", "n", "n", 16, 8, 4, "1.0 0.0")
+        tilings = [dataclasses.replace(t, stage_b=True) for t in split_tilings(text)]
+    with pytest.raises(CompilationError) as e:
+        compile_to_module(text, CPU, tilings={kernel: tilings})
+    assert "split_a" in e.value.message and "<input>:" in str(e.value)
+
+
 def test_split_pays_only_for_complex_gemms_of_one_type() -> None:
     """Mixed real and complex operands keep the plain product."""
     m = 32
@@ -199,3 +250,20 @@ def test_split_pays_only_for_complex_gemms_of_one_type() -> None:
 """
     insts = [i for i in tiled(text, CPU).function("k").walk() if isinstance(i, GemmInst)]
     assert not insts[0].tiling.split_a and insts[0].tiling.stage_a
+
+
+def test_times_i_is_negated_by_the_fma_only_where_it_is_a_factor() -> None:
+    """The split gemm's i B feeds only mul_adds: its negation is an OpFNegate that the fma
+    takes as its sign; a times_i that is stored flips the sign through an integer
+    (tinytc/spirv/negate.py: an fneg across a barrier loses its work-item dependence)."""
+    split = tinytc.compile(gemm("c32", "t", "n", 32, 32, 32, "1.0 0.0"), "cpu")
+    assert Op.FNegate in [op for op, _ in instructions(split)]
+    stored = """func @k(%x: memref<c32x16>) {
+  foreach %i = 0, 16 {
+    %a = load %x[%i] : memref<c32x16>
+    %b = arith.times_i %a : c32
+    store %b, %x[%i] : memref<c32x16>
+  }
+}
+"""
+    assert Op.FNegate not in [op for op, _ in instructions(tinytc.compile(stored, "cpu"))]

@@ -6,9 +6,9 @@ default, in one process, alternately.
 Each TILING is rows_per_item,cols_per_item,k_unroll,prefetch,prefetch_ahead[,prefetch_level
 [,split_a]] (tinytc.gemm.Tiling) for every collective instruction of the shape; fields left
 out or empty (",,,,,,1"), and the work group, stay the default's (the level 0 where the
-TILING prefetches nothing; stage_a off with split_a). @REV is the SPIR-V that commit REV's
-tinytc.jit makes of the shape (built in a git worktree, in a subprocess), called through
-this tree's runtime. Every variant runs on the same operands
+TILING prefetches nothing; with split_a 0 a transposed A is staged). @REV is the SPIR-V that
+commit REV's tinytc.jit makes of the shape (built in a git worktree, in a subprocess), called
+through this tree's runtime. Every variant runs on the same operands
 (bench.py's working set; --resident: half the L3), its results are checked as bench.py checks
 them, and each round runs the variants in an order that alternates (with --resident, each after
 an untimed run), then the add kernel, whose bandwidth tells which of the VM's two memory speeds
@@ -31,7 +31,7 @@ import bench  # first: it sets OpenBLAS's thread timeout before numpy is importe
 
 from tinytc.compiler import compile_to_module, tiled
 from tinytc.errors import CompilationError
-from tinytc.gemm import Tiling
+from tinytc.gemm import Tiling, with_split
 from tinytc.ir import LinalgInst
 from tinytc.runtime.device import core_info_from_device, default_queue
 from tinytc.runtime.jit import Kernels
@@ -50,7 +50,7 @@ FIELDS = ("rows_per_item", "cols_per_item", "k_unroll", "prefetch", "prefetch_ah
           "prefetch_level", "split_a")  # fmt: skip
 
 
-def tiling_of(spec: str, default: Tiling) -> Tiling:
+def tiling_of(spec: str, default: Tiling, transposed_a: bool = False) -> Tiling:
     words = spec.split(",")
     try:  # an empty field keeps the default's
         given = {f: int(x) for f, x in zip(FIELDS, words) if x}
@@ -62,10 +62,12 @@ def tiling_of(spec: str, default: Tiling) -> Tiling:
         )
     if not given.get("prefetch", default.prefetch) and "prefetch_level" not in given:
         given["prefetch_level"] = 0  # no prefetch, no level: the default's would be refused
-    if given.get("split_a"):
-        given["stage_a"] = False  # split_a makes its own copy of A
+    split = given.pop("split_a", None)
+    if split not in (None, 0, 1):
+        raise SystemExit(f"tilings: {spec!r}: split_a is 0 or 1")
+    tiling = default if split is None else with_split(default, bool(split), transposed_a)
     # the given tiles, unfused: a fused pair's tiling has its own form (docs/language.md)
-    return dataclasses.replace(default, **given, fuse=False)
+    return dataclasses.replace(tiling, **given, fuse=False)
 
 
 BUILD_SCRIPT = """
@@ -118,12 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     target = core_info_from_device(queue.device)
     source, kernel = source_of(args.shape)
     program = tiled(source, target, 2)
-    defaults = [i.tiling for i in program.function(kernel).walk() if isinstance(i, LinalgInst)]
+    insts = [i for i in program.function(kernel).walk() if isinstance(i, LinalgInst)]
+    defaults = [(i.tiling, getattr(i, "trans_a", False)) for i in insts]
     case = bench.make_case(args.shape, working_set, with_numpy=False)
     variants: dict[str, Any] = {}
     for spec in ["default", *args.tilings]:
         fixed = spec == "default" or spec.startswith("@")
-        tilings = [t if fixed else tiling_of(spec, t) for t in defaults]
+        tilings = [t if fixed else tiling_of(spec, t, trans) for t, trans in defaults]
         try:
             program, binary = compile_to_module(source, target, tilings={kernel: tilings})
         except CompilationError as err:

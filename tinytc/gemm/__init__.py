@@ -38,9 +38,10 @@ class Tiling:
     # Into which cache: 0 the nearest (L1), 1 L2; tinytc.gemm.prefetch_level() decides it
     # where the target gives CoreInfo.l1_data_bytes. Printed only when set.
     prefetch_level: int = field(default=0, metadata=OPTIONAL)
-    # A complex gemm's static op(A) is first copied into local memory as two real matrices,
-    # its real and imaginary parts, and the product sums Re(A) B + Im(A) (i B): the
-    # shuffles that take A's values apart run once per entry, not once per column tile
+    # A complex gemm's static op(A) goes into local memory as two real matrices, its real
+    # and imaginary parts (copied first, or, an A as it is with one subgroup, stored by the
+    # first column tiles), and the product sums Re(A) B + Im(A) (i B): the shuffles that
+    # take A's values apart run once per entry, not once per column tile
     # (lower_linalg/split.py; docs/performance-cpu.md, "Complex GEMM"); tile-linalg sets it
     # where it pays (tinytc.passes.tiling.split_pays). Instead of stage_a. Printed only when
     # set.
@@ -82,6 +83,12 @@ class Tiling:
     @property
     def cols_per_tile(self) -> int:
         return self.work_group[1] * self.cols_per_item
+
+
+def with_split(tiling: Tiling, split: bool, transposed_a: bool) -> Tiling:
+    """The tiling with op(A) split (Tiling.split_a) or not: a split A is not staged, an
+    unsplit transposed one is (the CPU stages every static one it can: stage_pays)."""
+    return dataclasses.replace(tiling, split_a=split, stage_a=not split and transposed_a)
 
 
 def retiled(tiling: Tiling, rows_per_item: int, cols_per_item: int, k_unroll: int) -> Tiling:
@@ -427,7 +434,7 @@ def fused_form(tiling: Tiling, rows_per_item: int, depth: int) -> Tiling:
     and no flag."""
     return dataclasses.replace(
         tiling, rows_per_item=rows_per_item, k_unroll=depth, prefetch=0, prefetch_ahead=1,
-        prefetch_level=0, dpas=False, stage_a=False, stage_b=False, fuse=False,
+        prefetch_level=0, dpas=False, stage_a=False, stage_b=False, fuse=False, split_a=False,
     )  # fmt: skip
 
 
@@ -453,8 +460,8 @@ def check_tiling(tiling: Tiling, work_group: tuple[int, int], subgroup_size: int
             f"{tiling.rows_per_item} x {tiling.cols_per_item} accumulators per work-item exceed "
             f"{MAX_TILE_COMPONENTS}"
         )
-    if tiling.split_a and (tiling.dpas or tiling.fuse or tiling.stage_a):
-        return "split_a makes its own copy of A: not with dpas, fuse or stage_a"
+    if tiling.split_a and (tiling.dpas or tiling.fuse or tiling.stage_a or tiling.stage_b):
+        return "split_a makes its own copy of A: not with dpas, fuse, stage_a or stage_b"
     if work_group[0] % subgroup_size:
         return f"work group {work_group} does not hold whole subgroups of {subgroup_size}"
     return ""

@@ -23,6 +23,7 @@ from ..gemm import (
     prefetch_level,
     prefetch_next,
     warps,
+    with_split,
 )
 from ..gemm.dpas import dpas_tiling
 from ..ir import (
@@ -209,7 +210,7 @@ def default_tiling(
     tiling = dataclasses.replace(tiling, k_unroll=min(tiling.k_unroll, max_k_unroll))
     subgroups = func.work_group_size[0] // (func.subgroup_size or 1) * func.work_group_size[1]
     if staging and isinstance(inst, GemmInst) and split_pays(inst, tiling, subgroups, target):
-        tiling = dataclasses.replace(tiling, split_a=True, stage_a=False)
+        tiling = with_split(tiling, True, inst.trans_a)
     return tiling
 
 

@@ -134,9 +134,7 @@ def divide(lo: Lowering, t: ir.ScalarType, a: Id, b: Id) -> Id:
 
 
 def _unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
-    """neg, conj, abs, re, im (abs, re, im give the component type), times_i: i z as
-    (-im, re), its negation a factor of the fmas that the complex gemm's split form feeds it
-    to (negate_factor; tinytc/passes/lower_linalg/split.py)."""
+    """neg, conj, abs, re, im (abs, re, im give the component type), times_i."""
     ct = lo.scalar_type(t.component)
     if op == "neg":
         return negate(lo, t, a)
@@ -146,10 +144,20 @@ def _unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:
     if op == "im":
         return im
     if op == "times_i":
-        return join(lo, t, negate_factor(lo, t.component, im), re)
+        return times_i(lo, t, a)
     if op == "abs":
         return lo.b.ext_inst(ct, OpenCLStd.hypot, re, im)
     return join(lo, t, re, negate(lo, t.component, im))  # conj
+
+
+def times_i(lo: Lowering, t: ir.ScalarType, z: Id, factor: bool = False) -> Id:
+    """i z = (-im z, re z). ``factor``: the result is only a factor of fmas (the split gemm's
+    i B, tinytc/passes/lower_linalg/split.py), whose negation the fma takes as its sign
+    (negate_factor); elsewhere it may be stored or cross a barrier, and is negated through an
+    integer (negate.py)."""
+    re, im = parts(lo, t, z)
+    minus = negate_factor if factor else negate
+    return join(lo, t, minus(lo, t.component, im), re)
 
 
 def _compare(lo: Lowering, cond: str, t: ir.ScalarType, a: Id, b: Id) -> Id:

@@ -113,10 +113,22 @@ def _safe_division(lo: Lowering, op: str, t: ir.ScalarType, a: Id, b: Id) -> Id:
 @converts(ir.ArithUnaryInst)
 def _arith_unary(lo: Lowering, inst: ir.ArithUnaryInst) -> None:
     a = lo.get(inst.operands[0])
-    value = componentwise(lo, inst.operands[0].type, lambda t, x: unary(lo, inst.op, t, x), a)
+    fn = lambda t, x: unary(lo, inst.op, t, x)  # noqa: E731
+    if inst.op == "times_i" and factor_only(inst.result):
+        from .convert_complex import times_i
+
+        fn = lambda t, x: times_i(lo, t, x, factor=True)  # noqa: E731
+    value = componentwise(lo, inst.operands[0].type, fn, a)
     if isinstance(inst.result.type, ir.CoopMatrixType):  # abs, re, im of complex are real
         value = type(value)(inst.result.type, value.components)
     lo.values[inst.result] = value
+
+
+def factor_only(value: ir.Value) -> bool:
+    """Whether every use of value is as a factor of cooperative_matrix_mul_add."""
+    return bool(value.uses) and all(
+        isinstance(user, ir.CoopMatrixMulAddInst) and i < 2 for user, i in value.uses
+    )
 
 
 def unary(lo: Lowering, op: str, t: ir.ScalarType, a: Id) -> Id:

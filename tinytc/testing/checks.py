@@ -92,6 +92,7 @@ def retile(program: Program, seed: int, target: CoreInfo) -> None:
     import dataclasses
     import random
 
+    from tinytc.gemm import with_split
     from tinytc.gemm.dpas import check_dpas_tiling
     from tinytc.ir import LinalgInst
     from tinytc.passes.lower_linalg.split import why_not_split
@@ -109,7 +110,7 @@ def retile(program: Program, seed: int, target: CoreInfo) -> None:
                 rows, cols, k = rng.randint(1, 4), rng.randint(1, 8), rng.choice([1, 2, 3, 4])
                 inst.tiling = sized(rows, cols, k)
                 if not chosen.dpas and not why_not_split(inst, target) and rng.random() < 0.5:
-                    inst.tiling = dataclasses.replace(inst.tiling, split_a=True, stage_a=False)
+                    inst.tiling = with_split(inst.tiling, True, inst.trans_a)
                 unit = dpas_unit(inst, func, target)
                 if chosen.dpas and unit is not None and check_dpas_tiling(inst.tiling, unit):
                     fitting = [

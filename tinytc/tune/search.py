@@ -23,7 +23,7 @@ import numpy as np
 from ..arguments import ArgumentError
 from ..compiler import as_program, compile_to_module, tiled
 from ..errors import CompilationError
-from ..gemm import MAX_COLS_PER_ITEM, MAX_ROW_BLOCKS, Tiling, check_tiling, retiled
+from ..gemm import MAX_COLS_PER_ITEM, MAX_ROW_BLOCKS, Tiling, check_tiling, retiled, with_split
 from ..gemm.dpas import BLOCK_ROWS, MAX_TILE_ROWS, check_dpas_tiling
 from ..ir import LinalgInst, Program
 from ..passes.lower_linalg.fusion import fusion_partner, pair_operands
@@ -227,7 +227,7 @@ class _Site:
     loc: Any
     unit: DpasShape | None  # the matrix unit a DPAS tiling (default.dpas) counts blocks of
     second: bool  # the second gemm of a fused pair
-    splits: bool  # a complex gemm whose A may be split (Tiling.split_a): both are tried
+    splits: bool  # a complex gemm whose A may be split where that may pay: both are tried
     transposed_a: bool
 
     def problem(self, tiling: Tiling, max_values: int) -> str:
@@ -252,10 +252,8 @@ class _Site:
         space = program_candidates(self.default, self.rows, self.cols, self.sgs, prefetch)
         if not self.splits:
             return space
-        other = [  # the other form of A, a transposed one staged where it is not split
-            dataclasses.replace(t, split_a=not t.split_a, stage_a=t.split_a and self.transposed_a)
-            for t in space
-        ]
+        other = [with_split(t, not t.split_a, self.transposed_a) for t in space]  # A's other form
+        other = [t for t in other if not check_tiling(t, self.default.work_group, self.sgs)]
         return nearest_first(self.default, space + other, _distance)
 
 
@@ -277,7 +275,7 @@ def _sites(program: Program, target: CoreInfo) -> list[_Site]:
                     accessed = len(pair_operands(inst, second))  # type: ignore[arg-type]
             unit = matrix_unit_of(inst, target, func.subgroup_size)
             plain = not (inst.tiling.fuse or inst.tiling.dpas or inst in seconds)
-            splits = plain and not why_not_split(inst, target)
+            splits = plain and target.complex_in_two_vectors and not why_not_split(inst, target)
             site = _Site(
                 func.name, index, inst.tiling, rows, cols, func.subgroup_size, accessed,
                 inst.loc, unit, inst in seconds, splits, getattr(inst, "trans_a", False),

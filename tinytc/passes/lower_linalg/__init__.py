@@ -10,14 +10,14 @@ steps of ``Tiling.k_unroll`` in registers (a for loop carrying the accumulator).
 get a last tile of the exact size (its padding rows are never stored); dynamic sizes use
 checked loads and stores. The tiling comes from ``inst.tiling`` (the tile-linalg pass, a
 tuner, or the printed program): it says everything this pass does (tile sizes, K step,
-prefetch, DPAS, staging of A, fusion with the next gemm), and this pass executes it or
-refuses it with a located error; it decides nothing itself.
+prefetch, DPAS, staging or splitting of A, fusion with the next gemm), and this pass executes
+it or refuses it with a located error; it decides nothing itself.
 
 The modules: ``emitter`` (the builder helpers and tile records), ``lowering`` (the state of one
 instruction's lowering and the pieces all lowerings share), ``fma`` (register tiles of fma),
 ``dpas`` (tiles of DPAS blocks), ``fusion`` (a gemm pair with the temporary in registers),
-``staging`` (transposed operands copied to local memory) and ``prefetch`` (the next batch
-entry's operands).
+``staging`` (transposed operands copied to local memory), ``split`` (op(A) of a complex gemm
+as its real and imaginary parts) and ``prefetch`` (the next batch entry's operands).
 """
 
 from __future__ import annotations

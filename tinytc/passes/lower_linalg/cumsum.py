@@ -106,8 +106,8 @@ def cumsum_tiling(inst: CumsumInst, func: Function, target: CoreInfo) -> Tiling:
 def lower_cumsum(low: Lowering, inst: CumsumInst) -> None:
     """B := alpha * cumsum(A, mode) + beta * B in tiles of the instruction's tiling."""
     tiling = low.tiling(inst)
-    if tiling.dpas or tiling.stage_a or tiling.fuse or tiling.prefetch:
-        low.refuse(inst, "cumsum takes no dpas, stage_a, fuse or prefetch")
+    if tiling.dpas or tiling.stage_a or tiling.split_a or tiling.fuse or tiling.prefetch:
+        low.refuse(inst, "cumsum takes no dpas, stage_a, split_a, fuse or prefetch")
     whole = inst.output.memref_type.order <= 2  # one slice: B itself
     nexts = next_entries(low, [inst.output]) if _fetches(low) and whole else {}
     with low.parallel():

@@ -30,14 +30,14 @@ from ...target import summed_type
 from .emitter import Operand, Size, Tile, Touch, both, checked_rows, col_tiles
 from .lowering import Lowering
 from .prefetch import next_entries, prefetcher
-from .split import split_product, stage_split, store_parts, why_not_split
+from .split import stage_split, why_not_split
 from .staging import stage, stage_plain, why_not_staged
 from .staging_k import lower_chunked
 
 
 def lower_fma(low: Lowering, inst: LinalgInst) -> None:
     """X := alpha * T + beta * X in register tiles of the instruction's tiling, op(A) copied
-    to local memory first where it says stage_a."""
+    to local memory first where it says stage_a, or as its parts where it says split_a."""
     e = low.e
     out = Operand(inst.output)
     rows, cols = e.size(inst.output, 0), e.size(inst.output, 1)
@@ -56,13 +56,11 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
         for staged in low.staged:
             e.add(LifetimeStopInst(staged))
         return
+    split = None  # op(A) as its parts (split_a)
     if isinstance(inst, GemmInst | GemvInst):
         depth = e.size(inputs[0].value, 0 if inst.trans_a else 1)
-        # the split copy of an A as it is, with one subgroup: made by the first column
-        # tiles, whose K loops read A anyway (split.py)
-        peel = tiling.split_a and not inputs[0].transpose and low.subgroups == 1
         if tiling.split_a:
-            planes = stage_split(low, inputs[0], copy=not peel)
+            split = stage_split(low, inputs[0], cols)
         elif tiling.stage_a:
             transposed = inputs[0].transpose
             if transposed and not tiling.stage_pad:
@@ -78,7 +76,7 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
     else:
         depth = 1
 
-    def compute(t: Tile, peeled: bool = False) -> Value:
+    def compute(t: Tile, first: bool = False) -> Value:
         a_el = inputs[0].type.element
         per_tile = tiling.cols_per_item
         touch = prefetcher(
@@ -90,10 +88,9 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
             if isinstance(inst, GerInst):
                 b_op = Operand(b_op.value, transpose=True)  # b as a row
             ku, whole = tiling.k_unroll, tiling.whole_k
-            if tiling.split_a and not peeled:
-                return split_product(low, t, planes, b_op, depth, ku, acc, touch, whole)
-            on_a = store_parts(low, t, planes) if peeled else None
-            return low.product(t, inputs[0], b_op, depth, ku, a_el, acc, touch, whole, on_a)
+            if split is not None:
+                return split.product(low, t, b_op, depth, ku, acc, touch, whole, first)
+            return low.product(t, inputs[0], b_op, depth, ku, a_el, acc, touch, whole)
         if isinstance(inst, SumInst):
             return row_sum(low, t, inputs[0], depth, tiling.k_unroll, acc, touch, tiling.whole_k)
         mt = CoopMatrixType(a_el, t.rows, t.cols, "matrix_acc")
@@ -109,12 +106,13 @@ def lower_fma(low: Lowering, inst: LinalgInst) -> None:
     )
     fetched = inst.accessed[: tiling.prefetch] if k_loop else []
     nexts = next_entries(low, fetched, tiling.prefetch_ahead)
+
+    def body(first: bool) -> Callable[[Tile], None]:
+        return lambda t: low.update(inst, out, t, compute(t, first), acc)
+
     with low.parallel():
-        first = None
-        if isinstance(inst, GemmInst) and peel:
-            first = lambda t: low.update(inst, out, t, compute(t, True), acc)  # noqa: E731
-        tiles(low, inst, tiling, rows, cols, lambda t: low.update(inst, out, t, compute(t), acc),
-              first)  # fmt: skip
+        by_first = split is not None and split.by_first_tiles
+        tiles(low, inst, tiling, rows, cols, body(False), body(True) if by_first else None)
     for staged in low.staged:
         e.add(LifetimeStopInst(staged))
 

@@ -90,7 +90,8 @@ def fused_second(low: Lowering, region: Region, position: int) -> GemmInst:
         low.refuse(second, (
             f"the second gemm of a fused pair takes rows_per_item={tiling.rows_per_item} (the "
             f"first's), k_unroll={k2} (its K in one step), prefetch=0, prefetch_ahead=1, and "
-            "dpas, stage_a and fuse false; stage_pad only with stage_b (its B copied first)"
+            "dpas, stage_a, split_a and fuse false; stage_pad only with stage_b (its B copied "
+            "first)"
         ))  # fmt: skip
     return second
 

@@ -10,14 +10,12 @@ as before, and i B = (-Im B, Re B) swaps them and negates a factor of the fma.""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from ...gemm import MAX_TILE_COMPONENTS, transpose_group
 from ...ir import (
-    INDEX,
     AllocaInst,
     ArithUnaryInst,
-    CastInst,
     CoopMatrixMulAddInst,
     CoopMatrixStoreInst,
     CoopMatrixType,
@@ -25,14 +23,13 @@ from ...ir import (
     LinalgInst,
     MemrefType,
     ScalarType,
-    SubgroupIdInst,
     SubviewInst,
     Value,
 )
 from ...target import CoreInfo
 from .emitter import Operand, Size, Tile, Touch, checked_cols, checked_rows
 from .lowering import Lowering
-from .staging import why_not_staged
+from .staging import copy_columns, why_not_staged
 
 
 def why_not_split(inst: LinalgInst, target: CoreInfo) -> str:
@@ -46,14 +43,53 @@ def why_not_split(inst: LinalgInst, target: CoreInfo) -> str:
     return why_not_staged(a, target)
 
 
-def stage_split(low: Lowering, a: Operand, copy: bool = True) -> tuple[Operand, Operand]:
-    """op(A) of a static complex A copied into local memory as its real parts and its
-    imaginary parts, two matrices of op(A)'s shape (one alloca, the parts its last mode);
-    insert-barrier puts the barrier after the copy. A transposed A is copied in square
-    S x S blocks where they cover it, whose transposed stores transpose in registers
-    (docs/performance-cpu.md lesson 13), else in column strips. Not ``copy``: the planes
-    only, which the first column tiles fill (store_parts)."""
-    e, sgs = low.e, low.sgs
+@dataclass
+class SplitA:
+    """op(A) as its parts in local memory: the planes (real, imaginary), the operand they
+    hold, and whether the first column tiles store them (by_first_tiles) instead of a copy
+    before the tiles."""
+
+    a: Operand
+    planes: tuple[Operand, Operand]
+    by_first_tiles: bool
+
+    def product(
+        self, low: Lowering, t: Tile, b: Operand, depth: Size, unroll: int, acc: ScalarType,
+        touch: Touch | None, whole: bool, first: bool,
+    ) -> Value:  # fmt: skip
+        """op(A) op(B) over the tile: from the planes, or, in a first column tile that
+        stores them, from A itself."""
+        if first and self.by_first_tiles:
+            el, store = self.a.type.element, self._store_parts(low, t)
+            return low.product(t, self.a, b, depth, unroll, el, acc, touch, whole, store)
+        return split_product(low, t, self.planes, b, depth, unroll, acc, touch, whole)
+
+    def _store_parts(self, low: Lowering, t: Tile) -> Callable[[Value, Size], None]:
+        """on_a of Lowering.product: each tile of op(A) the K loop loads, its parts stored
+        into the planes, where the same lanes read them in the later column tiles (each lane
+        holds the same rows of every tile in the plain layout, tinytc/spirv/coopmatrix/plain.py:
+        no barrier; a DPAS layout would hold these f32 tiles only beside a tf32 DPAS gemm of
+        the same tile types, CoreInfo.dpas_tf32, in one function). Against a copy
+        before the tiles, in one process (tools/tilings.py SHAPE @REV, 9 rounds): c32 n=64
+        nn 1.06x, nt 1.07x."""
+        e = low.e
+
+        def store(x: Value, k: Size) -> None:
+            for p, plane in zip(("re", "im"), self.planes):
+                part_x = e.add(ArithUnaryInst(p, x)).result
+                e.add(CoopMatrixStoreInst(part_x, plane.value, e.value(t.row), e.value(k),
+                                          False, checked_rows(t)))  # fmt: skip
+
+        return store
+
+
+def stage_split(low: Lowering, a: Operand, cols: Size) -> SplitA:
+    """op(A) of a static complex A in local memory as its real parts and its imaginary
+    parts, two matrices of op(A)'s shape (one alloca, the parts its last mode). An A as it
+    is, of an output with columns, with one subgroup: stored by the first column tiles,
+    whose K loops read A anyway; otherwise copied first (staging.copy_columns), and
+    insert-barrier puts the barrier after the copy."""
+    e = low.e
     t = a.type
     height, width = t.shape  # A's, not op(A)'s
     assert isinstance(height, int) and isinstance(width, int)
@@ -66,64 +102,21 @@ def stage_split(low: Lowering, a: Operand, copy: bool = True) -> tuple[Operand, 
         e.add(SubviewInst(local, [(zero, "?"), (zero, "?"), (e.value(p), None)])).result
         for p in (0, 1)
     ]
-    blocks = -(-height // sgs)
-    chunk = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks, width))
-    square = (
-        a.transpose
-        and height % sgs == 0
-        and width % sgs == 0
-        and transpose_group(sgs, part.size, low.target) > 0
-    )
-    if square:
-        chunk = sgs
-    if not copy:
-        return Operand(planes[0]), Operand(planes[1])
+    split = SplitA(a, (Operand(planes[0]), Operand(planes[1])), False)
+    if not a.transpose and low.subgroups == 1 and isinstance(cols, int) and cols > 0:
+        split.by_first_tiles = True
+        return split
 
     def store(x: Value, row: Size, col: Size, check: str) -> None:
-        """x's parts into the planes at (row, col) of A (transposed: of op(A), swapped)."""
+        """x's parts into the planes at A's (row, col): op(A)'s (col, row) if transposed."""
         at = (col, row) if a.transpose else (row, col)
         for p, plane in zip(("re", "im"), planes):
             part_x = e.add(ArithUnaryInst(p, x)).result
             e.add(CoopMatrixStoreInst(part_x, plane, e.value(at[0]), e.value(at[1]),
                                       a.transpose, check))  # fmt: skip
 
-    with low.parallel():
-        first: Size = 0
-        if low.subgroups > 1:
-            sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
-            first = e.arith("mul", sg, chunk)
-
-        def copy_from(j0: Size) -> list[Value]:  # A's columns j0..
-            if square:
-                for k0 in range(0, height, sgs):
-                    ct = CoopMatrixType(t.element, sgs, sgs, "matrix_acc")
-                    store(e.load(Operand(a.value), k0, j0, ct, ""), k0, j0, "")
-                return []
-            cols = min(chunk, width)
-            check = "" if width % chunk == 0 or cols < chunk else "cols"
-            ct = CoopMatrixType(t.element, height, cols, "matrix_acc")
-            store(e.load(Operand(a.value), 0, j0, ct, check), 0, j0, check)
-            return []
-
-        e.loop(first, width, chunk * low.subgroups, [], copy_from)
-    return Operand(planes[0]), Operand(planes[1])
-
-
-def store_parts(low: Lowering, t: Tile, planes: tuple[Operand, Operand]) -> Any:
-    """on_a of Lowering.product in a first column tile: each tile of op(A) (not transposed)
-    the K loop loads, its parts stored into the planes, where the same lanes read them in
-    the later column tiles (the rows of a lane are those of its loads: no barrier).
-    Against the copy before the tiles, in one process (tools/tilings.py SHAPE @REV, 9
-    rounds): c32 n=64 nn 1.06x, nt 1.07x."""
-    e = low.e
-
-    def store(x: Value, k: Size) -> None:
-        for p, plane in zip(("re", "im"), planes):
-            part_x = e.add(ArithUnaryInst(p, x)).result
-            e.add(CoopMatrixStoreInst(part_x, plane.value, e.value(t.row), e.value(k), False,
-                                      checked_rows(t)))  # fmt: skip
-
-    return store
+    copy_columns(low, a, part.size, store)
+    return split
 
 
 def split_product(
@@ -141,7 +134,6 @@ def split_product(
     Re(A) B + Im(A) (i B)."""
     e = low.e
     part = planes[0].type.element
-
     a_t = CoopMatrixType(part, t.rows, 1, "matrix_a")
     b_t = CoopMatrixType(acc, 1, t.cols, "matrix_b")
 

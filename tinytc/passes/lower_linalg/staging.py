@@ -5,6 +5,7 @@ copied as they are, so that the K loop reads local memory instead of waiting on 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from ...gemm import MAX_TILE_COMPONENTS, transpose_group
 from ...ir import (
@@ -47,15 +48,33 @@ def stage(low: Lowering, a: Operand) -> Operand:
     e = low.e
     local = e.add(AllocaInst(MemrefType.make(t.element, (rows, depth)))).result
     low.staged.append(local)
-    sgs = low.sgs
-    blocks = -(-depth // sgs)
+
+    def store(x: Value, row: Size, col: Size, check: str) -> None:  # at op(A)'s (col, row)
+        e.add(CoopMatrixStoreInst(x, local, e.value(col), e.value(row), True, check))
+
+    copy_columns(low, a, t.element.size, store)
+    return Operand(local)
+
+
+def copy_columns(
+    low: Lowering, a: Operand, element_size: int, store: Callable[[Value, Size, Size, str], None]
+) -> None:
+    """A static A's columns copied in a parallel region, chunks of columns per subgroup:
+    store(x, row, col, check) gets each tile x of A loaded at (row, col). Where A is
+    transposed and square S x S blocks cover it, of element_size-byte values that a
+    transposed store transposes in registers (docs/performance-cpu.md lesson 13), the tiles
+    are those blocks; otherwise column strips (transposed: scattered stores)."""
+    e, sgs = low.e, low.sgs
+    t = a.type
+    height, width = t.shape
+    assert isinstance(height, int) and isinstance(width, int)
+    blocks = -(-height // sgs)
     chunk = max(1, min(8, MAX_TILE_COMPONENTS // 2 // blocks))
-    # Square S x S tiles when they cover A: their .t store transposes in registers
-    # (docs/performance-cpu.md lesson 13); otherwise column strips with scattered stores.
     square = (
-        depth % sgs == 0
-        and rows % sgs == 0
-        and transpose_group(sgs, t.element.size, low.target) > 0
+        a.transpose
+        and height % sgs == 0
+        and width % sgs == 0
+        and transpose_group(sgs, element_size, low.target) > 0
     )
     if square:
         chunk = sgs
@@ -65,22 +84,19 @@ def stage(low: Lowering, a: Operand) -> Operand:
             sg = e.add(CastInst(e.add(SubgroupIdInst()).result, INDEX)).result
             first = e.arith("mul", sg, chunk)
 
-        def copy(j0: Size) -> list[Value]:  # A's columns j0.. become op(A)'s rows j0..
+        def copy(j0: Size) -> list[Value]:  # A's columns j0..
             if square:
-                for k0 in range(0, depth, sgs):
+                for k0 in range(0, height, sgs):
                     ct = CoopMatrixType(t.element, sgs, sgs, "matrix_acc")
-                    x = e.load(Operand(a.value), k0, j0, ct, "")
-                    e.add(CoopMatrixStoreInst(x, local, e.value(j0), e.value(k0), True, ""))
+                    store(e.load(Operand(a.value), k0, j0, ct, ""), k0, j0, "")
                 return []
-            width = min(chunk, rows)
-            check = "" if rows % chunk == 0 or width < chunk else "cols"
-            ct = CoopMatrixType(t.element, depth, width, "matrix_acc")
-            x = e.load(Operand(a.value), 0, j0, ct, check)
-            e.add(CoopMatrixStoreInst(x, local, e.value(j0), e.value(0), True, check))
+            cols = min(chunk, width)
+            check = "" if width % chunk == 0 or cols < chunk else "cols"
+            ct = CoopMatrixType(t.element, height, cols, "matrix_acc")
+            store(e.load(Operand(a.value), 0, j0, ct, check), 0, j0, check)
             return []
 
-        e.loop(first, rows, chunk * low.subgroups, [], copy)
-    return Operand(local)
+        e.loop(first, width, chunk * low.subgroups, [], copy)
 
 
 def stage_plain(low: Lowering, x: Operand, pad: int = 0) -> Operand:
