@@ -146,6 +146,8 @@ def test_where_tile_linalg_splits_and_what_it_prints(
     text = gemm(t, trans[0], trans[1], n, n, n, "1.0 0.0", head)
     printed = str(run_pipeline(text, "cpu", 2, passes=TILED))
     assert ("split_a=true" in printed) == split
+    if split and t == "c64":  # a split c64 tile takes 4 x 2 blocks (tiling.split_blocks)
+        assert "rows_per_item=4, cols_per_item=2" in printed
     assert ("stage_a=true" in printed) == (trans[0] == "t" and not split)
     assert tinytc.compile(printed, "cpu") == tinytc.compile(text, "cpu")
     assert "split_a" not in str(run_pipeline(text, "pvc", 2, passes=TILED))  # GPUs: not taken

@@ -356,11 +356,11 @@ def test_c64_takes_8_lanes_and_its_chain_fuses() -> None:
 }}"""
     func = run_pipeline(gemm, CPU, 2, UP_TO_TILING).functions[0]
     assert func.subgroup_size == 8
-    assert [
-        (i.tiling.rows_per_item, i.tiling.cols_per_item)
+    assert [  # its A split (split_pays), in 4 x 2 blocks (split_blocks); 2 x 4 unsplit
+        (i.tiling.rows_per_item, i.tiling.cols_per_item, i.tiling.split_a)
         for i in func.walk()
         if isinstance(i, GemmInst)
-    ] == [(2, 4)]
+    ] == [(4, 2, True)]
     f64 = run_pipeline(gemm.replace("c64", "f64"), CPU, 2, UP_TO_TILING).functions[0]
     assert f64.subgroup_size == 16  # f64 keeps the lanes of long columns
 
