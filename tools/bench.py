@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fnmatch
+import gc
 import importlib.util
 import json
 import os
@@ -252,7 +253,8 @@ def bench_gemm(args: argparse.Namespace, shapes: list[str]) -> tuple[dict, Limit
     for name in shapes:
         case = make_case(name, working_set)
         rows.append(measure(case, limits, args.repeat, warm=args.resident))
-        del case  # free the arrays before the next shape allocates its own
+        del case  # free the arrays before the next shape allocates its own (it is in
+        gc.collect()  # reference cycles: a --compare worker grew to 14 GB without this)
         print(format_row(rows[-1]), flush=True)
     summary = {
         "l3_bytes": l3,
@@ -306,6 +308,7 @@ def worker(working_set: float, warm: bool, quick: bool) -> int:
         command, _, argument = line.strip().partition(" ")
         if command == "prepare":
             case = None
+            gc.collect()  # a case is in reference cycles: its arrays go only with a collection
             try:
                 case = make_case(argument, working_set, with_numpy=False, quick=quick)
                 error = case.check()
