@@ -1,11 +1,12 @@
-"""The split form of a complex gemm (Tiling.split_a): op(A) copied into local memory once per
-entry as two real matrices, its real and its imaginary parts, and the K loop summing
-Re(A) B + Im(A) (i B) with real-times-complex products (2 fma each).
+"""The split form of a complex gemm (Tiling.split_a): op(A) in local memory once per entry as
+two real matrices, its real and its imaginary parts (copied first, or stored by the first
+column tiles), and the K loop summing Re(A) B + Im(A) (i B) with real-times-complex
+products (2 fma each).
 
 The CPU runtime holds a complex value as two vectors across the lanes, so a load of
 interleaved complex values takes them apart with shuffles; the plain K loop does that for
-A's columns once per column tile, the split form once per entry, in the copy
-(docs/performance-cpu.md, "Complex GEMM"). B's entries are broadcast from memory part by part
+A's columns once per column tile, the split form once per entry (docs/performance-cpu.md,
+"Complex GEMM"). B's entries are broadcast from memory part by part
 as before, and i B = (-Im B, Re B) swaps them and negates a factor of the fma."""
 
 from __future__ import annotations
