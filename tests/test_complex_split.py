@@ -269,3 +269,25 @@ def test_times_i_is_negated_by_the_fma_only_where_it_is_a_factor() -> None:
 }
 """
     assert Op.FNegate not in [op for op, _ in instructions(tinytc.compile(stored, "cpu"))]
+
+
+def test_split_c64_tiles_of_4_x_2_only_where_they_cover_the_rows() -> None:
+    """tiling.split_blocks: 2 x 4 blocks of a split c64 tile become 4 x 2 where 4 blocks
+    divide op(A)'s rows (n = 32, 64), not at 48 rows, not for c32 nor other blocks."""
+    from tinytc.gemm import Tiling
+    from tinytc.ir import C32, C64
+    from tinytc.passes.tiling import split_blocks
+
+    t = Tiling((8, 1), 2, 4, 2, 3, split_a=True)
+    assert (split_blocks(t, 64, C64).rows_per_item, split_blocks(t, 64, C64).cols_per_item) == (
+        4,
+        2,
+    )
+    assert split_blocks(t, 48, C64) == t and split_blocks(t, None, C64) == t
+    assert split_blocks(t, 64, C32) == t
+    assert (
+        split_blocks(
+            dataclasses.replace(t, rows_per_item=1, cols_per_item=8), 64, C64
+        ).rows_per_item
+        == 1
+    )

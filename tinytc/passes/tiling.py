@@ -213,22 +213,22 @@ def default_tiling(
     tiling = dataclasses.replace(tiling, k_unroll=min(tiling.k_unroll, max_k_unroll))
     subgroups = func.work_group_size[0] // (func.subgroup_size or 1) * func.work_group_size[1]
     if staging and isinstance(inst, GemmInst) and split_pays(inst, tiling, subgroups, target):
-        tiling = split_blocks(with_split(tiling, True, inst.trans_a), rows, summed)
+        a_rows = inst.operands[1].memref_type.shape[1 if inst.trans_a else 0]  # static: split
+        tiling = split_blocks(with_split(tiling, True, inst.trans_a), a_rows, summed)
     return tiling
 
 
 def split_blocks(tiling: Tiling, rows: int | None, summed: ScalarType) -> Tiling:
-    """A split c64 tile of up to 4 row blocks, as many accumulators: its A comes from the
-    planes in local memory, 2 loads a block, and B's parts are broadcast, 2 a column. In
-    one process (tools/tilings.py SHAPE 4,2, 9 rounds) 4 x 2 against 2 x 4 ran c64 n=32 nn
-    1.07x, tn 1.10x, nt 1.06x, n=64 nn 1.13x, tn 1.17x, nt 1.09x; c32 n=64 nn 1.01x, tn
-    1.02x, nt 0.97x, so c32 keeps its blocks."""
-    lanes = tiling.work_group[0]
-    most = 4 if rows is None else min(4, -(-rows // lanes))
-    count = tiling.rows_per_item * tiling.cols_per_item
-    if summed != C64 or most <= tiling.rows_per_item or count % most:
+    """A split c64 tile of 2 x 4 blocks as 4 x 2 where those cover op(A)'s rows (``rows``):
+    its A comes from the planes in local memory, 2 loads a block, and B's parts are
+    broadcast, 2 a column. In one process (tools/tilings.py SHAPE 4,2, 9 rounds) 4 x 2
+    against 2 x 4 ran c64 n=32 nn 1.07x, tn 1.10x, nt 1.06x, n=64 nn 1.13x, tn 1.17x, nt
+    1.09x; c32 n=64 nn 1.01x, tn 1.02x, nt 0.97x, so c32 keeps its blocks."""
+    blocks = (tiling.rows_per_item, tiling.cols_per_item)
+    whole = rows is not None and rows % (tiling.work_group[0] * 4) == 0
+    if summed != C64 or blocks != (2, 4) or not whole:
         return tiling
-    return retiled(tiling, most, count // most, tiling.k_unroll)
+    return retiled(tiling, 4, 2, tiling.k_unroll)
 
 
 def split_pays(inst: GemmInst, tiling: Tiling, subgroups: int, target: CoreInfo) -> bool:

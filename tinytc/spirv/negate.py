@@ -50,7 +50,7 @@ def negate(lo: Lowering, t: ir.ScalarType, value: Id) -> Id:
 def negate_factor(lo: Lowering, t: ir.ScalarType, value: Id) -> Id:
     """-value for a float type t, where it is only a factor of fmas: as an ``OpFNegate``
     where value is no call's result, since LLVM turns that fneg into the fma's sign (x86's
-    vfnmadd; the integer flip cost the complex K loop 3-5%, docs/performance-cpu.md). The
+    vfnmadd; the integer flip cost the complex K loop 3-5%, docs/runtime-cpu.md). The
     build crash needs a call's result negated; the lost dependence needs the fma's other
     operands uniform, while the factor that value comes with is as dependent as value."""
     if from_call(lo, value):
