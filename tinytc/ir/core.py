@@ -255,6 +255,13 @@ class Function:
         # printed as batch_per_group(n) when it is not 1, so lowered programs keep it.
         self.batch_per_group = batch_per_group
 
+    @property
+    def subgroups(self) -> int:
+        """Subgroups of a work-group, once work-group-size has sized the function."""
+        assert self.work_group_size is not None and self.subgroup_size is not None
+        wg0, wg1 = self.work_group_size
+        return wg0 // self.subgroup_size * wg1
+
     def walk(self) -> Iterator[Inst]:
         return self.body.walk()
 

@@ -211,8 +211,7 @@ def default_tiling(
         transposed_b, staged_a, 4 if summed.is_complex else 1,
     )  # fmt: skip
     tiling = dataclasses.replace(tiling, k_unroll=min(tiling.k_unroll, max_k_unroll))
-    subgroups = func.work_group_size[0] // (func.subgroup_size or 1) * func.work_group_size[1]
-    if staging and isinstance(inst, GemmInst) and split_pays(inst, tiling, subgroups, target):
+    if staging and isinstance(inst, GemmInst) and split_pays(inst, tiling, func.subgroups, target):
         a_rows = inst.operands[1].memref_type.shape[1 if inst.trans_a else 0]  # static: split
         tiling = split_blocks(with_split(tiling, True, inst.trans_a), a_rows, summed)
     return tiling
@@ -236,7 +235,7 @@ def split_pays(inst: GemmInst, tiling: Tiling, subgroups: int, target: CoreInfo)
     (Tiling.split_a), on a target that takes complex values apart with shuffles: then the K
     loop, which takes A apart once per column tile, does not. From 8 column tiles, where A
     is transposed (stage_a copies it anyway) or one subgroup splits an A as it is in its
-    first column tiles (split.store_parts); a copy before the tiles of an A as it is paid
+    first column tiles (split.SplitA); a copy before the tiles of an A as it is paid
     only from 16 column tiles (c32 n=64 nn 1.06-1.12x; n=32 nn 1.00x, c64 n=32 nn 0.92x).
     Measured in one process (tools/tilings.py SHAPE ,,,,,,1, 7-11 rounds; docs/performance-
     cpu.md, "Complex GEMM"): c32 n=32 tn 1.08x, n=64 tn 1.13-1.16x, c64 n=32 and 64 tn

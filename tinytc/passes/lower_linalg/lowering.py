@@ -44,8 +44,7 @@ class Lowering:
         assert func.subgroup_size is not None and func.work_group_size is not None
         self.sgs = func.subgroup_size
         self.staged: list[Value] = []  # local copies of operands, freed after the instruction
-        wg0, wg1 = func.work_group_size
-        self.subgroups = wg0 // self.sgs * wg1
+        self.subgroups = func.subgroups
 
     def tiling(self, inst: LinalgInst) -> Tiling:
         """The instruction's tiling (tile-linalg's, or a tuner's), checked: the lowering

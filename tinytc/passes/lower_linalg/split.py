@@ -73,15 +73,19 @@ class SplitA:
         the same tile types, CoreInfo.dpas_tf32, in one function). Against a copy
         before the tiles, in one process (tools/tilings.py SHAPE @REV, 9 rounds): c32 n=64
         nn 1.06x, nt 1.07x."""
-        e = low.e
+        return lambda x, k: store_parts(low, self.planes, x, t.row, k, False, checked_rows(t))
 
-        def store(x: Value, k: Size) -> None:
-            for p, plane in zip(("re", "im"), self.planes):
-                part_x = e.add(ArithUnaryInst(p, x)).result
-                e.add(CoopMatrixStoreInst(part_x, plane.value, e.value(t.row), e.value(k),
-                                          False, checked_rows(t)))  # fmt: skip
 
-        return store
+def store_parts(
+    low: Lowering, planes: tuple[Operand, Operand], x: Value, row: Size, col: Size,
+    transpose: bool, check: str,
+) -> None:  # fmt: skip
+    """The real and the imaginary parts of x stored into the planes at (row, col)."""
+    e = low.e
+    for p, plane in zip(("re", "im"), planes):
+        part_x = e.add(ArithUnaryInst(p, x)).result
+        e.add(CoopMatrixStoreInst(part_x, plane.value, e.value(row), e.value(col), transpose,
+                                  check))  # fmt: skip
 
 
 def stage_split(low: Lowering, a: Operand, cols: Size) -> SplitA:
@@ -99,24 +103,22 @@ def stage_split(low: Lowering, a: Operand, cols: Size) -> SplitA:
     local = e.add(AllocaInst(MemrefType.make(part, (rows, depth, 2)))).result
     low.staged.append(local)
     zero = e.value(0)
-    planes = [
-        e.add(SubviewInst(local, [(zero, "?"), (zero, "?"), (e.value(p), None)])).result
-        for p in (0, 1)
-    ]
-    split = SplitA(a, (Operand(planes[0]), Operand(planes[1])), False)
-    if not a.transpose and low.subgroups == 1 and isinstance(cols, int) and cols > 0:
-        split.by_first_tiles = True
-        return split
 
-    def store(x: Value, row: Size, col: Size, check: str) -> None:
-        """x's parts into the planes at A's (row, col): op(A)'s (col, row) if transposed."""
-        at = (col, row) if a.transpose else (row, col)
-        for p, plane in zip(("re", "im"), planes):
-            part_x = e.add(ArithUnaryInst(p, x)).result
-            e.add(CoopMatrixStoreInst(part_x, plane, e.value(at[0]), e.value(at[1]),
-                                      a.transpose, check))  # fmt: skip
+    def plane(p: int) -> Operand:
+        return Operand(
+            e.add(SubviewInst(local, [(zero, "?"), (zero, "?"), (e.value(p), None)])).result
+        )
 
-    copy_columns(low, a, part.size, store)
+    by_first = not a.transpose and low.subgroups == 1 and isinstance(cols, int) and cols > 0
+    split = SplitA(a, (plane(0), plane(1)), by_first)
+    if not by_first:
+
+        def store(x: Value, row: Size, col: Size, check: str) -> None:
+            """x's parts at A's (row, col): op(A)'s (col, row) where A is transposed."""
+            at = (col, row) if a.transpose else (row, col)
+            store_parts(low, split.planes, x, *at, a.transpose, check)
+
+        copy_columns(low, a, part.size, store)
     return split
 
 
