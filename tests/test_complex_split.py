@@ -156,6 +156,10 @@ def test_where_tile_linalg_splits_and_what_it_prints(
     part = {"c32": "f32", "c64": "f64"}[t]
     lowered = str(run_pipeline(text, "cpu", 2, passes=(*TILED, "lower-linalg")))
     assert f"alloca -> memref<{part}x{n}x{n}x2>" in lowered and "arith.times_i" in lowered
+    if trans[0] == "t":  # c32 gathers op(A)'s rows and stores them as they are (gather_columns)
+        gathered = "cooperative_matrix_load.t %a[%" in lowered
+        transposed_store = "cooperative_matrix_store.t" in lowered
+        assert (gathered, transposed_store) == ((True, False) if t == "c32" else (False, True))
     a, b = values(t, (n, n), 6), values(t, (n, n), 7)
     want = op(a, trans[0]).astype(np.complex128) @ op(b, trans[1])
     for run in (lambda *x: reference.run(tinytc.parse(lowered), "k", list(x), 1),

@@ -30,7 +30,7 @@ from ...ir import (
 from ...target import CoreInfo
 from .emitter import Operand, Size, Tile, Touch, checked_cols, checked_rows
 from .lowering import Lowering
-from .staging import copy_columns, why_not_staged
+from .staging import copy_columns, gather_columns, why_not_staged
 
 
 def why_not_split(inst: LinalgInst, target: CoreInfo) -> str:
@@ -111,14 +111,27 @@ def stage_split(low: Lowering, a: Operand, cols: Size) -> SplitA:
 
     by_first = not a.transpose and low.subgroups == 1 and isinstance(cols, int) and cols > 0
     split = SplitA(a, (plane(0), plane(1)), by_first)
-    if not by_first:
+    if by_first:
+        return split
+    if a.transpose and t.element.size <= 8:
+        # A c32 value is one lane of a 64-bit gather, which the copy then only takes apart;
+        # copy_columns' blocks would go through a butterfly per part. One process against
+        # those blocks (tools/tilings.py SHAPE @REV, 11-15 rounds): c32 n=32 tn 1.01-1.06x in
+        # eight runs, n=64 tn 1.01-1.06x in six; a c64 value takes two lanes (0.95-0.99x).
+        # docs/performance-cpu.md, "What the transposition of A costs".
+        gather_columns(
+            low, a, lambda x, row, col, check: store_parts(
+                low, split.planes, x, row, col, False, check
+            )
+        )  # fmt: skip
+        return split
 
-        def store(x: Value, row: Size, col: Size, check: str) -> None:
-            """x's parts at A's (row, col): op(A)'s (col, row) where A is transposed."""
-            at = (col, row) if a.transpose else (row, col)
-            store_parts(low, split.planes, x, *at, a.transpose, check)
+    def store(x: Value, row: Size, col: Size, check: str) -> None:
+        """x's parts at A's (row, col): op(A)'s (col, row) where A is transposed."""
+        at = (col, row) if a.transpose else (row, col)
+        store_parts(low, split.planes, x, *at, a.transpose, check)
 
-        copy_columns(low, a, part.size, store)
+    copy_columns(low, a, part.size, store)
     return split
 
 
