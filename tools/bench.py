@@ -253,8 +253,10 @@ def bench_gemm(args: argparse.Namespace, shapes: list[str]) -> tuple[dict, Limit
     for name in shapes:
         case = make_case(name, working_set)
         rows.append(measure(case, limits, args.repeat, warm=args.resident))
-        del case  # free the arrays before the next shape allocates its own (it is in
-        gc.collect()  # reference cycles: a --compare worker grew to 14 GB without this)
+        # free the arrays before the next shape allocates its own: a case is in reference
+        # cycles (a --compare worker grew to 14 GB without the collection)
+        del case
+        gc.collect()
         print(format_row(rows[-1]), flush=True)
     summary = {
         "l3_bytes": l3,

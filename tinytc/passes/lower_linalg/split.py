@@ -119,11 +119,10 @@ def stage_split(low: Lowering, a: Operand, cols: Size) -> SplitA:
         # those blocks (tools/tilings.py SHAPE @REV, 11-15 rounds): c32 n=32 tn 1.01-1.06x in
         # eight runs, n=64 tn 1.01-1.06x in six; a c64 value takes two lanes (0.95-0.99x).
         # docs/performance-cpu.md, "What the transposition of A costs".
-        gather_columns(
-            low, a, lambda x, row, col, check: store_parts(
-                low, split.planes, x, row, col, False, check
-            )
-        )  # fmt: skip
+        def store_at_op(x: Value, row: Size, col: Size, check: str) -> None:
+            store_parts(low, split.planes, x, row, col, False, check)
+
+        gather_columns(low, a, store_at_op)
         return split
 
     def store(x: Value, row: Size, col: Size, check: str) -> None:

@@ -112,11 +112,11 @@ def gather_columns(
     assert isinstance(rows, int) and isinstance(depth, int)
     blocks = -(-rows // low.sgs)
     chunk = max(1, min(GATHER_COLUMNS, MAX_TILE_COMPONENTS // 2 // blocks, depth))
+    check = "" if depth % chunk == 0 else "cols"
+    ct = CoopMatrixType(a.type.element, rows, chunk, "matrix_acc")
     with low.parallel():
 
         def copy(k0: Size) -> list[Value]:
-            check = "" if depth % chunk == 0 else "cols"
-            ct = CoopMatrixType(a.type.element, rows, chunk, "matrix_acc")
             store(e.load(a, 0, k0, ct, check), 0, k0, check)
             return []
 
