@@ -11,7 +11,7 @@ import pytest
 import tinytc
 from tinytc import reference
 from tinytc.errors import CompilationError
-from tinytc.spirv._grammar import Op
+from tinytc.spirv._grammar import Op, OpenCLStd
 from tinytc.spirv.tools import instructions, validate
 
 DTYPE = {"c32": np.complex64, "c64": np.complex128, "f32": np.float32, "f64": np.float64}
@@ -261,3 +261,46 @@ def test_square_transposed_stores_shuffle_parts(
     want[3 : 3 + sgs, 1 : 1 + rows] = x[1 : 1 + rows, 2 : 2 + sgs].T
     got = run(text, t, [x, y])
     assert np.array_equal(got[1], want)
+
+
+RUN_LOAD = """func @k(%x: memref<TxKxM>, %y: memref<TxRxC>) subgroup_size(8) {
+  parallel {
+    %a = cooperative_matrix_loadCHECK %x[1, 2] : memref<TxKxM> -> coopmatrix<TxRxC,matrix_acc>
+    cooperative_matrix_store.n %a, %y[0, 0] : coopmatrix<TxRxC,matrix_acc>, memref<TxRxC>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("t", "rows", "cols", "check", "runs"),
+    [
+        ("c64", 16, 4, ".t", True),  # two blocks of rows, a run of 4 values a lane
+        ("c64", 8, 2, ".t", True),
+        ("c64", 24, 8, ".t", True),
+        ("c64", 12, 4, ".t", False),  # padded rows: loads per entry
+        ("c64", 16, 4, ".t.cols_checked", False),
+        ("c64", 16, 3, ".t", False),  # vloadn has no vector of 6
+        ("c64", 16, 1, ".t", False),  # one column: no run
+        ("c64", 16, 3, ".n", False),
+        ("c32", 16, 3, ".t", False),  # a c32 value is one lane of a 64-bit gather
+    ],
+)
+def test_transposed_c64_loads_read_each_lanes_run_as_one_vector(
+    t: str, rows: int, cols: int, check: str, runs: bool
+) -> None:
+    """On the CPU an unchecked .t load of c64 whose lanes cover whole blocks of rows reads
+    each lane's columns, contiguous in memory, with one OpenCL.std vloadn per block
+    (tinytc.gemm.loads_lane_runs); its values are x's, transposed, as the reference reads them."""
+    shape = (cols + 1, rows + 2) if ".t" in check else (rows + 1, cols + 2)
+    text = RUN_LOAD.replace("CHECK", check).replace("T", t).replace("K", str(shape[0]))
+    text = text.replace("M", str(shape[1])).replace("R", str(rows)).replace("C", str(cols))
+    vloadn = int(OpenCLStd.vloadn)
+    found = any(op == Op.ExtInst and words[4] == vloadn
+                for op, words in instructions(tinytc.compile(text, "cpu")))  # fmt: skip
+    assert found == runs
+    x = values(t, shape, 9)
+    y = np.zeros((rows, cols), DTYPE[t], order="F")
+    run(text, t, [x, y])
+    want = x[1 : 1 + cols, 2 : 2 + rows].T if ".t" in check else x[1 : 1 + rows, 2 : 2 + cols]
+    assert np.array_equal(y, want)

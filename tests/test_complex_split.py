@@ -19,7 +19,7 @@ from tinytc.errors import CompilationError
 from tinytc.ir import GemmInst, LinalgInst
 from tinytc.runtime.device import default_queue
 from tinytc.runtime.jit import Kernels
-from tinytc.spirv._grammar import Op
+from tinytc.spirv._grammar import Op, OpenCLStd
 from tinytc.spirv.tools import instructions, validate
 from tinytc.target import CPU, CoreInfo
 
@@ -88,21 +88,30 @@ def test_every_transpose_with_ragged_tiles(t: str, trans: str) -> None:
     assert np.abs(expected - want).max() <= TOL[t] * scale
     # one subgroup: an A as it is is split by the first column tiles, with no barrier
     assert ("barrier" in lowered) == (trans[0] == "t")
+    # c64's rows are no whole blocks (37): its copy transposes blocks (copy_columns)
+    assert ("cooperative_matrix_store.t" in lowered) == (trans[0] == "t" and t == "c64")
 
 
 @pytest.mark.parametrize("ta", "tn")
-@pytest.mark.parametrize("wg", ["work_group_size(32,1)", "work_group_size(16,2)"])
-def test_several_subgroups_share_the_copy(wg: str, ta: str) -> None:
+@pytest.mark.parametrize(
+    ("t", "wg"),
+    [
+        ("c32", "work_group_size(32,1) subgroup_size(16)"),
+        ("c32", "work_group_size(16,2) subgroup_size(16)"),
+        ("c64", "work_group_size(32,1) subgroup_size(16)"),  # tn: lanes' runs as vectors
+    ],
+)
+def test_several_subgroups_share_the_copy(t: str, wg: str, ta: str) -> None:
     """Subgroups copy their own columns of A (a barrier follows) and share the column tiles;
     one subgroup alone has its first column tiles split an A as it is (the other test)."""
-    text = gemm("c32", ta, "n", 32, 37, 24, "1.0 0.0", f" {wg} subgroup_size(16)")
-    a = values("c32", (24, 32) if ta == "t" else (32, 24), 4)
-    b = values("c32", (24, 37), 5)
-    c = np.zeros((32, 37), np.complex64, order="F")
+    text = gemm(t, ta, "n", 32, 37, 24, "1.0 0.0", f" {wg}")
+    a = values(t, (24, 32) if ta == "t" else (32, 24), 4)
+    b = values(t, (24, 37), 5)
+    c = np.zeros((32, 37), DTYPE[t], order="F")
     lowered = run_split(text, [a, b, c])
     assert lowered.count("barrier") == 1  # after the copy
     want = op(a, ta).astype(np.complex128) @ b
-    assert np.abs(c - want).max() <= TOL["c32"] * float(np.abs(want).max())
+    assert np.abs(c - want).max() <= TOL[t] * float(np.abs(want).max())
 
 
 def test_batched_atomic_update() -> None:
@@ -127,6 +136,7 @@ def test_batched_atomic_update() -> None:
     [
         ("c32", "tn", 32, "", True),  # 8 column tiles of a copied A
         ("c64", "tn", 32, "", True),
+        ("c64", "tn", 64, "", True),  # rows in two pieces a copy step
         ("c32", "tn", 16, "", False),  # 2 column tiles: stage_a's copy
         ("c32", "nn", 64, "", True),  # an A as it is split by the first column tiles
         ("c32", "nt", 64, "", True),
@@ -156,10 +166,13 @@ def test_where_tile_linalg_splits_and_what_it_prints(
     part = {"c32": "f32", "c64": "f64"}[t]
     lowered = str(run_pipeline(text, "cpu", 2, passes=(*TILED, "lower-linalg")))
     assert f"alloca -> memref<{part}x{n}x{n}x2>" in lowered and "arith.times_i" in lowered
-    if trans[0] == "t":  # c32 gathers op(A)'s rows and stores them as they are (gather_columns)
-        gathered = "cooperative_matrix_load.t %a[%" in lowered
-        transposed_store = "cooperative_matrix_store.t" in lowered
-        assert (gathered, transposed_store) == ((True, False) if t == "c32" else (False, True))
+    if trans[0] == "t":  # op(A)'s rows read along A's columns, stored as they are
+        assert "cooperative_matrix_load.t %a[%" in lowered  # (staging.gather_columns)
+        assert "cooperative_matrix_store.t" not in lowered
+    vloadn = int(OpenCLStd.vloadn)  # c64's runs as vectors (tinytc.gemm.loads_lane_runs)
+    runs = any(op == Op.ExtInst and words[4] == vloadn
+               for op, words in instructions(tinytc.compile(text, "cpu")))  # fmt: skip
+    assert runs == (t == "c64" and trans[0] == "t")
     a, b = values(t, (n, n), 6), values(t, (n, n), 7)
     want = op(a, trans[0]).astype(np.complex128) @ op(b, trans[1])
     for run in (lambda *x: reference.run(tinytc.parse(lowered), "k", list(x), 1),

@@ -175,6 +175,12 @@ class CoreInfo:
     # op(A) is then copied apart once per entry where that pays (tinytc.passes.tiling.
     # split_pays). GPUs hold a complex value in one work-item's registers.
     complex_in_two_vectors: bool = False
+    # Whether a lane's values that lie contiguous in memory (a transposed load's columns) are
+    # best read as one vector per lane (OpenCL.std vloadn), which the runtime turns into
+    # whole-register loads and two-source permutes across the lanes, where the values are
+    # wider than a gather's lane (c64): the CPU runtime's (docs/performance-cpu.md, "What the
+    # transposition of A costs"); tinytc.gemm.loads_lane_runs.
+    lane_vector_loads: bool = False
     # Bytes of a core's nearest data cache, where the K loops' prefetch of the next batch
     # entry is sized by it (tinytc.gemm.prefetch_level); 0: not.
     l1_data_bytes: int = 0
@@ -308,6 +314,7 @@ CPU = CoreInfo(
     l1_data_bytes=48 * 1024,
     transpose_halves=False,
     complex_in_two_vectors=True,
+    lane_vector_loads=True,
     intel_shuffles=True,
     shuffle_scans=True,
 )

@@ -1,20 +1,21 @@
 """Tilings of one tools/bench.py shape, or its kernel from other commits, against the
 default, in one process, alternately.
 
-    python tools/tilings.py f64-64-nn 2,4,2,3,1 4,2,4,1,1 @HEAD~3 --repeat 21
+    python tools/tilings.py f64-64-nn 2,4,2,3,1 4,2,4,1,1 @HEAD~3 lowered.ir --repeat 21
 
 Each TILING is rows_per_item,cols_per_item,k_unroll,prefetch,prefetch_ahead[,prefetch_level
 [,split_a]] (tinytc.gemm.Tiling) for every collective instruction of the shape; fields left
 out or empty (",,,,,,1"), and the work group, stay the default's (the level 0 where the
 TILING prefetches nothing; with split_a 0 a transposed A is staged). @REV is the SPIR-V that
 commit REV's tinytc.jit makes of the shape (built in a git worktree, in a subprocess), called
-through this tree's runtime. Every variant runs on the same operands
-(bench.py's working set; --resident: half the L3), its results are checked as bench.py checks
-them, and each round runs the variants in an order that alternates (with --resident, each after
-an untimed run), then the add kernel, whose bandwidth tells which of the VM's two memory speeds
-the rounds saw (with --quick or --resident: the cache's). Two processes can differ by several
-percent on the same SPIR-V (docs/benchmarking.md), so `bench.py --compare` cannot
-show small effects; one process can.
+through this tree's runtime. A FILE.ir is a program of the shape's kernel, such as its
+lowered IR (tinytc-opt ... -p ...,lower-linalg) edited by hand, compiled by this tree. Every
+variant runs on the same operands (bench.py's working set; --resident: half the L3), its
+results are checked as bench.py checks them, and each round runs the variants in an order that
+alternates (with --resident, each after an untimed run), then the add kernel, whose bandwidth
+tells which of the VM's two memory speeds the rounds saw (with --quick or --resident: the
+cache's). Two processes can differ by several percent on the same SPIR-V
+(docs/benchmarking.md), so `bench.py --compare` cannot show small effects; one process can.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import pathlib
 import statistics
 import subprocess
 import sys
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         metavar="TILING",
         help="rows,cols,k_unroll,prefetch,ahead[,level[,split_a]] (fields left out or empty: "
-        "the default's) or @REV",
+        "the default's), @REV or FILE.ir",
     )
     ap.add_argument("--repeat", type=int, default=15, help="rounds (medians)")
     sizes = ap.add_mutually_exclusive_group()
@@ -125,10 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     case = bench.make_case(args.shape, working_set, with_numpy=False)
     variants: dict[str, Any] = {}
     for spec in ["default", *args.tilings]:
-        fixed = spec == "default" or spec.startswith("@")
+        fixed = spec == "default" or spec.startswith("@") or spec.endswith(".ir")
         tilings = [t if fixed else tiling_of(spec, t, trans) for t, trans in defaults]
+        given = source
+        if spec.endswith(".ir"):
+            given, tilings = pathlib.Path(spec).read_text(), []
         try:
-            program, binary = compile_to_module(source, target, tilings={kernel: tilings})
+            program, binary = compile_to_module(given, target, tilings={kernel: tilings})
         except CompilationError as err:
             raise SystemExit(f"tilings: {spec}: {err}") from None
         if spec.startswith("@"):
@@ -161,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         ratios = [d / t for d, t in zip(times["default"], times[spec])]
         rate = case.flops / statistics.median(times[spec]) / 1e9
         specs = (",".join(str(int(getattr(t, f))) for f in FIELDS) for t in tilings)
-        shown = "; ".join(specs) or "(that commit's own)"
+        shown = "; ".join(specs) or "(its own)"
         print(f"{spec:14} {rate:8.1f} {statistics.median(ratios):9.3f}  {shown}")
     return 0
 

@@ -77,3 +77,24 @@ def test_another_commits_kernel_is_built_by_that_commits_tinytc(tmp_path: Path) 
     command = [sys.executable, "-c", tilings.BUILD_SCRIPT, str(tmp_path)]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, input="", timeout=60)
     assert done.returncode == 1 and "not the checked-out tinytc" in done.stderr
+
+
+def test_a_program_file_runs_as_a_variant_and_is_checked(tmp_path: Path) -> None:
+    """A FILE.ir (the shape's program, here as tools/bench.py writes it) runs beside the
+    default; one whose results differ is refused."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import tilings
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    source, _ = tilings.source_of("f64-8-tn")
+    same, doubled = tmp_path / "same.ir", tmp_path / "doubled.ir"
+    same.write_text(source)
+    doubled.write_text(source.replace("gemm.t.n 1.0,", "gemm.t.n 2.0,"))
+    assert doubled.read_text() != source
+    done = run_tilings("f64-8-tn", str(same))
+    assert done.returncode == 0, done.stderr
+    assert [r.split()[0] for r in done.stdout.splitlines()[2:]] == ["default", str(same)]
+    assert done.stdout.splitlines()[3].endswith("(its own)")
+    done = run_tilings("f64-8-tn", str(doubled))
+    assert done.returncode == 1 and f"{doubled}: WRONG results" in done.stdout

@@ -128,6 +128,14 @@ def transpose_group(subgroup_size: int, element_size: int, target: CoreInfo) -> 
     return subgroup_size // 2 if per_value == 2 and target.transpose_halves else subgroup_size
 
 
+def loads_lane_runs(element_size: int, target: CoreInfo) -> bool:
+    """Whether a transposed load, whose lanes each read a run of contiguous values, reads
+    each lane's run as one vector (CoreInfo.lane_vector_loads): for values of two 64-bit
+    gather lanes (c64). A c32 value is one lane of a 64-bit gather, and gathers beat the
+    vectors there (c32 n=32 tn 0.99x, n=64 tn 0.95x in one process)."""
+    return target.lane_vector_loads and element_size == 16  # c64, the only such scalar
+
+
 def subgroup_size(rows: int | None, element_size: int, target: CoreInfo) -> int:
     """Lanes that fill a register; fewer for short columns (no idle lanes at n=8), twice as
     many when the column would need more than MAX_ROW_BLOCKS blocks of rows (f64 at n=64:

@@ -139,6 +139,8 @@ def _check_instruction(
         if value is not None and not isinstance(value, Id):
             raise TypeError(f"Op{opcode.name}: {kind} must be an Id, not {value!r}")
     rest = [slot for slot in slots if slot.kind not in _RESULT_KINDS]
+    if opcode == Op.ExtInst:  # the set's own grammar checks the rest (Builder.ext_inst)
+        rest, operands = rest[:2], operands[:2]
     check_operands(f"Op{opcode.name}", rest, operands)
 
 

@@ -30,7 +30,7 @@ from ...ir import (
 from ...target import CoreInfo
 from .emitter import Operand, Size, Tile, Touch, checked_cols, checked_rows
 from .lowering import Lowering
-from .staging import copy_columns, gather_columns, why_not_staged
+from .staging import copy_columns, gather_columns, gathers, why_not_staged
 
 
 def why_not_split(inst: LinalgInst, target: CoreInfo) -> str:
@@ -113,11 +113,12 @@ def stage_split(low: Lowering, a: Operand, cols: Size) -> SplitA:
     split = SplitA(a, (plane(0), plane(1)), by_first)
     if by_first:
         return split
-    if a.transpose and t.element.size <= 8:
-        # A c32 value is one lane of a 64-bit gather, which the copy then only takes apart;
-        # copy_columns' blocks would go through a butterfly per part. One process against
-        # those blocks (tools/tilings.py SHAPE @REV, 11-15 rounds): c32 n=32 tn 1.01-1.06x in
-        # eight runs, n=64 tn 1.01-1.06x in six; a c64 value takes two lanes (0.95-0.99x).
+    if gathers(low, a):
+        # A c32 value is one lane of a 64-bit gather, and a c64 lane's run of values one
+        # vector, which the copy then only takes apart; copy_columns' blocks would go through
+        # a butterfly per part. One process against those blocks (tools/tilings.py SHAPE
+        # @REV, 11-21 rounds): c32 n=32 tn 1.01-1.06x in eight runs, n=64 tn 1.01-1.06x in
+        # six; c64 n=32 tn 1.02-1.07x in six, n=64 tn 0.96-1.04x in six (its FMAs bound it).
         # docs/performance-cpu.md, "What the transposition of A costs".
         def store_at_op(x: Value, row: Size, col: Size, check: str) -> None:
             store_parts(low, split.planes, x, row, col, False, check)

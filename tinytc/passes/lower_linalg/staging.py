@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ...gemm import MAX_TILE_COMPONENTS, transpose_group
+from ...gemm import MAX_TILE_COMPONENTS, loads_lane_runs, transpose_group
 from ...ir import (
     INDEX,
     AllocaInst,
@@ -97,27 +97,48 @@ def copy_columns(
 
 
 GATHER_COLUMNS = 4  # op(A)'s columns a step: 2 ran within 2% at c32 n=32 and 64 tn, 8 lost 6% at 64
+# Where lanes load their runs as vectors (tinytc.gemm.loads_lane_runs, c64): 2 columns, and
+# rows in pieces of 4 blocks (32 values a lane), which the runtime permutes without spills;
+# 4 columns of 4 blocks spilled (c64 n=32 tn 0.98x), as did all 8 blocks of n=64 (0.98x).
+RUN_COLUMNS, RUN_BLOCKS = 2, 4
+
+
+def gathers(low: Lowering, a: Operand) -> bool:
+    """Whether gather_columns copies op(A) of a transposed static A: by 64-bit gathers
+    (values of up to 8 bytes) or by vectors of each lane's run (loads_lane_runs) where its
+    loads cover whole blocks of rows and whole steps of columns (unchecked)."""
+    rows, depth = a.position(*a.type.shape)
+    size = a.type.element.size
+    if not a.transpose or not isinstance(rows, int) or not isinstance(depth, int):
+        return False
+    if not loads_lane_runs(size, low.target):
+        return size <= 8
+    return rows % low.sgs == 0 and depth % RUN_COLUMNS == 0
 
 
 def gather_columns(
     low: Lowering, a: Operand, store: Callable[[Value, Size, Size, str], None]
 ) -> None:
     """op(A) of a static A copied in a parallel region, chunks of op(A)'s columns per
-    subgroup: store(x, row, col, check) gets each tile x of op(A) at (row, col), whole
-    columns, lanes on op(A)'s rows. Where A is transposed, each lane gathers its row's
-    values along A's columns, instead of the blocks that copy_columns transposes across the
-    lanes."""
+    subgroup: store(x, row, col, check) gets each tile x of op(A) at (row, col), lanes on
+    op(A)'s rows. Where A is transposed, each lane gathers its row's values along A's
+    columns, instead of the blocks that copy_columns transposes across the lanes; values
+    that loads_lane_runs, it loads as one vector per lane and block."""
     e = low.e
     rows, depth = a.position(*a.type.shape)  # op(A)'s
     assert isinstance(rows, int) and isinstance(depth, int)
     blocks = -(-rows // low.sgs)
+    piece = rows
     chunk = max(1, min(GATHER_COLUMNS, MAX_TILE_COMPONENTS // 2 // blocks, depth))
+    if loads_lane_runs(a.type.element.size, low.target):
+        chunk, piece = RUN_COLUMNS, RUN_BLOCKS * low.sgs
     check = "" if depth % chunk == 0 else "cols"
-    ct = CoopMatrixType(a.type.element, rows, chunk, "matrix_acc")
     with low.parallel():
 
         def copy(k0: Size) -> list[Value]:
-            store(e.load(a, 0, k0, ct, check), 0, k0, check)
+            for r0 in range(0, rows, piece):
+                ct = CoopMatrixType(a.type.element, min(piece, rows - r0), chunk, "matrix_acc")
+                store(e.load(a, r0, k0, ct, check), r0, k0, check)
             return []
 
         e.loop(_first_chunk(low, chunk), depth, chunk * low.subgroups, [], copy)

@@ -19,7 +19,8 @@ from collections.abc import Callable
 
 from ... import ir
 from ...errors import CompilationError
-from .._grammar import GroupOperation, MemorySemantics, Op, Scope, StorageClass
+from ...gemm import loads_lane_runs
+from .._grammar import GroupOperation, MemorySemantics, Op, OpenCLStd, Scope, StorageClass
 from ..convert import Lowering, Memref
 from ..convert_memory import load_scalar, store_scalar
 from ..convert_scalar import binary, round_bf16
@@ -92,7 +93,43 @@ class Plain:
 
         if self.over_cap(lo, t):
             return CoopMatrix(t, looped_load(lo, t, read))
+        if self.run_loadable(lo, inst, access):
+            return CoopMatrix(t, self.run_load(lo, t, access))
         return CoopMatrix(t, [read(e) for e in self.entries(lo, t)])
+
+    def run_loadable(self, lo: Lowering, inst: ir.CoopMatrixLoadInst, access: Access) -> bool:
+        """Whether each lane reads its values of a row block, which lie contiguous in memory
+        (columns 1 apart: a transposed load), as one vector (tinytc.gemm.loads_lane_runs):
+        an unchecked load of whole blocks of rows and 2, 4 or 8 columns."""
+        t = inst.type
+        return (
+            loads_lane_runs(t.element.size, lo.target)
+            and not self.replicated(t)
+            and not inst.checked
+            and t.cols in (2, 4, 8)  # vectors of 4, 8 or 16 parts (vloadn takes no 6)
+            and t.rows % subgroup_size(lo) == 0
+            and access.col_stride == 1
+        )
+
+    def run_load(self, lo: Lowering, t: ir.CoopMatrixType, access: Access) -> list[Id]:
+        """The components of run_loadable's load (complex values): per row block one
+        OpenCL.std vloadn of the parts of the lane's columns (interleaved), then each value's
+        two parts. The CPU runtime loads the lanes' runs as whole registers and permutes them
+        across the lanes (vpermt2pd, vshuff64x2); an OpLoad of the same vector it gathers
+        lane by lane (docs/performance-cpu.md, "What the transposition of A costs")."""
+        el, space = t.element, access.m.space
+        part = lo.scalar_type(el.component)
+        vector = lo.m.type_vector(part, 2 * t.cols)
+        part_pointer = lo.m.type_pointer(space, part)
+        blocks = t.row_blocks(subgroup_size(lo))
+        runs = []
+        for e in self.entries(lo, t)[:blocks]:  # column 0 of each block
+            p = lo.op(Op.Bitcast, part_pointer, access.pointer(e))
+            runs.append(lo.b.ext_inst(vector, OpenCLStd.vloadn, lo.as_id(0), p, 2 * t.cols))
+        rt = lo.scalar_type(el)
+        # component order: column by column, the blocks within (Plain.entries)
+        return [lo.op(Op.VectorShuffle, rt, run, run, 2 * col, 2 * col + 1)
+                for col in range(t.cols) for run in runs]  # fmt: skip
 
     def over_cap(self, lo: Lowering, t: ir.CoopMatrixType) -> bool:
         """Whether a matrix is over the target's values per work-item: its loads and stores
