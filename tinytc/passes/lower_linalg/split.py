@@ -30,7 +30,7 @@ from ...ir import (
 from ...target import CoreInfo
 from .emitter import Operand, Size, Tile, Touch, checked_cols, checked_rows
 from .lowering import Lowering
-from .staging import copy_columns, gather_columns, gathers, why_not_staged
+from .staging import copy_columns, gather_columns, gather_columns_copies, why_not_staged
 
 
 def why_not_split(inst: LinalgInst, target: CoreInfo) -> str:
@@ -113,7 +113,7 @@ def stage_split(low: Lowering, a: Operand, cols: Size) -> SplitA:
     split = SplitA(a, (plane(0), plane(1)), by_first)
     if by_first:
         return split
-    if gathers(low, a):
+    if gather_columns_copies(low, a):
         # A c32 value is one lane of a 64-bit gather, and a c64 lane's run of values one
         # vector, which the copy then only takes apart; copy_columns' blocks would go through
         # a butterfly per part. One process against those blocks (tools/tilings.py SHAPE

@@ -103,7 +103,7 @@ GATHER_COLUMNS = 4  # op(A)'s columns a step: 2 ran within 2% at c32 n=32 and 64
 RUN_COLUMNS, RUN_BLOCKS = 2, 4
 
 
-def gathers(low: Lowering, a: Operand) -> bool:
+def gather_columns_copies(low: Lowering, a: Operand) -> bool:
     """Whether gather_columns copies op(A) of a transposed static A: by 64-bit gathers
     (values of up to 8 bytes) or by vectors of each lane's run (loads_lane_runs) where its
     loads cover whole blocks of rows and whole steps of columns (unchecked)."""
