@@ -113,7 +113,17 @@ def gather_columns_copies(low: Lowering, a: Operand) -> bool:
         return False
     if not loads_lane_runs(size, low.target):
         return size <= 8
-    return rows % low.sgs == 0 and depth % RUN_COLUMNS == 0
+    return rows % low.sgs == 0 and depth % _gather_steps(low, a)[0] == 0
+
+
+def _gather_steps(low: Lowering, a: Operand) -> tuple[int, int]:
+    """(columns, rows) of op(A) that one load of gather_columns reads."""
+    rows, depth = a.position(*a.type.shape)
+    assert isinstance(rows, int) and isinstance(depth, int)
+    if loads_lane_runs(a.type.element.size, low.target):
+        return RUN_COLUMNS, RUN_BLOCKS * low.sgs
+    blocks = -(-rows // low.sgs)
+    return max(1, min(GATHER_COLUMNS, MAX_TILE_COMPONENTS // 2 // blocks, depth)), rows
 
 
 def gather_columns(
@@ -127,11 +137,7 @@ def gather_columns(
     e = low.e
     rows, depth = a.position(*a.type.shape)  # op(A)'s
     assert isinstance(rows, int) and isinstance(depth, int)
-    blocks = -(-rows // low.sgs)
-    piece = rows
-    chunk = max(1, min(GATHER_COLUMNS, MAX_TILE_COMPONENTS // 2 // blocks, depth))
-    if loads_lane_runs(a.type.element.size, low.target):
-        chunk, piece = RUN_COLUMNS, RUN_BLOCKS * low.sgs
+    chunk, piece = _gather_steps(low, a)
     check = "" if depth % chunk == 0 else "cols"
     with low.parallel():
 

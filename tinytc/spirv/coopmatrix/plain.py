@@ -121,9 +121,9 @@ class Plain:
         part = lo.scalar_type(el.component)
         vector = lo.m.type_vector(part, 2 * t.cols)
         part_pointer = lo.m.type_pointer(space, part)
-        blocks = t.row_blocks(subgroup_size(lo))
         runs = []
-        for e in self.entries(lo, t)[:blocks]:  # column 0 of each block
+        column = ir.CoopMatrixType(el, t.rows, 1, "matrix_acc")  # column 0 of each block
+        for e in self.entries(lo, column):
             p = lo.op(Op.Bitcast, part_pointer, access.pointer(e))
             runs.append(lo.b.ext_inst(vector, OpenCLStd.vloadn, lo.as_id(0), p, 2 * t.cols))
         rt = lo.scalar_type(el)
