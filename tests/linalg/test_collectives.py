@@ -264,6 +264,7 @@ EDGES = [
     # a transposed static A larger than local memory (staging it there cannot be the plan)
     Case("gemm", ab="f64", m=200, n=3, k=200, ta=True),
     Case("gemv", m=400, k=200, ta=True, beta=1.0),
+    Case("gemm", m=128, n=8, k=128, ta=True),  # long f32 columns of a staged A: 16 lanes
     Case("gemm", ab="i64", m=65, n=17, k=64, dynamic=True, beta=2),
     Case("gemm", m=0, n=3, k=4, dynamic=True),
     Case("gemm", m=5, n=0, k=4, dynamic=True),

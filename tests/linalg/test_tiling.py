@@ -171,6 +171,25 @@ def test_subgroup_size(rows: int | None, element_size: int, target: CoreInfo, wa
     assert subgroup_size(rows, element_size, target) == want
 
 
+def test_a_transposed_operand_keeps_the_lanes_whose_blocks_fit_registers() -> None:
+    """Where an operand is transposed, its copy transposes blocks of the subgroup's size in
+    registers: f32 in 32 lanes (32 columns of 2 registers) and f64 in 16 (16 of 2) would take
+    all 32 of the CPU's, so long columns keep a register's lanes; the GPUs, whose wide
+    blocks are scattered instead, and short columns are as without it."""
+    assert subgroup_size(128, 4, CPU, transposed=True) == 16
+    assert subgroup_size(128, 4, CPU) == 32
+    assert subgroup_size(64, 8, CPU, transposed=True) == 8
+    assert subgroup_size(8, 4, CPU, transposed=True) == 8
+    assert subgroup_size(128, 4, DG2, transposed=True) == subgroup_size(128, 4, DG2)
+    mt = "memref<f32x128x128>"
+    gemm = f"""func @k(%a: {mt}, %b: {mt}, %c: {mt}) {{
+  gemm.T.n 1.0, %a, %b, 0.0, %c : f32, {mt}, {mt}, f32, {mt}
+}}"""
+    lanes = {t: run_pipeline(gemm.replace("T", t), CPU, 2, UP_TO_TILING).functions[0].subgroup_size
+             for t in "nt"}  # fmt: skip
+    assert lanes == {"n": 32, "t": 16}
+
+
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
 def test_subgroup_size_is_always_supported(target: CoreInfo) -> None:
     for rows in ROWS:

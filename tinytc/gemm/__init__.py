@@ -136,10 +136,15 @@ def loads_lane_runs(element_size: int, target: CoreInfo) -> bool:
     return target.lane_vector_loads and element_size == 16  # c64, the only such scalar
 
 
-def subgroup_size(rows: int | None, element_size: int, target: CoreInfo) -> int:
+def subgroup_size(
+    rows: int | None, element_size: int, target: CoreInfo, transposed: bool = False
+) -> int:
     """Lanes that fill a register; fewer for short columns (no idle lanes at n=8), twice as
-    many when the column would need more than MAX_ROW_BLOCKS blocks of rows (f64 at n=64:
-    measured 119 against 83 GFLOP/s), since a row loop costs more than wider registers."""
+    many when the column would need more than MAX_ROW_BLOCKS blocks of rows (f32 at n=96:
+    1.15x), since a row loop costs more than wider registers. Not where an operand is
+    `transposed` and the wider block that its copy transposes in registers would take them
+    all (f32 in 32 lanes: 32 columns of 2 registers, spilled; f32 n=128 tn ran 31 GFLOP/s
+    in 32 lanes, 245 in 16; docs/performance-cpu.md lesson 7)."""
     lanes = lanes_per_register(element_size, target)
     if rows is None:
         return lanes
@@ -147,6 +152,10 @@ def subgroup_size(rows: int | None, element_size: int, target: CoreInfo) -> int:
     if fitting and fitting[0] < lanes:
         return fitting[0]
     wider = [s for s in target.subgroup_sizes if lanes < s <= 2 * lanes]
+    if transposed and wider:
+        columns = transpose_group(wider[0], element_size, target)
+        if columns * registers_per_value(wider[0], element_size, target) >= target.num_registers:
+            return lanes
     if math.ceil(rows / lanes) > MAX_ROW_BLOCKS and wider:
         return wider[0]
     return lanes

@@ -94,7 +94,8 @@ class WorkGroupSizePass:
 
             return cumsum_subgroup_size(out, self.target)
         # a complex value's parts are vectors of their own: c32 fills a register as f32 does
-        lanes = gemm.subgroup_size(rows, mt.element.component.size, self.target)
+        transposed = any(i.trans_a for i in linalg)  # its copy transposes S x S blocks
+        lanes = gemm.subgroup_size(rows, mt.element.component.size, self.target, transposed)
         return gemm.narrow_subgroup_size(lanes, mt.element.size, self.target)
 
     def check(self, func: Function) -> None:
