@@ -10,7 +10,9 @@ TILING prefetches nothing; with split_a 0 a transposed A is staged). @REV is the
 commit REV's tinytc.jit makes of the shape (built in a git worktree, in a subprocess), called
 through this tree's runtime. A FILE.ir is a program of the shape's kernel, such as its
 lowered IR (tinytc-opt ... -p ...,lower-linalg) edited by hand, compiled by this tree. Every
-variant runs on the same operands (bench.py's working set; --resident: half the L3), its
+variant runs on the same operands (bench.py's working set; --resident: half the L3; --in-cache
+TIMES: tiny ones, each work-group running its gemm TIMES times, which shows a kernel's own
+speed with its operands in L1 and L2, without the prefetch that a gemm in a loop lacks), its
 results are checked as bench.py checks them, and each round runs the variants in an order that
 alternates (with --resident, each after an untimed run), then the add kernel, whose bandwidth
 tells which of the VM's two memory speeds the rounds saw (with --quick or --resident: the
@@ -39,12 +41,20 @@ from tinytc.runtime.device import core_info_from_device, default_queue
 from tinytc.runtime.jit import Kernels
 
 
-def source_of(name: str) -> tuple[str, str]:
-    """The program of a gemm or chain shape of bench.py, and its kernel's name."""
+def source_of(name: str, times: int = 1) -> tuple[str, str]:
+    """The program of a gemm or chain shape of bench.py, and its kernel's name; with times >
+    1, a gemm shape's gemm runs that many times over its entry (beta = 0: the same result)."""
     if name.startswith("chain-"):
+        if times > 1:
+            raise SystemExit("tilings: --in-cache repeats gemm shapes only (a chain adds to Q)")
         return bench.chain_source(name.removeprefix("chain-")), "fused_kernel"
     ty, n, trans = name.split("-")
-    return bench.gemm_source(ty, int(n), trans[0], trans[1]), "gemm"
+    lines = bench.gemm_source(ty, int(n), trans[0], trans[1]).splitlines()
+    if times > 1:
+        at = next(i for i, line in enumerate(lines) if line.startswith("  gemm."))
+        lines[at : at + 1] = [f"  for %times = 0, {times} {{", "  " + lines[at], "  }"]
+    source = "\n".join(lines) + "\n"
+    return source, "gemm"
 
 
 # The fields a TILING gives, in its order (tinytc.gemm.Tiling)
@@ -115,12 +125,21 @@ def main(argv: list[str] | None = None) -> int:
     sizes.add_argument(
         "--resident", action="store_true", help="working sets in the last-level cache"
     )
+    sizes.add_argument(
+        "--in-cache",
+        type=int,
+        default=1,
+        metavar="TIMES",
+        help="tiny working sets, each work-group running its gemm TIMES times over its entry "
+        "(in L1 and L2; a gemm in a loop prefetches nothing): the kernel's own speed",
+    )
     args = ap.parse_args(argv)
-    working_set = bench.working_set_of(bench.l3_bytes(), quick=args.quick, resident=args.resident)
+    quick = args.quick or args.in_cache > 1
+    working_set = bench.working_set_of(bench.l3_bytes(), quick=quick, resident=args.resident)
     bench.small_pages()
     queue = default_queue()
     target = core_info_from_device(queue.device)
-    source, kernel = source_of(args.shape)
+    source, kernel = source_of(args.shape, args.in_cache)
     program = tiled(source, target, 2)
     insts = [i for i in program.function(kernel).walk() if isinstance(i, LinalgInst)]
     defaults = [(i.tiling, getattr(i, "trans_a", False)) for i in insts]
@@ -157,14 +176,15 @@ def main(argv: list[str] | None = None) -> int:
             times[spec].append(bench.seconds(case.run, warm=args.resident))
         bandwidth.append(limits.add_bytes / bench.seconds(limits.run_add) / 1e9)
     print(
-        f"{args.shape}: {args.repeat} rounds, working set {working_set / 1e6:.0f} MB, add "
+        f"{args.shape}: {args.repeat} rounds, working set {working_set / 1e6:.0f} MB"
+        f"{f' (each entry {args.in_cache} times)' if args.in_cache > 1 else ''}, add "
         f"bandwidth {statistics.median(bandwidth):.1f} GB/s ({min(bandwidth):.1f}-"
         f"{max(bandwidth):.1f})"
     )
     print(f"{'tiling':14} {'GFLOP/s':>8} {'x default':>9}  tilings")
     for spec, (_, tilings) in variants.items():
         ratios = [d / t for d, t in zip(times["default"], times[spec])]
-        rate = case.flops / statistics.median(times[spec]) / 1e9
+        rate = case.flops * args.in_cache / statistics.median(times[spec]) / 1e9
         specs = (",".join(str(int(getattr(t, f))) for f in FIELDS) for t in tilings)
         shown = "; ".join(specs) or "(its own)"
         print(f"{spec:14} {rate:8.1f} {statistics.median(ratios):9.3f}  {shown}")

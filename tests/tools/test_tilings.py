@@ -47,6 +47,19 @@ def test_cache_resident_runs_report_the_bandwidth_their_rounds_saw() -> None:
     assert [r.split()[0] for r in done.stdout.splitlines()[2:]] == ["default", "1,4,4,0,1"]
 
 
+def test_in_cache_runs_repeat_the_gemm_and_check_it() -> None:
+    """Each work-group runs the gemm 3 times over its entry (beta = 0: the same result, which
+    is checked). A chain, which adds to Q, is refused; the option is a working set of its own."""
+    done = run_tilings("f32-8-nn", "1,4,4,0,1", size="--in-cache=3")
+    assert done.returncode == 0, done.stderr
+    assert "(each entry 3 times)" in done.stdout.splitlines()[0]
+    assert [r.split()[0] for r in done.stdout.splitlines()[2:]] == ["default", "1,4,4,0,1"]
+    done = run_tilings("chain-f32", "1,3,2,0,1", size="--in-cache=3")
+    assert done.returncode == 1 and "repeats gemm shapes only" in done.stderr
+    done = run_tilings("--in-cache=3", "f32-8-nn", "1,4,4,0,1")
+    assert done.returncode == 2 and "not allowed with" in done.stderr
+
+
 def test_bad_tilings_are_reported_with_their_location() -> None:
     done = run_tilings("f64-16-nt", "0,4")
     assert done.returncode == 1 and "Traceback" not in done.stderr
