@@ -12,7 +12,7 @@ through this tree's runtime. A FILE.ir is a program of the shape's kernel, such 
 lowered IR (tinytc-opt ... -p ...,lower-linalg) edited by hand, compiled by this tree. Every
 variant runs on the same operands (bench.py's working set; --resident: half the L3; --in-cache
 TIMES: tiny ones, each work-group running its gemm TIMES times, which shows a kernel's own
-speed with its operands in L1 and L2, without the prefetch that a gemm in a loop lacks), its
+speed with its operands in L1 and L2, and without prefetches: a gemm in a loop makes none), its
 results are checked as bench.py checks them, and each round runs the variants in an order that
 alternates (with --resident, each after an untimed run), then the add kernel, whose bandwidth
 tells which of the VM's two memory speeds the rounds saw (with --quick or --resident: the
@@ -53,8 +53,7 @@ def source_of(name: str, times: int = 1) -> tuple[str, str]:
     if times > 1:
         at = next(i for i, line in enumerate(lines) if line.startswith("  gemm."))
         lines[at : at + 1] = [f"  for %times = 0, {times} {{", "  " + lines[at], "  }"]
-    source = "\n".join(lines) + "\n"
-    return source, "gemm"
+    return "\n".join(lines) + "\n", "gemm"
 
 
 # The fields a TILING gives, in its order (tinytc.gemm.Tiling)

@@ -152,13 +152,11 @@ def subgroup_size(
     if fitting and fitting[0] < lanes:
         return fitting[0]
     wider = [s for s in target.subgroup_sizes if lanes < s <= 2 * lanes]
-    if transposed and wider:
-        columns = transpose_group(wider[0], element_size, target)
-        if columns * registers_per_value(wider[0], element_size, target) >= target.num_registers:
-            return lanes
-    if math.ceil(rows / lanes) > MAX_ROW_BLOCKS and wider:
-        return wider[0]
-    return lanes
+    if not wider or math.ceil(rows / lanes) <= MAX_ROW_BLOCKS:
+        return lanes
+    block = transpose_group(wider[0], element_size, target)  # columns, each of
+    block *= registers_per_value(wider[0], element_size, target)  # this many registers
+    return lanes if transposed and block >= target.num_registers else wider[0]
 
 
 def register_block(
